@@ -1,0 +1,30 @@
+// Type-aware linting for the project's own code; generated code under gen/ is not linted.
+import js from "@eslint/js";
+import tseslint from "typescript-eslint";
+
+export default tseslint.config(
+  { ignores: ["dist/**", "gen/**", "node_modules/**"] },
+  js.configs.recommended,
+  ...tseslint.configs.strictTypeChecked,
+  {
+    languageOptions: {
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
+    rules: {
+      "@typescript-eslint/restrict-template-expressions": ["error", { allowNumber: true }],
+      "@typescript-eslint/no-floating-promises": "error",
+    },
+  },
+  {
+    // The domain is pure: nothing from outside itself, no I/O, no ambient time.
+    files: ["src/domain/**/*.ts"],
+    rules: {
+      "no-restricted-imports": ["error", { patterns: [
+        { regex: "^(?!\\.{1,2}/)", message: "src/domain imports only other domain files." },
+        { regex: "^\\.\\./\\.\\./", message: "src/domain imports only other domain files." },
+      ] }],
+      "no-restricted-globals": ["error", "setTimeout", "setInterval", "process", "fetch", "Date"],
+    },
+  },
+  { files: ["eslint.config.js"], ...tseslint.configs.disableTypeChecked },
+);

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# One entry point for working on plugpool on a fresh machine: it installs what is missing (Node 24 from the
+# npm registry, npm packages, the Go-built Kubernetes binaries for the tests; all cached outside the repo)
+# and then does what was asked.
+#
+#   bash scripts/dev.sh setup     install everything the tests need
+#   bash scripts/dev.sh test      setup, then the whole test suite (npm test)
+#   bash scripts/dev.sh lint      setup, then typecheck + eslint + buf lint
+#   bash scripts/dev.sh sandbox   setup, then a local cluster with emulated plugs and plugpool serving
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. .ci/node-env.sh
+
+setup() {
+  if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+    npm ci --no-audit --no-fund
+  fi
+  if [ -f tests/support/control-plane/build.sh ]; then
+    bash tests/support/control-plane/build.sh
+  fi
+}
+
+cmd="${1:-test}"
+shift || true
+case "$cmd" in
+  setup) setup ;;
+  test) setup; npm test -- "$@" ;;
+  lint) setup; npm run lint ;;
+  sandbox) setup; npm run build; exec node tests/sandbox.ts "$@" ;;
+  *) echo "usage: scripts/dev.sh setup|test|lint|sandbox" >&2; exit 2 ;;
+esac

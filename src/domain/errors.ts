@@ -1,0 +1,40 @@
+/** The closed set of reasons a domain operation fails. The gRPC adapter maps each to one status code. */
+export type ErrorCode =
+  | "node-group-not-found"
+  | "instance-not-found"
+  | "invalid-argument"
+  | "unsafe"
+  | "plug-unreachable"
+  | "plug-unauthorized"
+  | "plug-entity-not-found"
+  | "plug-bad-answer"
+  | "cluster-refused"
+  | "internal";
+
+/**
+ * The one error type of plugpool. Messages say what was attempted and name the plug, node or group;
+ * they never carry credentials. The low-level error, if any, is kept as `cause` for logs.
+ */
+export class PlugpoolError extends Error {
+  override readonly name = "PlugpoolError";
+  readonly code: ErrorCode;
+
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+  }
+}
+
+/** Type guard that also works across duplicate copies of this module (it checks name and code, not the class). */
+export function isPlugpoolError(e: unknown): e is PlugpoolError {
+  return (
+    e instanceof PlugpoolError ||
+    (typeof e === "object" && e !== null && (e as { name?: unknown }).name === "PlugpoolError" &&
+      typeof (e as { code?: unknown }).code === "string")
+  );
+}
+
+/** True for the plug failures that mean "could not talk to the plug" (worth retrying later). */
+export function isPlugFailure(e: unknown): e is PlugpoolError {
+  return isPlugpoolError(e) && e.code.startsWith("plug-");
+}

@@ -1,0 +1,56 @@
+// Outcomes the domain reports. The domain does not log: adapters turn these into Kubernetes Events on the
+// Node, metrics and structured logs.
+
+/** The named steps of a power-off, in order (SPEC §5). */
+export type PowerOffStep =
+  | "check-taint"
+  | "power-off-pod"
+  | "await-not-ready"
+  | "grace"
+  | "plug-off"
+  | "remove-pod"
+  | "delete-node";
+
+/** Which safety rule refused an action (SPEC §9). */
+export type SafetyRule = "registered-without-taint" | "held" | "min-size" | "unconfigured-plug";
+
+export type PoolEvent =
+  | { readonly type: "powered-on"; readonly machine: string; readonly group: string }
+  | { readonly type: "power-on-failed"; readonly machine: string; readonly group: string; readonly error: string }
+  | { readonly type: "power-off-started"; readonly machine: string; readonly node: string; readonly resumed: boolean }
+  | {
+      readonly type: "power-off-step";
+      readonly machine: string;
+      readonly step: PowerOffStep;
+      readonly outcome: "done" | "waiting" | "failed";
+      readonly detail: string;
+      /** Time since the step was first entered, when it is done. */
+      readonly durationMs?: number;
+    }
+  | {
+      readonly type: "plug-off";
+      readonly machine: string;
+      readonly reason: "power-off" | "unregistered";
+      /** The draw measured just before the cut, when the plug has a sensor. */
+      readonly watts?: number;
+      /** Why the grace ended: full wait, or the sensor saw standby. */
+      readonly graceEnded?: "elapsed" | "standby";
+    }
+  | { readonly type: "node-deleted"; readonly machine: string; readonly node: string }
+  | { readonly type: "power-off-finished"; readonly machine: string; readonly durationMs: number }
+  | { readonly type: "power-off-aborted"; readonly machine: string; readonly reason: string }
+  | { readonly type: "refused"; readonly machine: string; readonly rule: SafetyRule; readonly detail: string }
+  | { readonly type: "plug-read-failed"; readonly machine: string; readonly error: string }
+  | {
+      /** A Node named like a machine carries a providerID of another form: not matched (logged once per change). */
+      readonly type: "provider-id-mismatch";
+      readonly machine: string;
+      readonly providerID: string;
+      readonly expected: string;
+    }
+  | {
+      /** Power found in a state nobody asked for; reported, never "corrected" by cutting power. */
+      readonly type: "unexpected-power";
+      readonly machine: string;
+      readonly detail: string;
+    };

@@ -1,0 +1,172 @@
+// Plain readonly data of the domain. No classes: values are compared and copied as data.
+
+/** The taint cluster-autoscaler puts on a node it has drained and is about to delete. */
+export const TO_BE_DELETED_TAINT = "ToBeDeletedByClusterAutoscaler";
+
+/** Node annotation recording that a power-off is in progress (value: epoch ms it started). */
+export const POWER_OFF_ANNOTATION = "plugpool.io/power-off-started-at";
+
+/** Node annotation that holds a running machine: never chosen for scale-up, never powered off. */
+export const HOLD_ANNOTATION = "plugpool.io/hold";
+
+/** One relay (switch entity) of one ESPHome device. */
+export interface PlugAddress {
+  /** Base URL of the device, normalised (lower-case scheme and host, no trailing slash). */
+  readonly url: string;
+  /** The switch entity's name as configured in ESPHome (e.g. "Relay"). */
+  readonly switch: string;
+  /** Name of a sensor entity reporting the plug's power draw in watts, when the plug has one. */
+  readonly powerSensor?: string;
+}
+
+/** A configured machine: one node of one group, powered by one plug. */
+export interface Machine {
+  readonly name: string;
+  readonly group: string;
+  readonly plug: PlugAddress;
+  /** Position in config order across all groups; scale-up prefers lower positions. */
+  readonly index: number;
+  /** Held in config: never chosen for scale-up and never powered off by plugpool. */
+  readonly hold: boolean;
+}
+
+export type TaintEffect = "NoSchedule" | "PreferNoSchedule" | "NoExecute";
+
+export interface Taint {
+  readonly key: string;
+  readonly value: string;
+  readonly effect: TaintEffect;
+}
+
+/** What a new machine of a group offers, for scale-up from zero. Quantities are Kubernetes quantity strings. */
+export interface NodeTemplate {
+  readonly cpu: string;
+  readonly memory: string;
+  readonly pods: string;
+  /** Further allocatable resources, e.g. `ephemeral-storage`, `nvidia.com/gpu`. */
+  readonly resources: Readonly<Record<string, string>>;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly taints: readonly Taint[];
+}
+
+export interface NodeGroupSpec {
+  readonly id: string;
+  readonly minSize: number;
+  readonly maxSize: number;
+  readonly template: NodeTemplate;
+  /** In config order. */
+  readonly machines: readonly Machine[];
+}
+
+export interface PowerOffSettings {
+  /** Longest wait for the node to go NotReady after the power-off pod was created. */
+  readonly notReadyTimeoutMs: number;
+  /** Wait after NotReady (or after the timeout) before the plug is cut. */
+  readonly graceMs: number;
+  /** With a power sensor: the draw at or below which the machine counts as off. */
+  readonly standbyWatts: number;
+  /** With a power sensor: how long the draw must stay at or below standby before the cut. */
+  readonly standbyWindowMs: number;
+  /** First retry delay for a failing step (doubles up to `maxRetryMs`). */
+  readonly retryMs: number;
+  readonly maxRetryMs: number;
+}
+
+export interface PoolConfig {
+  /** `spec.providerID` of a machine's Node is this prefix followed by the machine name. */
+  readonly providerIDPrefix: string;
+  readonly gpuLabel: string;
+  readonly gpuTypes: readonly string[];
+  readonly powerOff: PowerOffSettings;
+  readonly groups: readonly NodeGroupSpec[];
+}
+
+/** A plug as last read: `unknown` until it has been read successfully once. */
+export type PlugState = "on" | "off" | "unknown";
+
+/** One successful read of a plug. */
+export interface PlugReading {
+  readonly on: boolean;
+  /** Present when the plug has a power sensor and it answered. */
+  readonly watts?: number;
+}
+
+/** A Node as the cluster shows it (from a watch). */
+export interface NodeView {
+  readonly name: string;
+  /** `spec.providerID`, "" when unset. */
+  readonly providerID: string;
+  /** The Ready condition is True. */
+  readonly ready: boolean;
+  /** When the Ready condition last changed (epoch ms), when known. */
+  readonly readyChangedAt?: number;
+  readonly taints: readonly Taint[];
+  readonly annotations: Readonly<Record<string, string>>;
+  readonly labels: Readonly<Record<string, string>>;
+}
+
+/** plugpool's own power-off pod for a machine, as the cluster shows it. */
+export interface PowerOffPodView {
+  readonly machine: string;
+  readonly nodeName: string;
+  /** Epoch ms the power-off started (recorded on the pod). */
+  readonly startedAt: number;
+  readonly phase: "Pending" | "Running" | "Succeeded" | "Failed" | "Unknown";
+  /** Deletion has been requested; the pod is on its way out. */
+  readonly terminating: boolean;
+}
+
+/** A node as cluster-autoscaler names it in a request (real Node or one of its fake nodes). */
+export interface NodeRef {
+  readonly name: string;
+  readonly providerID: string;
+}
+
+export interface NodeGroupInfo {
+  readonly id: string;
+  readonly minSize: number;
+  readonly maxSize: number;
+  readonly debug: string;
+}
+
+export type InstanceState = "creating" | "running" | "deleting";
+
+/** What cluster-autoscaler sees of a machine. `id` is always providerIDPrefix + machine name. */
+export interface Instance {
+  readonly id: string;
+  readonly state: InstanceState;
+  /** Set only for a creating instance whose boot plugpool knows has failed. */
+  readonly error?: { readonly code: string; readonly message: string };
+}
+
+/** A DRA device attribute: exactly one kind of value. */
+export type DeviceAttribute =
+  | { readonly int: number }
+  | { readonly bool: boolean }
+  | { readonly string: string }
+  | { readonly version: string };
+
+export interface Device {
+  readonly name: string;
+  readonly attributes: Readonly<Record<string, DeviceAttribute>>;
+  /** Capacity quantities by name. */
+  readonly capacity: Readonly<Record<string, string>>;
+}
+
+/** The node-local part of a `resource.k8s.io/v1` ResourceSlice that a template needs. */
+export interface DeviceSlice {
+  readonly driver: string;
+  readonly pool: { readonly name: string; readonly generation: number; readonly resourceSliceCount: number };
+  readonly nodeName: string;
+  readonly devices: readonly Device[];
+}
+
+/** A template Node as plain data; the gRPC adapter encodes it. */
+export interface TemplateNode {
+  readonly name: string;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly capacity: Readonly<Record<string, string>>;
+  readonly allocatable: Readonly<Record<string, string>>;
+  readonly taints: readonly Taint[];
+  readonly conditions: readonly { readonly type: string; readonly status: "True" | "False"; readonly reason: string }[];
+}
