@@ -1,0 +1,117 @@
+// Turns a validated configuration (schema defaults applied, every check passed) into the typed AppConfig.
+import type { Machine, NodeGroupSpec, PoolConfig, TaintEffect } from "../domain/model.ts";
+import type { AppConfig } from "./config.ts";
+import { normalisePlugUrl, parseHostPort } from "./config-formats.ts";
+import { parseDuration } from "./duration.ts";
+
+/** The file's shape once the schema accepted it and filled in defaults (see config.schema.json). */
+export interface RawConfig {
+  readonly listen: string;
+  readonly tls?: { readonly cert: string; readonly key: string; readonly cacert: string };
+  readonly opsListen: string;
+  readonly providerIDPrefix: string;
+  readonly gpuLabel: string;
+  readonly gpuTypes: readonly string[];
+  readonly plugs: { readonly timeout: string };
+  readonly powerOff: {
+    readonly namespace: string;
+    readonly image: string;
+    readonly notReadyTimeout: string;
+    readonly grace: string;
+    readonly standbyWatts: number;
+    readonly standbyWindow: string;
+  };
+  readonly nodeGroups: readonly RawGroup[];
+}
+
+type RawQuantity = string | number;
+
+interface RawGroup {
+  readonly id: string;
+  readonly minSize: number;
+  readonly maxSize: number;
+  readonly template: {
+    readonly cpu: RawQuantity;
+    readonly memory: RawQuantity;
+    readonly pods: RawQuantity;
+    readonly resources: Readonly<Record<string, RawQuantity>>;
+    readonly labels: Readonly<Record<string, string>>;
+    readonly taints: readonly { readonly key: string; readonly value: string; readonly effect: TaintEffect }[];
+  };
+  readonly nodes: readonly {
+    readonly name: string;
+    readonly hold: boolean;
+    readonly plug: { readonly url: string; readonly switch: string; readonly powerSensor?: string };
+  }[];
+}
+
+/** Retry delays of a failing power-off step: not configurable, documented in the README. */
+export const POWER_OFF_RETRY_MS = 5_000;
+export const POWER_OFF_MAX_RETRY_MS = 120_000;
+
+export function buildConfig(raw: RawConfig, credentials: AppConfig["credentials"]): AppConfig {
+  return {
+    listen: validated(parseHostPort(raw.listen)),
+    ...(raw.tls && { tls: { certFile: raw.tls.cert, keyFile: raw.tls.key, caFile: raw.tls.cacert } }),
+    opsListen: validated(parseHostPort(raw.opsListen)),
+    plugTimeoutMs: duration(raw.plugs.timeout),
+    ...(credentials && { credentials }),
+    powerOffPod: { namespace: raw.powerOff.namespace, image: raw.powerOff.image },
+    pool: buildPool(raw),
+  };
+}
+
+function buildPool(raw: RawConfig): PoolConfig {
+  let index = 0;
+  const groups = raw.nodeGroups.map((group): NodeGroupSpec => ({
+    id: group.id,
+    minSize: group.minSize,
+    maxSize: group.maxSize,
+    template: {
+      cpu: String(group.template.cpu),
+      memory: String(group.template.memory),
+      pods: String(group.template.pods),
+      resources: Object.fromEntries(Object.entries(group.template.resources).map(([k, v]) => [k, String(v)])),
+      labels: { ...group.template.labels },
+      taints: group.template.taints.map(({ key, value, effect }) => ({ key, value, effect })),
+    },
+    machines: group.nodes.map((node): Machine => {
+      const url = normalisePlugUrl(node.plug.url);
+      return {
+        name: node.name,
+        group: group.id,
+        plug: {
+          url: validated(url.ok ? url.url : undefined),
+          switch: node.plug.switch,
+          ...(node.plug.powerSensor !== undefined && { powerSensor: node.plug.powerSensor }),
+        },
+        index: index++,
+        hold: node.hold,
+      };
+    }),
+  }));
+  return {
+    providerIDPrefix: raw.providerIDPrefix,
+    gpuLabel: raw.gpuLabel,
+    gpuTypes: [...raw.gpuTypes],
+    powerOff: {
+      notReadyTimeoutMs: duration(raw.powerOff.notReadyTimeout),
+      graceMs: duration(raw.powerOff.grace),
+      standbyWatts: raw.powerOff.standbyWatts,
+      standbyWindowMs: duration(raw.powerOff.standbyWindow),
+      retryMs: POWER_OFF_RETRY_MS,
+      maxRetryMs: POWER_OFF_MAX_RETRY_MS,
+    },
+    groups,
+  };
+}
+
+function duration(text: string): number {
+  return validated(parseDuration(text));
+}
+
+/** Unwraps a value the checks have already accepted; undefined here is a bug in the checks, not in the file. */
+function validated<T>(value: T | undefined): T {
+  if (value === undefined) throw new Error("configuration value passed validation but does not parse");
+  return value;
+}

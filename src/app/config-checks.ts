@@ -1,0 +1,179 @@
+// Checks the JSON Schema cannot express: relations between values, duplicates, limits of parsed values.
+// They run even when the schema found problems, on every value the schema found nothing wrong with, so that
+// one run reports every problem of the file.
+import { parseDuration } from "./duration.ts";
+import { parseQuantity } from "./quantity.ts";
+import { isLoopback, isWildcard, normalisePlugUrl, parseHostPort, switchObjectId } from "./config-formats.ts";
+import { childOf, formatPath, type ConfigIssue, type ConfigPath } from "./config-issues.ts";
+
+/** cluster-autoscaler gives each externalgrpc call 5 s; a plug request must leave room for the answer. */
+const MAX_PLUG_TIMEOUT_MS = 4000;
+
+const TEMPLATE_KEYS = ["cpu", "memory", "pods"];
+
+/** Reads values at paths, but only values the schema validated without error (else undefined). */
+class Reader {
+  readonly #root: unknown;
+  readonly #dirty: readonly string[];
+
+  constructor(root: unknown, schemaErrorPointers: readonly string[]) {
+    this.#root = root;
+    this.#dirty = schemaErrorPointers;
+  }
+
+  string(path: ConfigPath): string | undefined {
+    const value = this.#clean(path);
+    return typeof value === "string" ? value : undefined;
+  }
+
+  integer(path: ConfigPath): number | undefined {
+    const value = this.#clean(path);
+    return typeof value === "number" ? value : undefined;
+  }
+
+  /** A quantity written as a string or a YAML number. */
+  quantity(path: ConfigPath): string | undefined {
+    const value = this.#clean(path);
+    return typeof value === "number" ? String(value) : typeof value === "string" ? value : undefined;
+  }
+
+  /** The entries of a list, whatever is wrong inside them (each entry is read through this reader). */
+  list(path: ConfigPath): readonly unknown[] | undefined {
+    const value = this.#at(path);
+    return Array.isArray(value) && !this.#dirty.includes(pointer(path)) ? value : undefined;
+  }
+
+  keys(path: ConfigPath): readonly string[] {
+    const value = this.#at(path);
+    return typeof value === "object" && value !== null ? Object.keys(value) : [];
+  }
+
+  present(path: ConfigPath): boolean {
+    return this.#at(path) !== undefined;
+  }
+
+  #at(path: ConfigPath): unknown {
+    return path.reduce<unknown>((node, key) => childOf(node, key), this.#root);
+  }
+
+  #clean(path: ConfigPath): unknown {
+    const at = pointer(path);
+    return this.#dirty.some((p) => p === at || p.startsWith(`${at}/`)) ? undefined : this.#at(path);
+  }
+}
+
+function pointer(path: ConfigPath): string {
+  return path.map((p) => `/${String(p).replaceAll("~", "~0").replaceAll("/", "~1")}`).join("");
+}
+
+/** Every semantic problem of the parsed file. `schemaErrorPointers`: the instancePaths of ajv's errors. */
+export function checkConfig(root: unknown, schemaErrorPointers: readonly string[]): ConfigIssue[] {
+  const read = new Reader(root, schemaErrorPointers);
+  const issues: ConfigIssue[] = [];
+  const report = (path: ConfigPath, message: string) => issues.push({ path, message });
+
+  checkAddresses(read, report);
+  const timeout = parseDuration(read.string(["plugs", "timeout"]) ?? "");
+  if (timeout !== undefined && (timeout === 0 || timeout > MAX_PLUG_TIMEOUT_MS)) {
+    report(["plugs", "timeout"], "must be more than 0 and at most 4s (cluster-autoscaler allows 5s per call)");
+  }
+  if (parseDuration(read.string(["powerOff", "notReadyTimeout"]) ?? "") === 0) {
+    report(["powerOff", "notReadyTimeout"], "must be more than 0");
+  }
+
+  const groupIds = new Map<string, ConfigPath>();
+  const nodeNames = new Map<string, ConfigPath>();
+  const plugs = new Map<string, ConfigPath>();
+  (read.list(["nodeGroups"]) ?? []).forEach((_, g) => {
+    const group = ["nodeGroups", g];
+    const id = read.string([...group, "id"]);
+    if (id !== undefined) {
+      firstOrReport(groupIds, id, [...group, "id"], (first) => `"${id}" is also used at ${first}; group ids must be unique`, report);
+    }
+    checkSizes(read, group, report);
+    checkTemplate(read, [...group, "template"], report);
+    (read.list([...group, "nodes"]) ?? []).forEach((__, n) => {
+      const node = [...group, "nodes", n];
+      const name = read.string([...node, "name"]);
+      if (name !== undefined) {
+        const what = (first: string) => `"${name}" is also listed at ${first}; node names must be unique across all groups`;
+        firstOrReport(nodeNames, name, [...node, "name"], what, report);
+      }
+      const urlText = read.string([...node, "plug", "url"]);
+      const url = urlText === undefined ? undefined : normalisePlugUrl(urlText);
+      if (url?.ok === false) report([...node, "plug", "url"], url.expected);
+      const relay = read.string([...node, "plug", "switch"]);
+      if (url?.ok === true && relay !== undefined) {
+        const key = `${url.url} ${switchObjectId(relay)}`;
+        const what = (first: string) =>
+          `is the same plug as ${first} (${url.url}, switch "${relay}"); each machine needs its own plug`;
+        firstOrReport(plugs, key, [...node, "plug"], what, report);
+      }
+    });
+  });
+  return issues;
+}
+
+type Report = (path: ConfigPath, what: string) => void;
+
+/** Remembers the first path of each key; reports a later one, naming both paths. */
+function firstOrReport(
+  seen: Map<string, ConfigPath>,
+  key: string,
+  path: ConfigPath,
+  what: (firstPath: string) => string,
+  report: Report,
+): void {
+  const first = seen.get(key);
+  if (first === undefined) seen.set(key, path);
+  else report(path, what(formatPath(first)));
+}
+
+function checkAddresses(read: Reader, report: Report): void {
+  const listen = parseHostPort(read.string(["listen"]) ?? "");
+  const ops = parseHostPort(read.string(["opsListen"]) ?? "");
+  if (listen !== undefined && !read.present(["tls"]) && !isLoopback(listen.host)) {
+    report(
+      ["listen"],
+      `host ${listen.host} is not loopback; without tls, listen on 127.0.0.1, ::1 or localhost (cluster-autoscaler runs in the same pod)`,
+    );
+  }
+  if (listen !== undefined && ops !== undefined && listen.port !== 0 && listen.port === ops.port) {
+    const overlap = listen.host === ops.host || isWildcard(listen.host) || isWildcard(ops.host);
+    if (overlap) report(["opsListen"], `port ${ops.port} is already used by listen; choose another port`);
+  }
+}
+
+function checkSizes(read: Reader, group: ConfigPath, report: Report): void {
+  const min = read.integer([...group, "minSize"]);
+  const max = read.integer([...group, "maxSize"]);
+  const nodes = read.list([...group, "nodes"]);
+  if (min !== undefined && max !== undefined && min > max) {
+    report([...group, "minSize"], `${min} is more than maxSize ${max}`);
+  }
+  if (max !== undefined && nodes !== undefined && max > nodes.length) {
+    report([...group, "maxSize"], `${max} is more than the ${nodes.length} ${nodes.length === 1 ? "node" : "nodes"} listed`);
+  }
+}
+
+function checkTemplate(read: Reader, template: ConfigPath, report: Report): void {
+  // The schema has checked the syntax of quantities written as strings; YAML numbers always have valid syntax.
+  const check = (path: ConfigPath, rule: "positive" | "whole" | "not-negative") => {
+    const text = read.quantity(path);
+    const quantity = text === undefined ? undefined : parseQuantity(text);
+    if (quantity === undefined) return;
+    if (rule === "not-negative" && quantity.sign < 0) report(path, `must not be negative (found ${String(text)})`);
+    else if (rule !== "not-negative" && quantity.sign <= 0) report(path, `must be more than 0 (found ${String(text)})`);
+    else if (rule === "whole" && !quantity.isInteger) report(path, `must be a whole number such as "110" (found ${String(text)})`);
+  };
+  check([...template, "cpu"], "positive");
+  check([...template, "memory"], "positive");
+  check([...template, "pods"], "whole");
+  for (const name of read.keys([...template, "resources"])) {
+    if (TEMPLATE_KEYS.includes(name)) {
+      report([...template, "resources", name], `set ${name} as template.${name}, not among the extra resources`);
+    } else {
+      check([...template, "resources", name], "not-negative");
+    }
+  }
+}

@@ -1,0 +1,137 @@
+// Rejection rules for values: template quantities, labels and taints, durations and names.
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { config, issuesOf, load, withTemplate } from "./fixtures/config-builders.ts";
+
+const QUANTITY = 'must be a Kubernetes quantity such as "24", 500m, 64Gi or 1e3';
+const DURATION = "must be a duration such as 90s, 5m, 1h30m or 500ms (a number with a unit: ns, us, ms, s, m or h; no sign)";
+const LABEL_KEY =
+  "must be a valid label key: an optional DNS subdomain and '/', then up to 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit (e.g. example.com/pool)";
+const LABEL_VALUE =
+  "must be a valid label value: empty, or up to 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit";
+
+describe("loadConfig() value rules", () => {
+  describe("template quantities", () => {
+    for (const cpu of ["64GB", "1.2.3", "", "Gi", "64 Gi", "1e", "1Ki2"]) {
+      it(`rejects cpu ${JSON.stringify(cpu)} as not a quantity`, () => {
+        assert.deepEqual(issuesOf(withTemplate({ cpu })), [`nodeGroups[0].template.cpu: ${QUANTITY}`]);
+      });
+    }
+
+    it("rejects zero and negative cpu and memory, valid as quantities but not as capacity", () => {
+      assert.deepEqual(issuesOf(withTemplate({ cpu: "-1", memory: 0 })), [
+        "nodeGroups[0].template.cpu: must be more than 0 (found -1)",
+        "nodeGroups[0].template.memory: must be more than 0 (found 0)",
+      ]);
+    });
+
+    it("rejects a pod count that is not a whole number above 0", () => {
+      assert.deepEqual(issuesOf(withTemplate({ pods: "500m" })), ['nodeGroups[0].template.pods: must be a whole number such as "110" (found 500m)']);
+      assert.deepEqual(issuesOf(withTemplate({ pods: "0" })), ["nodeGroups[0].template.pods: must be more than 0 (found 0)"]);
+    });
+
+    it("accepts a whole pod count written with a suffix or exponent", () => {
+      assert.equal(load(withTemplate({ pods: "1.5k" })).pool.groups[0]?.template.pods, "1.5k");
+      assert.equal(load(withTemplate({ pods: "11e1" })).pool.groups[0]?.template.pods, "11e1");
+    });
+
+    it("rejects a missing cpu or memory", () => {
+      assert.deepEqual(issuesOf(config([{ id: "a", maxSize: 0, template: {}, nodes: [{ name: "a-1", plug: { url: "http://a", switch: "r" } }] }])), [
+        "nodeGroups[0].template.cpu: is required",
+        "nodeGroups[0].template.memory: is required",
+      ]);
+    });
+
+    it("rejects invalid or negative extra resources, and cpu, memory or pods among them", () => {
+      const issues = issuesOf(withTemplate({ resources: { "nvidia.com/gpu": "one", "example.com/fpga": "-1", memory: "1Gi", "bad key!": "1" } }));
+      assert.deepEqual(issues, [
+        `nodeGroups[0].template.resources["nvidia.com/gpu"]: ${QUANTITY}`,
+        'nodeGroups[0].template.resources["example.com/fpga"]: must not be negative (found -1)',
+        "nodeGroups[0].template.resources.memory: set memory as template.memory, not among the extra resources",
+        `nodeGroups[0].template.resources["bad key!"]: the key ${LABEL_KEY}`,
+      ]);
+    });
+
+    it("accepts a zero extra resource", () => {
+      assert.deepEqual(load(withTemplate({ resources: { "nvidia.com/gpu": 0 } })).pool.groups[0]?.template.resources, { "nvidia.com/gpu": "0" });
+    });
+  });
+
+  describe("template labels and taints", () => {
+    it("rejects invalid label keys and values", () => {
+      const long = "a".repeat(64);
+      const labels = { "example.com/pool": "workers", "-bad": "x", [`example.com/${long}`]: "x", "a/b/c": "x", ok: "has space", ok2: long };
+      assert.deepEqual(issuesOf(withTemplate({ labels })), [
+        `nodeGroups[0].template.labels["-bad"]: the key ${LABEL_KEY}`,
+        `nodeGroups[0].template.labels["example.com/${long}"]: the key ${LABEL_KEY}`,
+        `nodeGroups[0].template.labels["a/b/c"]: the key ${LABEL_KEY}`,
+        `nodeGroups[0].template.labels.ok: ${LABEL_VALUE}`,
+        `nodeGroups[0].template.labels.ok2: ${LABEL_VALUE}`,
+      ]);
+    });
+
+    it("rejects a label value that is not a string", () => {
+      assert.deepEqual(issuesOf(withTemplate({ labels: { gpu: true } })), ["nodeGroups[0].template.labels.gpu: must be a string, not true or false"]);
+    });
+
+    it("rejects an unknown taint effect, an invalid taint key or value, and a taint without key or effect", () => {
+      const taints = [
+        { key: "example.com/a", effect: "NoExecut" },
+        { key: "bad key", value: "x y", effect: "NoSchedule" },
+        { value: "v" },
+      ];
+      assert.deepEqual(issuesOf(withTemplate({ taints })), [
+        "nodeGroups[0].template.taints[0].effect: must be one of NoSchedule, PreferNoSchedule, NoExecute",
+        `nodeGroups[0].template.taints[1].key: ${LABEL_KEY}`,
+        `nodeGroups[0].template.taints[1].value: ${LABEL_VALUE}`,
+        "nodeGroups[0].template.taints[2].key: is required",
+        "nodeGroups[0].template.taints[2].effect: is required",
+      ]);
+    });
+  });
+
+  describe("durations", () => {
+    for (const grace of ["5", "5 m", "-1s", "1d", "", "1H", "1h 30m"]) {
+      it(`rejects grace ${JSON.stringify(grace)}`, () => {
+        assert.deepEqual(issuesOf(config(undefined, { powerOff: { grace } })), [`powerOff.grace: ${DURATION}`]);
+      });
+    }
+
+    it("rejects a duration written as a bare YAML number", () => {
+      assert.deepEqual(issuesOf(config(undefined, { powerOff: { standbyWindow: 20 } })), ["powerOff.standbyWindow: must be a string, not a whole number"]);
+    });
+
+    it("reads Go-style durations", () => {
+      const loaded = load(config(undefined, { powerOff: { notReadyTimeout: "1h30m", grace: "0", standbyWindow: "1.5s" }, plugs: { timeout: "500ms" } }));
+      assert.deepEqual(
+        [loaded.pool.powerOff.notReadyTimeoutMs, loaded.pool.powerOff.graceMs, loaded.pool.powerOff.standbyWindowMs, loaded.plugTimeoutMs],
+        [5_400_000, 0, 1_500, 500],
+      );
+    });
+
+    it("rejects a plug timeout of 0 or above 4s, and accepts 4s", () => {
+      const expected = "plugs.timeout: must be more than 0 and at most 4s (cluster-autoscaler allows 5s per call)";
+      assert.deepEqual(issuesOf(config(undefined, { plugs: { timeout: "0s" } })), [expected]);
+      assert.deepEqual(issuesOf(config(undefined, { plugs: { timeout: "4001ms" } })), [expected]);
+      assert.equal(load(config(undefined, { plugs: { timeout: "4s" } })).plugTimeoutMs, 4_000);
+    });
+
+    it("rejects a notReadyTimeout of 0", () => {
+      assert.deepEqual(issuesOf(config(undefined, { powerOff: { notReadyTimeout: "0s" } })), ["powerOff.notReadyTimeout: must be more than 0"]);
+    });
+  });
+
+  describe("power-off settings and the GPU label", () => {
+    it("rejects a namespace that is not a DNS label, an image with spaces and negative standby watts", () => {
+      assert.deepEqual(issuesOf(config(undefined, { powerOff: { namespace: "Plug_Pool", image: "busybox 1.37", standbyWatts: -1 } })), [
+        "powerOff.namespace: must be up to 63 lower-case letters, digits or '-', starting and ending with a letter or digit",
+        "powerOff.image: must be a container image reference such as busybox:1.37.0 (not empty, no spaces)",
+        "powerOff.standbyWatts: must not be negative (found -1)",
+      ]);
+    });
+
+    it("rejects a GPU label that is not a label key", () => {
+      assert.deepEqual(issuesOf(config(undefined, { gpuLabel: "nvidia.com/gpu/product" })), [`gpuLabel: ${LABEL_KEY}`]);
+    });
+  });
+});

@@ -1,0 +1,279 @@
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { describe, it } from "node:test";
+import { inspect } from "node:util";
+import { ConfigError, loadConfig, loadConfigFile, type AppConfig } from "../../src/app/config.ts";
+import { config, issuesOf, load } from "./fixtures/config-builders.ts";
+
+const fixture = (name: string) => new URL(`fixtures/${name}`, import.meta.url).pathname;
+const read = (name: string) => readFileSync(fixture(name), "utf8");
+
+const POWER_OFF_DEFAULTS = {
+  notReadyTimeoutMs: 300_000,
+  graceMs: 120_000,
+  standbyWatts: 5,
+  standbyWindowMs: 20_000,
+  retryMs: 5_000,
+  maxRetryMs: 120_000,
+};
+
+function frozenEverywhere(value: unknown, path = "config"): string[] {
+  if (typeof value !== "object" || value === null) return [];
+  const here = Object.isFrozen(value) ? [] : [path];
+  return [...here, ...Object.entries(value).flatMap(([key, child]) => frozenEverywhere(child, `${path}.${key}`))];
+}
+
+describe("loadConfig()", () => {
+  describe("with the example of SPEC §2", () => {
+    const loaded = loadConfig(read("spec-example.yaml"), {});
+
+    it("loads it to the typed value, with every default applied", () => {
+      const machine = (name: string, index: number) => ({
+        name,
+        group: "workers",
+        index,
+        hold: false,
+        plug: { url: `http://plug-${name}.example`, switch: "Relay" },
+      });
+      const expected: AppConfig = {
+        listen: { host: "127.0.0.1", port: 8086 },
+        opsListen: { host: "0.0.0.0", port: 8087 },
+        plugTimeoutMs: 2_000,
+        powerOffPod: { namespace: "plugpool", image: "busybox:1.37.0" },
+        pool: {
+          providerIDPrefix: "k3s://",
+          gpuLabel: "nvidia.com/gpu.product",
+          gpuTypes: [],
+          powerOff: POWER_OFF_DEFAULTS,
+          groups: [
+            {
+              id: "workers",
+              minSize: 0,
+              maxSize: 2,
+              template: { cpu: "24", memory: "64Gi", pods: "110", resources: {}, labels: { "example.com/pool": "workers" }, taints: [] },
+              machines: [machine("worker-1", 0), machine("worker-2", 1)],
+            },
+          ],
+        },
+      };
+      assert.deepEqual(loaded, expected);
+    });
+
+    it("gives the same value as the file with every default written out (the documented defaults are the applied ones)", () => {
+      assert.deepEqual(loaded, loadConfig(read("documented-defaults.yaml"), {}));
+    });
+  });
+
+  describe("with every key set", () => {
+    const loaded = loadConfig(read("every-key.yaml"), {});
+
+    it("reads the addresses, TLS files and plug timeout", () => {
+      assert.deepEqual(loaded.listen, { host: "::1", port: 9086 });
+      assert.deepEqual(loaded.opsListen, { host: "127.0.0.1", port: 9087 });
+      assert.deepEqual(loaded.tls, {
+        certFile: "/etc/plugpool/tls/tls.crt",
+        keyFile: "/etc/plugpool/tls/tls.key",
+        caFile: "/etc/plugpool/tls/ca.crt",
+      });
+      assert.equal(loaded.plugTimeoutMs, 1_500);
+    });
+
+    it("reads the power-off settings, with the fixed retry delays", () => {
+      assert.deepEqual(loaded.powerOffPod, { namespace: "power", image: "registry.example/tools:1.0" });
+      assert.deepEqual(loaded.pool.powerOff, {
+        notReadyTimeoutMs: 180_000,
+        graceMs: 90_000,
+        standbyWatts: 2.5,
+        standbyWindowMs: 30_000,
+        retryMs: 5_000,
+        maxRetryMs: 120_000,
+      });
+    });
+
+    it("reads the pool settings", () => {
+      assert.equal(loaded.pool.providerIDPrefix, "metal://");
+      assert.equal(loaded.pool.gpuLabel, "example.com/gpu");
+      assert.deepEqual(loaded.pool.gpuTypes, ["nvidia-rtx-4090", "nvidia-a2"]);
+    });
+
+    it("reads templates, writing quantities given as YAML numbers as strings", () => {
+      const [workers, gpu] = loaded.pool.groups;
+      assert.ok(workers && gpu);
+      assert.deepEqual(workers.template, {
+        cpu: "24",
+        memory: "64Gi",
+        pods: "250",
+        resources: { "ephemeral-storage": "100Gi" },
+        labels: { "example.com/pool": "workers" },
+        taints: [
+          { key: "example.com/dedicated", value: "batch", effect: "NoSchedule" },
+          { key: "example.com/spot", value: "", effect: "PreferNoSchedule" },
+        ],
+      });
+      assert.deepEqual(gpu.template.resources, { "nvidia.com/gpu": "1" });
+      assert.deepEqual([workers.minSize, workers.maxSize, gpu.minSize, gpu.maxSize], [1, 2, 0, 1]);
+    });
+
+    it("numbers machines across all groups in config order and names their group", () => {
+      const machines = loaded.pool.groups.flatMap((g) => g.machines);
+      assert.deepEqual(
+        machines.map((m) => [m.name, m.group, m.index, m.hold]),
+        [
+          ["worker-1", "workers", 0, false],
+          ["worker-2", "workers", 1, true],
+          ["gpu-1.lab", "gpu", 2, false],
+        ],
+      );
+    });
+
+    it("normalises plug URLs and keeps switch and power sensor names as written", () => {
+      const plugs = loaded.pool.groups.flatMap((g) => g.machines.map((m) => m.plug));
+      assert.deepEqual(plugs, [
+        { url: "http://plug-worker-1.example", switch: "Relay" },
+        { url: "https://plug-worker-2.example:8443", switch: "Relay", powerSensor: "Power" },
+        { url: "http://strip.example", switch: "Outlet 1" },
+      ]);
+    });
+
+    it("returns a value frozen all the way down", () => {
+      assert.deepEqual(frozenEverywhere(loaded), []);
+      assert.throws(() => {
+        (loaded.pool.groups[0]?.template.labels as Record<string, string>)["example.com/pool"] = "other";
+      }, TypeError);
+    });
+  });
+
+  describe("with plug credentials in the environment", () => {
+    const env = { PLUGPOOL_PLUG_USERNAME: "plug-admin", PLUGPOOL_PLUG_PASSWORD: "hunter2-pw" };
+
+    it("holds both, revealed only on request", () => {
+      const { credentials } = load(config(), env);
+      assert.ok(credentials);
+      assert.equal(credentials.username.reveal(), "plug-admin");
+      assert.equal(credentials.password.reveal(), "hunter2-pw");
+    });
+
+    it("never shows them in JSON or util.inspect of the whole config", () => {
+      const loaded = load(config(), env);
+      for (const text of [JSON.stringify(loaded), inspect(loaded, { depth: Infinity, showHidden: true }), String(loaded.credentials?.password)]) {
+        assert.ok(!text.includes("hunter2-pw"), text);
+        assert.ok(!text.includes("plug-admin"), text);
+      }
+    });
+
+    it("has no credentials when neither variable is set, or both are empty", () => {
+      assert.equal(load(config(), {}).credentials, undefined);
+      assert.equal(load(config(), { PLUGPOOL_PLUG_USERNAME: "", PLUGPOOL_PLUG_PASSWORD: "" }).credentials, undefined);
+    });
+
+    it("rejects a password without a username, naming the missing variable and not the value", () => {
+      const issues = issuesOf(config(), { PLUGPOOL_PLUG_PASSWORD: "hunter2-pw" });
+      assert.deepEqual(issues, [
+        "PLUGPOOL_PLUG_USERNAME: is not set but PLUGPOOL_PLUG_PASSWORD is; plug credentials need both variables, or neither",
+      ]);
+    });
+
+    it("rejects a username without a password, an empty password counting as unset", () => {
+      const issues = issuesOf(config(), { PLUGPOOL_PLUG_USERNAME: "plug-admin", PLUGPOOL_PLUG_PASSWORD: "" });
+      assert.deepEqual(issues, [
+        "PLUGPOOL_PLUG_PASSWORD: is not set but PLUGPOOL_PLUG_USERNAME is; plug credentials need both variables, or neither",
+      ]);
+      assert.ok(!issues.join("\n").includes("plug-admin"));
+    });
+  });
+
+  describe("with text that is not valid YAML", () => {
+    it("names the line and column of the syntax error", () => {
+      assert.deepEqual(issuesOf('providerIDPrefix: "k3s://"\nlisten: a: b\nnodeGroups: []\n'), [
+        "line 2, column 9: YAML syntax error: Nested mappings are not allowed in compact mappings",
+      ]);
+    });
+
+    it("does not quote the offending line, which may hold a credential", () => {
+      const issues = issuesOf('providerIDPrefix: "k3s://"\nurl: "http://admin:hunter2@plug\n');
+      assert.ok(!issues.join("\n").includes("hunter2"), issues.join("\n"));
+    });
+
+    it("rejects a key given twice in one mapping", () => {
+      const issues = issuesOf('providerIDPrefix: "k3s://"\nproviderIDPrefix: "x://"\nnodeGroups: []\n');
+      assert.deepEqual(issues.length, 1);
+      assert.match(issues[0] ?? "", /^line 2, column 1: YAML syntax error: .*unique/);
+    });
+
+    it("rejects a file with more than one document", () => {
+      assert.deepEqual(issuesOf("providerIDPrefix: a\n---\nproviderIDPrefix: b\n"), [
+        "line 2, column 1: YAML syntax error: the file must hold a single YAML document",
+      ]);
+    });
+
+    it("rejects aliases that expand without bound", () => {
+      const lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"];
+      for (let i = 1; i < 9; i++) lines.push(`a${i}: &a${i} [${Array<string>(10).fill(`*a${i - 1}`).join(", ")}]`);
+      assert.deepEqual(issuesOf(lines.join("\n")), [
+        "(top level): cannot read the YAML: Excessive alias count indicates a resource exhaustion attack",
+      ]);
+    });
+
+    it("rejects an empty file, saying what is required", () => {
+      assert.deepEqual(issuesOf("# nothing here\n"), [
+        "(top level): the configuration is empty; providerIDPrefix and nodeGroups are required",
+      ]);
+    });
+
+    it("rejects a document that is not a mapping", () => {
+      assert.deepEqual(issuesOf("- a\n- b\n"), ["(top level): must be a mapping, not a list"]);
+    });
+  });
+
+  describe("when it rejects", () => {
+    it("throws a ConfigError whose message lists every issue, one per line, in file order", () => {
+      let caught: unknown;
+      try {
+        loadConfig('providerIDPrefix: x\nlisten: 0.0.0.0:8086\npowerOf: {}\nnodeGroups: []\n', { PLUGPOOL_PLUG_PASSWORD: "pw" });
+      } catch (error) {
+        caught = error;
+      }
+      assert.ok(caught instanceof ConfigError);
+      assert.equal(caught.name, "ConfigError");
+      assert.deepEqual(caught.issues, [
+        "listen: host 0.0.0.0 is not loopback; without tls, listen on 127.0.0.1, ::1 or localhost (cluster-autoscaler runs in the same pod)",
+        "powerOf: unknown key (did you mean powerOff?)",
+        "nodeGroups: must list at least one entry",
+        "PLUGPOOL_PLUG_USERNAME: is not set but PLUGPOOL_PLUG_PASSWORD is; plug credentials need both variables, or neither",
+      ]);
+      assert.equal(caught.message, caught.issues.join("\n"));
+    });
+  });
+});
+
+describe("ConfigError", () => {
+  it("removes the userinfo of any URL in an issue", () => {
+    const error = new ConfigError(["a: see http://admin:pa55@plug.example and https://token@x.example/"]);
+    assert.deepEqual(error.issues, ["a: see http://[redacted]@plug.example and https://[redacted]@x.example/"]);
+    assert.ok(!error.message.includes("pa55"));
+  });
+});
+
+describe("loadConfigFile()", () => {
+  it("loads a file", () => {
+    assert.equal(loadConfigFile(fixture("every-key.yaml"), {}).pool.providerIDPrefix, "metal://");
+  });
+
+  it("rejects a missing file, naming its path", () => {
+    const path = fixture("no-such-config.yaml");
+    assert.throws(() => loadConfigFile(path, {}), (error: unknown) => {
+      assert.ok(error instanceof ConfigError);
+      assert.deepEqual(error.issues, [`${path}: cannot read the configuration file (no such file)`]);
+      return true;
+    });
+  });
+
+  it("rejects a directory, naming its path", () => {
+    const path = fixture("");
+    assert.throws(() => loadConfigFile(path, {}), (error: unknown) => {
+      assert.ok(error instanceof ConfigError);
+      assert.deepEqual(error.issues, [`${path}: cannot read the configuration file (is a directory)`]);
+      return true;
+    });
+  });
+});
