@@ -1,0 +1,82 @@
+import type { ConnectRouter, HandlerContext, Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { Clock, Pool } from "../../domain/index.ts";
+import { CloudProvider } from "../../../gen/clusterautoscaler/cloudprovider/v1/externalgrpc/externalgrpc_pb.ts";
+import { toConnectError } from "./errors.ts";
+import { fromExternalGrpcNode, toInstance, toNodeGroup } from "./proto-mapping.ts";
+import { encodeResourceSlice, encodeTemplateNode } from "./k8s-encoding.ts";
+
+export interface RouteDeps {
+  readonly pool: Pool;
+  readonly clock: Clock;
+  /** CA's Cleanup call (it sends it when it shuts down). */
+  readonly cleanup: () => Promise<void>;
+}
+
+/** Every thrown value leaves through the one mapping to gRPC codes. */
+export const errorMapping: Interceptor = (next) => async (req) => {
+  try {
+    return await next(req);
+  } catch (e) {
+    throw toConnectError(e);
+  }
+};
+
+const call = (ctx: HandlerContext) => ({ signal: ctx.signal });
+
+function unimplemented(what: string): never {
+  // CA maps Unimplemented to "not implemented" and uses its own defaults; for GetOptions that is the point:
+  // any answer would zero MaxNodeStartupTime (the proto has no field for it).
+  throw new ConnectError(`${what} is not implemented by plugpool`, Code.Unimplemented);
+}
+
+/** The externalgrpc CloudProvider service over the domain's Pool: conversion only, no decisions. */
+export function cloudProviderRoutes(deps: RouteDeps): (router: ConnectRouter) => void {
+  const { pool, clock } = deps;
+  return (router) => {
+    router.service(CloudProvider, {
+      nodeGroups: () => ({ nodeGroups: pool.nodeGroups().map(toNodeGroup) }),
+      nodeGroupForNode: (req) => {
+        const group = req.node ? pool.nodeGroupForNode(fromExternalGrpcNode(req.node)) : undefined;
+        // An empty id means "not managed by this provider"; it is never an error.
+        return { nodeGroup: group ? toNodeGroup(group) : { id: "" } };
+      },
+      pricingNodePrice: () => unimplemented("PricingNodePrice"),
+      pricingPodPrice: () => unimplemented("PricingPodPrice"),
+      gPULabel: () => ({ label: pool.gpuLabel() }),
+      getAvailableGPUTypes: () => ({
+        gpuTypes: Object.fromEntries(pool.gpuTypes().map((t) => [t, { typeUrl: "", value: new Uint8Array() }])),
+      }),
+      cleanup: async () => {
+        await deps.cleanup();
+        return {};
+      },
+      refresh: async (_req, ctx) => {
+        await pool.refresh(call(ctx));
+        return {};
+      },
+      nodeGroupTargetSize: (req) => ({ targetSize: pool.targetSize(req.id) }),
+      nodeGroupIncreaseSize: async (req, ctx) => {
+        await pool.increaseSize(req.id, req.delta, call(ctx));
+        return {};
+      },
+      nodeGroupDeleteNodes: async (req, ctx) => {
+        await pool.deleteNodes(req.id, req.nodes.map(fromExternalGrpcNode), call(ctx));
+        return {};
+      },
+      nodeGroupDecreaseTargetSize: async (req, ctx) => {
+        await pool.decreaseTargetSize(req.id, req.delta, call(ctx));
+        return {};
+      },
+      nodeGroupNodes: (req) => ({ instances: pool.instances(req.id).map(toInstance) }),
+      nodeGroupTemplateNodeInfo: (req) => {
+        const { node, slices } = pool.template(req.id);
+        return {
+          nodeBytes: encodeTemplateNode(node, clock.now()),
+          resourceSliceBytes: slices.map((s, i) => encodeResourceSlice(s, `${node.name}-${s.pool.name}-${i}`)),
+        };
+      },
+      nodeGroupGetOptions: () => unimplemented("NodeGroupGetOptions"),
+    });
+  };
+}
