@@ -14,6 +14,7 @@ export type PowerOffStep =
 /** Which safety rule refused an action (SPEC §9). */
 export type SafetyRule = "registered-without-taint" | "held" | "min-size" | "unconfigured-plug";
 
+/** Everything the domain reports, as plain data; one variant per kind of outcome. */
 export type PoolEvent =
   | { readonly type: "powered-on"; readonly machine: string; readonly group: string }
   | { readonly type: "power-on-failed"; readonly machine: string; readonly group: string; readonly error: string }
@@ -52,5 +53,16 @@ export type PoolEvent =
       /** Power found in a state nobody asked for; reported, never "corrected" by cutting power. */
       readonly type: "unexpected-power";
       readonly machine: string;
+      readonly detail: string;
+    }
+  | {
+      /**
+       * Machines of one group publish different DRA devices; the template uses those of `machine` (reported
+       * once per change). CA assumes the machines of a group are alike.
+       */
+      readonly type: "template-slices-differ";
+      readonly group: string;
+      readonly machine: string;
+      readonly differing: readonly string[];
       readonly detail: string;
     };

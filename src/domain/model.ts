@@ -30,8 +30,10 @@ export interface Machine {
   readonly hold: boolean;
 }
 
+/** The effect of a Node taint, as Kubernetes spells it. */
 export type TaintEffect = "NoSchedule" | "PreferNoSchedule" | "NoExecute";
 
+/** A Node taint. */
 export interface Taint {
   readonly key: string;
   readonly value: string;
@@ -49,6 +51,7 @@ export interface NodeTemplate {
   readonly taints: readonly Taint[];
 }
 
+/** A configured node group: its size bounds, its template and its machines. */
 export interface NodeGroupSpec {
   readonly id: string;
   readonly minSize: number;
@@ -58,6 +61,7 @@ export interface NodeGroupSpec {
   readonly machines: readonly Machine[];
 }
 
+/** Timings of the power-off saga (SPEC §5). */
 export interface PowerOffSettings {
   /** Longest wait for the node to go NotReady after the power-off pod was created. */
   readonly notReadyTimeoutMs: number;
@@ -72,6 +76,7 @@ export interface PowerOffSettings {
   readonly maxRetryMs: number;
 }
 
+/** Everything a pool needs from the configuration, validated and normalised. */
 export interface PoolConfig {
   /** `spec.providerID` of a machine's Node is this prefix followed by the machine name. */
   readonly providerIDPrefix: string;
@@ -122,6 +127,7 @@ export interface NodeRef {
   readonly providerID: string;
 }
 
+/** A group as cluster-autoscaler lists it. */
 export interface NodeGroupInfo {
   readonly id: string;
   readonly minSize: number;
@@ -129,6 +135,7 @@ export interface NodeGroupInfo {
   readonly debug: string;
 }
 
+/** The state of an instance as cluster-autoscaler sees it (SPEC §3). */
 export type InstanceState = "creating" | "running" | "deleting";
 
 /** What cluster-autoscaler sees of a machine. `id` is always providerIDPrefix + machine name. */
@@ -146,6 +153,7 @@ export type DeviceAttribute =
   | { readonly string: string }
   | { readonly version: string };
 
+/** One DRA device of a ResourceSlice. */
 export interface Device {
   readonly name: string;
   readonly attributes: Readonly<Record<string, DeviceAttribute>>;

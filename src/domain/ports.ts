@@ -2,6 +2,7 @@
 import type { Machine, NodeView, PlugAddress, PlugReading, PowerOffPodView, DeviceSlice } from "./model.ts";
 import type { PoolEvent } from "./events.ts";
 
+/** Options every port and pool call accepts. */
 export interface CallOptions {
   /** Aborts the call (deadline of the RPC, shutdown). */
   readonly signal?: AbortSignal;

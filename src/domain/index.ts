@@ -1,0 +1,39 @@
+// The public surface of plugpool's domain (package subpath "./domain"). Importing it starts nothing.
+// Everything else under src/domain is internal and may change without notice.
+
+export { createPool } from "./pool.ts";
+export type { Pool, PoolDeps } from "./pool.ts";
+
+export { mayCutPower } from "./safety.ts";
+export type { Verdict } from "./safety.ts";
+
+export { PlugpoolError, isPlugpoolError, isPlugFailure } from "./errors.ts";
+export type { ErrorCode } from "./errors.ts";
+
+export type { PoolEvent, PowerOffStep, SafetyRule } from "./events.ts";
+
+export type { CallOptions, Clock, ClusterView, NodeTeardown, PowerSwitch, Reporter } from "./ports.ts";
+
+export { HOLD_ANNOTATION, POWER_OFF_ANNOTATION, TO_BE_DELETED_TAINT } from "./model.ts";
+export type {
+  Device,
+  DeviceAttribute,
+  DeviceSlice,
+  Instance,
+  InstanceState,
+  Machine,
+  NodeGroupInfo,
+  NodeGroupSpec,
+  NodeRef,
+  NodeTemplate,
+  NodeView,
+  PlugAddress,
+  PlugReading,
+  PlugState,
+  PoolConfig,
+  PowerOffPodView,
+  PowerOffSettings,
+  Taint,
+  TaintEffect,
+  TemplateNode,
+} from "./model.ts";

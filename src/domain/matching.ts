@@ -1,0 +1,75 @@
+// Which Node belongs to which machine (SPEC §3), in the two senses the domain needs: the one
+// cluster-autoscaler uses (exact providerID) and the wider one the safety rules use (§9.1).
+import type { ClusterView } from "./ports.ts";
+import type { Machine, NodeRef, NodeView } from "./model.ts";
+import { HOLD_ANNOTATION, TO_BE_DELETED_TAINT } from "./model.ts";
+
+/** The instance id of a machine: what its Node's `spec.providerID` must be. */
+export function instanceId(providerIDPrefix: string, machine: Machine): string {
+  return providerIDPrefix + machine.name;
+}
+
+/**
+ * The Node that is this machine as cluster-autoscaler sees it: `spec.providerID` equals the instance id,
+ * or the Node has no providerID and carries the machine's name.
+ */
+export function matchedNode(cluster: ClusterView, providerIDPrefix: string, machine: Machine): NodeView | undefined {
+  const byID = cluster.nodeWithProviderID(instanceId(providerIDPrefix, machine));
+  if (byID !== undefined) return byID;
+  const byName = cluster.nodeNamed(machine.name);
+  return byName !== undefined && byName.providerID === "" ? byName : undefined;
+}
+
+/**
+ * Every Node that may be this machine running: matched by providerID, or carrying its name whatever the
+ * providerID (SPEC §9.1). Empty means the machine is not registered in the safety sense.
+ */
+export function safetyNodes(cluster: ClusterView, providerIDPrefix: string, machine: Machine): readonly NodeView[] {
+  const byID = cluster.nodeWithProviderID(instanceId(providerIDPrefix, machine));
+  const byName = cluster.nodeNamed(machine.name);
+  if (byID === undefined) return byName === undefined ? [] : [byName];
+  return byName === undefined || byName.name === byID.name ? [byID] : [byID, byName];
+}
+
+/** The node carries cluster-autoscaler's ToBeDeleted taint (CA has drained it). */
+export function hasDeletionTaint(node: NodeView): boolean {
+  return node.taints.some((t) => t.key === TO_BE_DELETED_TAINT);
+}
+
+/** The hold annotation is present (any value but "false"). */
+export function hasHoldAnnotation(node: NodeView): boolean {
+  const value = node.annotations[HOLD_ANNOTATION];
+  return value !== undefined && value !== "false";
+}
+
+/** Held in config or by annotation on any of its Nodes: never chosen for scale-up, never powered off. */
+export function isHeld(machine: Machine, nodes: readonly NodeView[]): boolean {
+  return machine.hold || nodes.some(hasHoldAnnotation);
+}
+
+/**
+ * The providerID of a Node that carries the machine's name but a providerID of another form, if any: a
+ * configuration error (the Node is not matched).
+ */
+export function foreignProviderID(cluster: ClusterView, providerIDPrefix: string, machine: Machine): string | undefined {
+  const node = cluster.nodeNamed(machine.name);
+  if (node === undefined || node.providerID === "" || node.providerID === instanceId(providerIDPrefix, machine)) {
+    return undefined;
+  }
+  return node.providerID;
+}
+
+/**
+ * The machine a node named by cluster-autoscaler stands for. A real Node resolves by providerID (by name
+ * only when it has none); CA's fake nodes have name = providerID = instance id, so they resolve by
+ * providerID too, and by name as a fallback when the providerID is empty. A providerID of another form
+ * never resolves by name (SPEC §3).
+ */
+export function resolveRef(machines: readonly Machine[], providerIDPrefix: string, ref: NodeRef): Machine | undefined {
+  if (ref.providerID !== "") {
+    return machines.find((m) => instanceId(providerIDPrefix, m) === ref.providerID);
+  }
+  return (
+    machines.find((m) => m.name === ref.name) ?? machines.find((m) => instanceId(providerIDPrefix, m) === ref.name)
+  );
+}

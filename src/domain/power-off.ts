@@ -1,0 +1,194 @@
+// Runs the power-off saga: starts and resumes jobs, walks each job's steps from the top, and undoes what
+// others can see when a job is aborted. Never sleeps: it answers how long to wait before the next pass.
+import type { CallOptions } from "./ports.ts";
+import type { Machine } from "./model.ts";
+import type { MachineState, PoolContext, PowerOffJob } from "./state.ts";
+import type { StepOutcome } from "./power-off-steps.ts";
+import { POWER_OFF_ANNOTATION } from "./model.ts";
+import { messageOf, nodesOf, stateOf } from "./state.ts";
+import { POWER_OFF_STEPS } from "./power-off-steps.ts";
+
+const COMPENSATION_POLL_MS = 1000;
+
+/** Records a power-off of `machine` as started at `startedAt` and reports it. No-op if one is in progress. */
+export function startPowerOff(ctx: PoolContext, machine: Machine, node: string, startedAt: number, resumed: boolean): void {
+  const st = stateOf(ctx, machine);
+  if (st.job !== undefined) return;
+  st.job = {
+    node,
+    startedAt,
+    aborting: undefined,
+    stepEnteredAt: {},
+    reportedDone: new Set(),
+    attempts: {},
+    notBefore: undefined,
+    lastWaiting: undefined,
+    podCreated: false,
+    notReadyAt: undefined,
+    standbySince: undefined,
+    graceEnded: undefined,
+    plugOff: false,
+    podRemoved: false,
+    deletedNodes: new Set(),
+  };
+  ctx.deps.reporter.report({ type: "power-off-started", machine: machine.name, node, resumed });
+  if (!resumed) ctx.deps.wake?.();
+}
+
+/**
+ * Starts a power-off the way DeleteNodes does: first records it on the machine's Nodes (the annotation), so
+ * a restart resumes it instead of losing it, then starts the job. Waits for that one write, nothing more.
+ */
+export async function beginPowerOff(ctx: PoolContext, machine: Machine, options?: CallOptions): Promise<void> {
+  const startedAt = ctx.deps.clock.now();
+  const nodes = nodesOf(ctx, machine);
+  await Promise.all(
+    nodes
+      .filter((n) => n.annotations[POWER_OFF_ANNOTATION] === undefined)
+      .map((n) => ctx.deps.teardown.markPowerOff(n.name, startedAt, options)),
+  );
+  startPowerOff(ctx, machine, nodes[0]?.name ?? "", startedAt, false);
+}
+
+/**
+ * Picks up power-offs recorded on the cluster by an earlier run: a machine without a job whose power-off
+ * pod exists (started when the pod says) or whose Node carries the power-off annotation (started at its value).
+ */
+export function resumePowerOffs(ctx: PoolContext): void {
+  for (const machine of ctx.machines) {
+    if (stateOf(ctx, machine).job !== undefined) continue;
+    const pod = ctx.deps.cluster.powerOffPod(machine.name);
+    const nodes = nodesOf(ctx, machine);
+    const marked = nodes.find((n) => n.annotations[POWER_OFF_ANNOTATION] !== undefined);
+    if (pod === undefined && marked === undefined) continue;
+    const recorded = Number(marked?.annotations[POWER_OFF_ANNOTATION]);
+    const startedAt = pod?.startedAt ?? (Number.isFinite(recorded) ? recorded : ctx.deps.clock.now());
+    startPowerOff(ctx, machine, nodes[0]?.name ?? pod?.nodeName ?? "", startedAt, true);
+  }
+}
+
+/**
+ * Resumes recorded power-offs, then advances every job as far as it can go now, in parallel. Resolves with
+ * the smallest delay after which a job wants another pass, or undefined when no job is left.
+ */
+export async function runPowerOffs(ctx: PoolContext, options?: CallOptions): Promise<number | undefined> {
+  resumePowerOffs(ctx);
+  const running = ctx.machines.filter((m) => stateOf(ctx, m).job !== undefined);
+  const waits = await Promise.all(running.map((m) => advance(ctx, m, options)));
+  const pending = waits.filter((w) => w !== undefined);
+  if (pending.length > 0) return Math.min(...pending);
+  // A job started while this pass ran has not been looked at yet.
+  return ctx.machines.some((m) => stateOf(ctx, m).job !== undefined) ? 0 : undefined;
+}
+
+async function advance(ctx: PoolContext, machine: Machine, options?: CallOptions): Promise<number | undefined> {
+  const st = stateOf(ctx, machine);
+  const job = st.job;
+  if (job === undefined) return undefined;
+  if (job.aborting !== undefined) return compensate(ctx, machine, st, job, options);
+  const held = job.notBefore === undefined ? 0 : job.notBefore - ctx.deps.clock.now();
+  if (held > 0) return held;
+  for (const step of POWER_OFF_STEPS) {
+    const now = ctx.deps.clock.now();
+    const enteredAt = (job.stepEnteredAt[step.name] ??= now);
+    const outcome = await step.run({ pool: ctx, machine, state: st, job, now, options }).catch(
+      (e: unknown): StepOutcome => ({ kind: "retry", error: messageOf(e) }),
+    );
+    const report = (outcome: "done" | "waiting" | "failed", detail: string, durationMs?: number): void => {
+      ctx.deps.reporter.report({
+        type: "power-off-step",
+        machine: machine.name,
+        step: step.name,
+        outcome,
+        detail,
+        ...(durationMs === undefined ? {} : { durationMs }),
+      });
+    };
+    switch (outcome.kind) {
+      case "done":
+        if (!job.reportedDone.has(step.name)) {
+          job.reportedDone.add(step.name);
+          report("done", outcome.detail ?? "", ctx.deps.clock.now() - enteredAt);
+        }
+        continue;
+      case "wait": {
+        const key = `${step.name}: ${outcome.why}`;
+        if (job.lastWaiting !== key) report("waiting", outcome.why);
+        job.lastWaiting = key;
+        return outcome.afterMs;
+      }
+      case "retry": {
+        const attempt = job.attempts[step.name] ?? 0;
+        job.attempts[step.name] = attempt + 1;
+        const delay = backoff(ctx, attempt);
+        job.notBefore = now + delay;
+        report("failed", `${outcome.error}; retrying in ${delay} ms`);
+        return delay;
+      }
+      case "abort":
+        report("failed", outcome.reason);
+        if (outcome.rule !== undefined) {
+          ctx.deps.reporter.report({ type: "refused", machine: machine.name, rule: outcome.rule, detail: outcome.reason });
+        }
+        job.aborting = { step: step.name, reason: outcome.reason, ...(outcome.rule ? { rule: outcome.rule } : {}) };
+        return compensate(ctx, machine, st, job, options);
+    }
+  }
+  ctx.deps.reporter.report({
+    type: "power-off-finished",
+    machine: machine.name,
+    durationMs: ctx.deps.clock.now() - job.startedAt,
+  });
+  st.job = undefined;
+  st.wantedOn = false;
+  return undefined;
+}
+
+function backoff(ctx: PoolContext, attempt: number): number {
+  const { retryMs, maxRetryMs } = ctx.config.powerOff;
+  return Math.min(retryMs * 2 ** attempt, maxRetryMs);
+}
+
+/**
+ * Undoes what others can see of an aborted power-off: deletes the power-off pod (left bound to the node it
+ * would power the machine off again when it re-registers) and clears the annotation. The job is forgotten
+ * only once the ClusterView shows both gone, so a lagging view cannot resume it.
+ */
+async function compensate(
+  ctx: PoolContext,
+  machine: Machine,
+  st: MachineState,
+  job: PowerOffJob,
+  options?: CallOptions,
+): Promise<number | undefined> {
+  const aborting = job.aborting;
+  if (aborting === undefined) return undefined;
+  const held = job.notBefore === undefined ? 0 : job.notBefore - ctx.deps.clock.now();
+  if (held > 0) return held;
+  const pod = ctx.deps.cluster.powerOffPod(machine.name);
+  const marked = nodesOf(ctx, machine).filter((n) => n.annotations[POWER_OFF_ANNOTATION] !== undefined);
+  try {
+    if (pod !== undefined && !pod.terminating) await ctx.deps.teardown.deletePowerOffPod(machine, options);
+    for (const node of marked) await ctx.deps.teardown.clearPowerOffMark(node.name, options);
+  } catch (e) {
+    const attempt = job.attempts[aborting.step] ?? 0;
+    job.attempts[aborting.step] = attempt + 1;
+    const delay = backoff(ctx, attempt);
+    job.notBefore = ctx.deps.clock.now() + delay;
+    ctx.deps.reporter.report({
+      type: "power-off-step",
+      machine: machine.name,
+      step: aborting.step,
+      outcome: "failed",
+      detail: `undoing the power-off: ${messageOf(e)}; retrying in ${delay} ms`,
+    });
+    return delay;
+  }
+  const traces =
+    ctx.deps.cluster.powerOffPod(machine.name) !== undefined ||
+    nodesOf(ctx, machine).some((n) => n.annotations[POWER_OFF_ANNOTATION] !== undefined);
+  if (traces) return COMPENSATION_POLL_MS;
+  st.job = undefined;
+  ctx.deps.reporter.report({ type: "power-off-aborted", machine: machine.name, reason: aborting.reason });
+  return undefined;
+}

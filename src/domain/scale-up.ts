@@ -1,0 +1,93 @@
+// NodeGroupIncreaseSize (SPEC §4): switch plugs on in config order, skipping plugs that fail.
+import type { CallOptions } from "./ports.ts";
+import type { Machine, NodeGroupSpec } from "./model.ts";
+import type { PoolContext } from "./state.ts";
+import { messageOf, nodesOf, stateOf } from "./state.ts";
+import { PlugpoolError } from "./errors.ts";
+import { targetSizeOf } from "./instances.ts";
+import { isHeld } from "./matching.ts";
+import { untilAborted } from "./lock.ts";
+import { switchOn } from "./switching.ts";
+
+/**
+ * May this machine be switched on for a scale-up? Its plug is known off, no power-off (job or pod) holds it,
+ * it is not held, not already wanted on, no command is in flight, and no Node may be it.
+ */
+export function isScaleUpCandidate(ctx: PoolContext, machine: Machine): boolean {
+  const st = stateOf(ctx, machine);
+  if (st.plug !== "off" || st.job !== undefined || st.switching !== undefined || st.wantedOn) return false;
+  if (ctx.deps.cluster.powerOffPod(machine.name) !== undefined) return false;
+  const nodes = nodesOf(ctx, machine);
+  return nodes.length === 0 && !isHeld(machine, nodes);
+}
+
+/**
+ * Switches on `delta` candidates in parallel rounds: each round takes as many further candidates as are
+ * still missing; a plug that fails is skipped and the next round tries others. Stops when done, out of
+ * candidates, or when the signal aborts (answers that arrive later still count). Throws `invalid-argument`
+ * for a bad delta, `plug-unreachable` naming the failed plugs when fewer than `delta` went on (those that
+ * did stay on), `unsafe` when there were simply not enough usable machines.
+ */
+export async function increaseSize(
+  ctx: PoolContext,
+  group: NodeGroupSpec,
+  delta: number,
+  options?: CallOptions,
+): Promise<void> {
+  const what = `increasing node group "${group.id}" by ${delta}`;
+  const target = targetSizeOf(ctx, group);
+  if (!Number.isInteger(delta) || delta <= 0) {
+    throw new PlugpoolError("invalid-argument", `${what}: delta must be a positive integer`);
+  }
+  if (target + delta > group.maxSize) {
+    throw new PlugpoolError(
+      "invalid-argument",
+      `${what}: target size ${target} + ${delta} would exceed the maximum size ${group.maxSize}`,
+    );
+  }
+  const signal = options?.signal;
+  const tried = new Set<string>();
+  const switchedOn = new Set<string>();
+  const failed = new Map<string, string>();
+  while (switchedOn.size < delta && signal?.aborted !== true) {
+    const round = group.machines
+      .filter((m) => !tried.has(m.name) && isScaleUpCandidate(ctx, m))
+      .slice(0, delta - switchedOn.size);
+    if (round.length === 0) break;
+    for (const m of round) tried.add(m.name);
+    const answers = round.map((m) =>
+      switchOn(ctx, m, options).then(
+        () => switchedOn.add(m.name),
+        (e: unknown) => failed.set(m.name, messageOf(e)),
+      ),
+    );
+    try {
+      await untilAborted(Promise.all(answers), signal);
+    } catch {
+      break;
+    }
+  }
+  if (switchedOn.size >= delta) return;
+  throw shortfall(ctx, group, what, { delta, tried, switchedOn, failed, cancelled: signal?.aborted === true });
+}
+
+function shortfall(
+  ctx: PoolContext,
+  group: NodeGroupSpec,
+  what: string,
+  outcome: { delta: number; tried: Set<string>; switchedOn: Set<string>; failed: Map<string, string>; cancelled: boolean },
+): PlugpoolError {
+  const { delta, tried, switchedOn, failed, cancelled } = outcome;
+  const parts = [`switched on ${switchedOn.size} of ${delta}`];
+  for (const [name, error] of failed) parts.push(`${name}: ${error}`);
+  const unanswered = [...tried].filter((n) => !switchedOn.has(n) && !failed.has(n));
+  if (unanswered.length > 0) parts.push(`no answer before the call ended from the plugs of ${unanswered.join(", ")}`);
+  const neverRead = group.machines.filter((m) => !tried.has(m.name) && stateOf(ctx, m).plug === "unknown");
+  if (neverRead.length > 0) parts.push(`never read successfully: ${neverRead.map((m) => m.name).join(", ")}`);
+  if (failed.size + unanswered.length + neverRead.length > 0) {
+    return new PlugpoolError("plug-unreachable", `${what}: ${parts.join("; ")}`);
+  }
+  if (cancelled) return new PlugpoolError("internal", `${what}: ${parts.join("; ")}; the call ended before more were tried`);
+  parts.push("no further machine is usable (held, registered, being powered off, or already on)");
+  return new PlugpoolError("unsafe", `${what}: ${parts.join("; ")}`);
+}

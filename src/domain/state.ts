@@ -1,0 +1,120 @@
+// The little plugpool keeps in memory. Everything else is derived from the ClusterView on each call, so
+// a restart (a new pool over the same plugs and cluster) loses nothing that matters.
+import type { Clock, ClusterView, NodeTeardown, PowerSwitch, Reporter } from "./ports.ts";
+import type { Machine, NodeGroupSpec, NodeView, PlugState, PoolConfig } from "./model.ts";
+import type { PowerOffStep, SafetyRule } from "./events.ts";
+import { PlugpoolError } from "./errors.ts";
+import { safetyNodes } from "./matching.ts";
+
+/** The outside world a pool works with. */
+export interface PoolDeps {
+  readonly clock: Clock;
+  readonly power: PowerSwitch;
+  readonly cluster: ClusterView;
+  readonly teardown: NodeTeardown;
+  readonly reporter: Reporter;
+  /** Called when a power-off was started, so the owner of the timer runs `runPowerOffs` soon. */
+  readonly wake?: () => void;
+}
+
+/** A power-off in progress, with the facts it has established (in memory; the cluster holds the rest). */
+export interface PowerOffJob {
+  /** Name of the Node when the job started ("" if there was none). */
+  readonly node: string;
+  readonly startedAt: number;
+  /** Set once the saga was stopped; the job lives on until its visible traces are gone. */
+  aborting: { readonly step: PowerOffStep; readonly reason: string; readonly rule?: SafetyRule } | undefined;
+  readonly stepEnteredAt: Partial<Record<PowerOffStep, number>>;
+  /** Steps whose completion has been reported. */
+  readonly reportedDone: Set<PowerOffStep>;
+  /** Failures of each step so far, for the backoff. */
+  readonly attempts: Partial<Record<PowerOffStep, number>>;
+  /** No step runs before this time (backoff after a failure). */
+  notBefore: number | undefined;
+  /** Last "waiting" reported, so a long wait is reported once. */
+  lastWaiting: string | undefined;
+  podCreated: boolean;
+  notReadyAt: number | undefined;
+  standbySince: number | undefined;
+  graceEnded: "elapsed" | "standby" | undefined;
+  plugOff: boolean;
+  podRemoved: boolean;
+  /** Nodes this job asked to delete (each reported once). */
+  readonly deletedNodes: Set<string>;
+}
+
+/** What plugpool remembers about one machine. */
+export interface MachineState {
+  plug: PlugState;
+  watts: number | undefined;
+  readError: string | undefined;
+  /** Bumped by every applied switch answer: a read started before it is stale. */
+  version: number;
+  /** A switch command is in flight. */
+  switching: "on" | "off" | undefined;
+  /** When plugpool switched it on, or first saw it on. */
+  poweredOnAt: number | undefined;
+  /** IncreaseSize switched it on and it has neither registered nor been dropped since. */
+  wantedOn: boolean;
+  bootFailure: { readonly code: string; readonly message: string } | undefined;
+  job: PowerOffJob | undefined;
+  /** Once-per-change memory for reports. */
+  notedPower: string | undefined;
+  notedProviderID: string | undefined;
+}
+
+/** Everything the domain's functions share. */
+export interface PoolContext {
+  readonly deps: PoolDeps;
+  readonly config: PoolConfig;
+  /** All machines, config order. */
+  readonly machines: readonly Machine[];
+  readonly states: ReadonlyMap<string, MachineState>;
+}
+
+/** Fresh memory for the configured machines: every plug unknown, nothing wanted, no power-off. */
+export function createContext(deps: PoolDeps, config: PoolConfig): PoolContext {
+  const machines = config.groups.flatMap((g) => g.machines).toSorted((a, b) => a.index - b.index);
+  const states = new Map<string, MachineState>(machines.map((m) => [m.name, newMachineState()]));
+  return { deps, config, machines, states };
+}
+
+function newMachineState(): MachineState {
+  return {
+    plug: "unknown",
+    watts: undefined,
+    readError: undefined,
+    version: 0,
+    switching: undefined,
+    poweredOnAt: undefined,
+    wantedOn: false,
+    bootFailure: undefined,
+    job: undefined,
+    notedPower: undefined,
+    notedProviderID: undefined,
+  };
+}
+
+/** The memory of one configured machine. */
+export function stateOf(ctx: PoolContext, machine: Machine): MachineState {
+  const st = ctx.states.get(machine.name);
+  if (st === undefined) throw new PlugpoolError("internal", `machine "${machine.name}" has no state`);
+  return st;
+}
+
+/** The configured group with this id; throws `node-group-not-found`. */
+export function groupOf(ctx: PoolContext, groupId: string): NodeGroupSpec {
+  const group = ctx.config.groups.find((g) => g.id === groupId);
+  if (group === undefined) throw new PlugpoolError("node-group-not-found", `node group "${groupId}" is not configured`);
+  return group;
+}
+
+/** The machine's Nodes in the safety sense (SPEC §9.1). */
+export function nodesOf(ctx: PoolContext, machine: Machine): readonly NodeView[] {
+  return safetyNodes(ctx.deps.cluster, ctx.config.providerIDPrefix, machine);
+}
+
+/** A readable message from anything thrown. */
+export function messageOf(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}

@@ -1,0 +1,105 @@
+// What a new machine of a group would look like (SPEC §6, §7): the template Node, and the DRA slices of the
+// first machine that has published some, renamed to the template node.
+import type { DeviceAttribute, DeviceSlice, Machine, NodeGroupSpec, TemplateNode } from "./model.ts";
+import type { PoolContext } from "./state.ts";
+
+/** The name of a group's template node. */
+export function templateNodeName(groupId: string): string {
+  return `template-node-for-${groupId}`;
+}
+
+/**
+ * The template Node of a group: template labels over the well-known ones, capacity = allocatable (cpu, memory,
+ * pods and further resources), template taints, Ready and no pressure.
+ */
+export function templateNode(group: NodeGroupSpec): TemplateNode {
+  const name = templateNodeName(group.id);
+  const t = group.template;
+  const resources = { cpu: t.cpu, memory: t.memory, pods: t.pods, ...t.resources };
+  return {
+    name,
+    labels: {
+      "kubernetes.io/os": "linux",
+      "kubernetes.io/hostname": name,
+      "node.kubernetes.io/instance-type": `plugpool.${group.id}`,
+      ...t.labels,
+    },
+    capacity: resources,
+    allocatable: resources,
+    taints: t.taints,
+    conditions: [
+      { type: "Ready", status: "True", reason: "KubeletReady" },
+      { type: "MemoryPressure", status: "False", reason: "KubeletHasSufficientMemory" },
+      { type: "DiskPressure", status: "False", reason: "KubeletHasNoDiskPressure" },
+      { type: "PIDPressure", status: "False", reason: "KubeletHasSufficientPID" },
+      { type: "NetworkUnavailable", status: "False", reason: "RouteCreated" },
+    ],
+  };
+}
+
+/** Source of group templates; remembers which slice differences it has reported. */
+export type TemplateSource = (group: NodeGroupSpec) => { readonly node: TemplateNode; readonly slices: readonly DeviceSlice[] };
+
+/**
+ * Templates with DRA slices: those of the first machine in config order that has a non-empty snapshot,
+ * made node-local to the template node (nodeName, pool names containing the machine name, consistent
+ * resourceSliceCount). Reports `template-slices-differ`, once per change, when machines of one group publish
+ * different devices.
+ */
+export function createTemplateSource(ctx: PoolContext): TemplateSource {
+  const noted = new Map<string, string>();
+  return (group) => {
+    const node = templateNode(group);
+    const published = group.machines.flatMap((m) => {
+      const slices = ctx.deps.cluster.templateSlices(m.name);
+      return slices === undefined || slices.length === 0 ? [] : [{ machine: m, slices }];
+    });
+    const first = published[0];
+    if (first === undefined) {
+      noted.delete(group.id);
+      return { node, slices: [] };
+    }
+    const reference = deviceSignature(first.slices);
+    const differing = published.filter((p) => deviceSignature(p.slices) !== reference).map((p) => p.machine.name);
+    const note = differing.length === 0 ? "" : `${first.machine.name}|${differing.join(",")}|${reference}`;
+    if (note !== "" && noted.get(group.id) !== note) {
+      ctx.deps.reporter.report({
+        type: "template-slices-differ",
+        group: group.id,
+        machine: first.machine.name,
+        differing,
+        detail: `the template uses the devices of ${first.machine.name}; ${differing.join(", ")} publish other devices`,
+      });
+    }
+    noted.set(group.id, note);
+    return { node, slices: renameSlices(first.machine, first.slices, node.name) };
+  };
+}
+
+function renameSlices(machine: Machine, slices: readonly DeviceSlice[], nodeName: string): DeviceSlice[] {
+  const poolName = (s: DeviceSlice): string => s.pool.name.replaceAll(machine.name, nodeName);
+  return slices.map((s) => ({
+    ...s,
+    nodeName,
+    pool: {
+      ...s.pool,
+      name: poolName(s),
+      resourceSliceCount: slices.filter((o) => o.driver === s.driver && poolName(o) === poolName(s)).length,
+    },
+  }));
+}
+
+/** Drivers, device names and attributes of a set of slices, in a canonical order. */
+function deviceSignature(slices: readonly DeviceSlice[]): string {
+  return slices
+    .flatMap((s) => s.devices.map((d) => `${s.driver}/${d.name}{${attributesSignature(d.attributes)}}`))
+    .toSorted()
+    .join("\n");
+}
+
+function attributesSignature(attributes: Readonly<Record<string, DeviceAttribute>>): string {
+  return Object.keys(attributes)
+    .toSorted()
+    .map((k) => `${k}=${JSON.stringify(attributes[k])}`)
+    .join(",");
+}

@@ -1,0 +1,117 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { HOLD_ANNOTATION } from "../../src/domain/index.ts";
+import { World } from "../fakes/world.ts";
+import { rejectsWith, throwsWith } from "../fakes/assertions.ts";
+
+const FOUR = { groups: [{ id: "workers", machines: ["worker-1", "worker-2", "worker-3", "worker-4"] }] };
+
+function turnedOn(w: World): string[] {
+  return w.power.callsOf("turnOn").map((c) => c.plug.url.replace(/^http:\/\/plug-|\.test$/g, ""));
+}
+
+describe("Pool.increaseSize()", () => {
+  it("switches on the first plugs known off, in config order, and counts them as creating", async () => {
+    const w = new World(FOUR);
+    await w.pool.refresh();
+    await w.pool.increaseSize("workers", 2);
+    assert.deepEqual(turnedOn(w), ["worker-1", "worker-2"]);
+    assert.equal(w.pool.targetSize("workers"), 2);
+    assert.deepEqual(
+      w.pool.instances("workers").map((i) => [i.id, i.state]),
+      [
+        ["k3s://worker-1", "creating"],
+        ["k3s://worker-2", "creating"],
+      ],
+    );
+    assert.deepEqual(
+      w.reporter.of("powered-on").map((e) => e.machine),
+      ["worker-1", "worker-2"],
+    );
+  });
+
+  it("rejects a delta that is not positive, or that would pass the maximum size, naming the numbers", async () => {
+    const w = new World();
+    await w.pool.refresh();
+    await w.pool.increaseSize("workers", 2);
+    await rejectsWith(w.pool.increaseSize("workers", 0), "invalid-argument");
+    await rejectsWith(w.pool.increaseSize("workers", 2), "invalid-argument", /target size 2 \+ 2 .* maximum size 3/);
+    assert.equal(w.power.callsOf("turnOn").length, 2);
+  });
+
+  it("rejects an unknown group", async () => {
+    const w = new World();
+    await rejectsWith(w.pool.increaseSize("nope", 1), "node-group-not-found");
+    throwsWith(() => w.pool.targetSize("nope"), "node-group-not-found");
+  });
+
+  it("skips a plug that fails and takes the next candidate in a further round", async () => {
+    const w = new World(FOUR);
+    await w.pool.refresh();
+    w.power.setFault(w.machine("worker-1").plug, "unreachable");
+    await w.pool.increaseSize("workers", 2);
+    assert.deepEqual(turnedOn(w), ["worker-1", "worker-2", "worker-3"]);
+    assert.equal(w.pool.targetSize("workers"), 2);
+    assert.equal(w.reporter.of("power-on-failed")[0]?.machine, "worker-1");
+  });
+
+  it("names the failed plugs and keeps those that went on when fewer than delta could be switched on", async () => {
+    const w = new World();
+    await w.pool.refresh();
+    w.power.setFault(w.machine("worker-2").plug, "unreachable");
+    w.power.setFault(w.machine("worker-3").plug, "unreachable");
+    await rejectsWith(
+      w.pool.increaseSize("workers", 3),
+      "plug-unreachable",
+      /switched on 1 of 3; worker-2: .*plug-worker-2.*; worker-3: /,
+    );
+    assert.equal(w.pool.targetSize("workers"), 1);
+    assert.ok(w.power.isOn(w.machine("worker-1").plug));
+  });
+
+  it("never uses a plug that has not been read successfully", async () => {
+    const w = new World();
+    await rejectsWith(w.pool.increaseSize("workers", 1), "plug-unreachable", /never read successfully: worker-1/);
+    assert.equal(w.power.callsOf("turnOn").length, 0);
+  });
+
+  it("passes over held, registered, powering-off and already-wanted machines", async () => {
+    const w = new World({
+      groups: [{ id: "workers", machines: ["held", "up", "pod", "ann", "free"], hold: ["held"] }],
+    });
+    await w.pool.refresh();
+    w.cluster.addNode({ name: "up", providerID: "other://up" });
+    w.cluster.addPod({ machine: "pod", nodeName: "pod", startedAt: 0, phase: "Succeeded", terminating: true });
+    w.cluster.addNode({ name: "ann", annotations: { [HOLD_ANNOTATION]: "true" } });
+    await w.pool.increaseSize("workers", 1);
+    assert.deepEqual(turnedOn(w), ["free"]);
+    await rejectsWith(w.pool.increaseSize("workers", 1), "unsafe", /no further machine is usable/);
+  });
+
+  it("is bounded by the call's signal when a plug never answers, and releases the group", async () => {
+    const w = new World();
+    await w.pool.refresh();
+    w.power.setFault(w.machine("worker-1").plug, "hang");
+    const controller = new AbortController();
+    w.power.onCall = (c) => {
+      if (c.op === "turnOn") controller.abort();
+    };
+    const call = w.pool.increaseSize("workers", 1, { signal: controller.signal });
+    await rejectsWith(call, "plug-unreachable", /switched on 0 of 1; no answer before the call ended from the plugs of worker-1/);
+    // The hung plug is not picked again while its command is in flight; the group is not stuck.
+    w.power.onCall = undefined;
+    await w.pool.increaseSize("workers", 1);
+    assert.deepEqual(turnedOn(w), ["worker-1", "worker-2"]);
+  });
+
+  it("serialises concurrent calls on one group so each sees the target the one before left", async () => {
+    const w = new World();
+    await w.pool.refresh();
+    const results = await Promise.allSettled([w.pool.increaseSize("workers", 2), w.pool.increaseSize("workers", 2)]);
+    assert.deepEqual(
+      results.map((r) => r.status),
+      ["fulfilled", "rejected"],
+    );
+    assert.equal(w.pool.targetSize("workers"), 2);
+  });
+});

@@ -1,0 +1,79 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { World } from "../fakes/world.ts";
+import { throwsWith } from "../fakes/assertions.ts";
+
+describe("Pool.instances()", () => {
+  it("lists no instance for a machine that is off and unregistered", async () => {
+    const w = new World();
+    await w.pool.refresh();
+    assert.deepEqual(w.pool.instances("workers"), []);
+    assert.equal(w.pool.targetSize("workers"), 0);
+  });
+
+  it("shows registered machines running and powered unregistered ones creating, in config order", async () => {
+    const w = new World({ on: ["worker-1", "worker-3"] });
+    w.register("worker-3");
+    await w.pool.refresh();
+    assert.deepEqual(w.pool.instances("workers"), [
+      { id: "k3s://worker-1", state: "creating" },
+      { id: "k3s://worker-3", state: "running" },
+    ]);
+  });
+
+  it("shows a registered machine running even before its plug has been read", () => {
+    const w = new World();
+    w.register("worker-2");
+    assert.deepEqual(w.pool.instances("workers"), [{ id: "k3s://worker-2", state: "running" }]);
+  });
+
+  it("shows a machine under a Node with a foreign providerID as creating, never running", async () => {
+    const w = new World({ on: ["worker-1"] });
+    w.cluster.addNode({ name: "worker-1", providerID: "aws:///i-1" });
+    await w.pool.refresh();
+    assert.deepEqual(w.pool.instances("workers"), [{ id: "k3s://worker-1", state: "creating" }]);
+  });
+
+  it("shows a power-off as deleting and leaves it out of the target size", async () => {
+    const w = new World({ on: ["worker-1", "worker-2"] });
+    w.registerTainted("worker-1");
+    w.register("worker-2");
+    await w.pool.refresh();
+    await w.pool.deleteNodes("workers", [w.ref("worker-1")]);
+    assert.deepEqual(
+      w.pool.instances("workers").map((i) => i.state),
+      ["deleting", "running"],
+    );
+    assert.equal(w.pool.targetSize("workers"), 1);
+  });
+
+  it("reports held machines like any other", async () => {
+    const w = new World({
+      on: ["worker-1"],
+      groups: [{ id: "workers", machines: ["worker-1", "worker-2"], hold: ["worker-1"] }],
+    });
+    w.register("worker-1");
+    await w.pool.refresh();
+    assert.deepEqual(w.pool.instances("workers"), [{ id: "k3s://worker-1", state: "running" }]);
+  });
+
+  it("rejects an unknown group", () => {
+    const w = new World();
+    throwsWith(() => w.pool.instances("nope"), "node-group-not-found", /"nope"/);
+  });
+});
+
+describe("Pool.nodeGroups()", () => {
+  it("lists the configured groups with sizes and a short description", () => {
+    const w = new World({ groups: [{ id: "workers", machines: ["worker-1", "worker-2"], minSize: 1 }] });
+    assert.deepEqual(w.pool.nodeGroups(), [
+      { id: "workers", minSize: 1, maxSize: 2, debug: "workers: 2 machines (worker-1, worker-2)" },
+    ]);
+  });
+
+  it("answers the configured GPU label and types", () => {
+    const w = new World();
+    assert.equal(w.pool.gpuLabel(), "example.com/gpu");
+    assert.deepEqual(w.pool.gpuTypes(), []);
+  });
+});

@@ -1,0 +1,90 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { foreignProviderID, matchedNode, resolveRef, safetyNodes } from "../../src/domain/matching.ts";
+import { PREFIX, World } from "../fakes/world.ts";
+
+describe("matching", () => {
+  describe("matchedNode()", () => {
+    it("matches a Node whose providerID is the prefix plus the machine name, whatever its name", () => {
+      const w = new World();
+      w.cluster.addNode({ name: "renamed", providerID: PREFIX + "worker-1" });
+      assert.equal(matchedNode(w.cluster, PREFIX, w.machine("worker-1"))?.name, "renamed");
+    });
+
+    it("matches by name a Node without providerID", () => {
+      const w = new World();
+      w.cluster.addNode({ name: "worker-1" });
+      assert.equal(matchedNode(w.cluster, PREFIX, w.machine("worker-1"))?.name, "worker-1");
+    });
+
+    it("does not match a Node named like the machine whose providerID has another form", () => {
+      const w = new World();
+      w.cluster.addNode({ name: "worker-1", providerID: "aws:///eu-west-1a/i-1" });
+      assert.equal(matchedNode(w.cluster, PREFIX, w.machine("worker-1")), undefined);
+      assert.equal(foreignProviderID(w.cluster, PREFIX, w.machine("worker-1")), "aws:///eu-west-1a/i-1");
+    });
+  });
+
+  describe("safetyNodes()", () => {
+    it("counts a Node carrying the machine's name whatever its providerID", () => {
+      const w = new World();
+      w.cluster.addNode({ name: "worker-1", providerID: "aws:///i-1" });
+      assert.deepEqual(
+        safetyNodes(w.cluster, PREFIX, w.machine("worker-1")).map((n) => n.name),
+        ["worker-1"],
+      );
+    });
+
+    it("returns both Nodes when one matches by providerID and another carries the name", () => {
+      const w = new World();
+      w.cluster.addNode({ name: "other", providerID: PREFIX + "worker-1" });
+      w.cluster.addNode({ name: "worker-1", providerID: "foreign://x" });
+      assert.deepEqual(
+        safetyNodes(w.cluster, PREFIX, w.machine("worker-1")).map((n) => n.name),
+        ["other", "worker-1"],
+      );
+    });
+
+    it("is empty for a machine no Node stands for", () => {
+      const w = new World();
+      assert.deepEqual(safetyNodes(w.cluster, PREFIX, w.machine("worker-1")), []);
+    });
+  });
+
+  describe("resolveRef()", () => {
+    const w = new World();
+    const machines = w.machines();
+
+    it("resolves a real Node by providerID", () => {
+      assert.equal(resolveRef(machines, PREFIX, w.ref("worker-2"))?.name, "worker-2");
+    });
+
+    it("resolves a fake node whose name, providerID and instance id are the same", () => {
+      assert.equal(resolveRef(machines, PREFIX, w.fakeRef("worker-3"))?.name, "worker-3");
+    });
+
+    it("resolves by name only when the ref has no providerID", () => {
+      assert.equal(resolveRef(machines, PREFIX, { name: "worker-1", providerID: "" })?.name, "worker-1");
+      assert.equal(resolveRef(machines, PREFIX, { name: PREFIX + "worker-1", providerID: "" })?.name, "worker-1");
+      assert.equal(resolveRef(machines, PREFIX, { name: "worker-1", providerID: "aws:///i-1" }), undefined);
+    });
+
+    it("resolves nothing for a node that is not a machine", () => {
+      assert.equal(resolveRef(machines, PREFIX, { name: "control-plane", providerID: PREFIX + "control-plane" }), undefined);
+    });
+  });
+
+  describe("Pool.nodeGroupForNode()", () => {
+    it("answers the group of a matched node and undefined for a node that is not ours", () => {
+      const w = new World({
+        groups: [
+          { id: "small", machines: ["s-1"] },
+          { id: "big", machines: ["b-1", "b-2"] },
+        ],
+      });
+      assert.equal(w.pool.nodeGroupForNode(w.ref("b-2"))?.id, "big");
+      assert.equal(w.pool.nodeGroupForNode(w.fakeRef("s-1"))?.id, "small");
+      assert.equal(w.pool.nodeGroupForNode({ name: "cp", providerID: "" }), undefined);
+    });
+  });
+});

@@ -1,0 +1,143 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { HOLD_ANNOTATION, POWER_OFF_ANNOTATION } from "../../src/domain/index.ts";
+import type { WorldOptions } from "../fakes/world.ts";
+import { World } from "../fakes/world.ts";
+
+/** worker-1 registered, tainted and asked to be deleted; worker-2 registered and running. */
+async function deleting(options: WorldOptions = {}): Promise<World> {
+  const w = new World({ on: ["worker-1", "worker-2"], ...options });
+  w.registerTainted("worker-1");
+  w.register("worker-2");
+  await w.pool.refresh();
+  await w.pool.deleteNodes("workers", [w.ref("worker-1")]);
+  return w;
+}
+
+/** One pass of the runner in a cluster that behaves: a power-off pod shuts its node down, pods go when deleted. */
+async function pass(w: World): Promise<number | undefined> {
+  const wait = await w.pool.runPowerOffs();
+  for (const pod of w.cluster.pods()) {
+    if (!pod.terminating && w.cluster.nodeNamed(pod.nodeName)?.ready === true) {
+      w.cluster.setReady(pod.nodeName, false, w.clock.now());
+    }
+  }
+  w.cluster.finishPodDeletion();
+  if (wait !== undefined) w.clock.advance(wait);
+  return wait;
+}
+
+describe("power-off abort", () => {
+  it("keeps the power and undoes the pod and the annotation when the taint goes away", async () => {
+    const w = await deleting();
+    await w.pool.runPowerOffs();
+    w.cluster.untaint("worker-1");
+    assert.equal(await w.pool.runPowerOffs(), 1000);
+    assert.deepEqual(w.reporter.of("refused").map((e) => e.rule), ["registered-without-taint"]);
+    assert.equal(w.cluster.powerOffPod("worker-1")?.terminating, true);
+    assert.equal(w.cluster.nodeNamed("worker-1")?.annotations[POWER_OFF_ANNOTATION], undefined);
+    // Aborting is not deleting: the machine counts again.
+    assert.equal(w.pool.instances("workers")[0]?.state, "running");
+    assert.equal(w.pool.targetSize("workers"), 2);
+    assert.equal(w.reporter.of("power-off-aborted").length, 0, "not over while the pod exists");
+
+    w.cluster.finishPodDeletion();
+    assert.equal(await w.pool.runPowerOffs(), undefined);
+    assert.equal(w.reporter.of("power-off-aborted").length, 1);
+    assert.equal(w.power.callsOf("turnOff").length, 0);
+    assert.ok(w.power.isOn(w.machine("worker-1").plug));
+  });
+
+  it("refuses the plug-off itself when the taint goes away between the checks", async () => {
+    const w = await deleting({
+      groups: [{ id: "workers", machines: ["worker-1", "worker-2", "worker-3"], sensors: ["worker-1"] }],
+    });
+    await w.pool.runPowerOffs();
+    w.cluster.setReady("worker-1", false, w.clock.now());
+    w.power.setWatts(w.machine("worker-1").plug, 2);
+    await w.pool.runPowerOffs();
+    // The next read is the grace step's last look, after check-taint has passed on this pass.
+    w.power.onCall = (c) => {
+      if (c.op === "read") w.cluster.untaint("worker-1");
+    };
+    w.clock.advance(10_000);
+    await w.pool.runPowerOffs();
+    assert.equal(w.power.callsOf("turnOff").length, 0);
+    assert.ok(w.reporter.events.some((e) => e.type === "power-off-step" && e.step === "plug-off" && e.outcome === "failed"));
+  });
+
+  it("keeps the power of a machine held meanwhile", async () => {
+    const w = await deleting();
+    await w.pool.runPowerOffs();
+    w.cluster.annotate("worker-1", HOLD_ANNOTATION, "true");
+    await w.pool.runPowerOffs();
+    assert.deepEqual(w.reporter.of("refused").map((e) => e.rule), ["held"]);
+    w.cluster.finishPodDeletion();
+    w.clock.advance(1000);
+    await w.pool.runPowerOffs();
+    assert.equal(w.reporter.of("power-off-aborted").length, 1);
+    assert.equal(w.power.callsOf("turnOff").length, 0);
+  });
+
+  it("retries the undoing with backoff when a cluster write fails", async () => {
+    const w = await deleting();
+    await w.pool.runPowerOffs();
+    w.cluster.untaint("worker-1");
+    w.cluster.failNext("deletePowerOffPod");
+    assert.equal(await w.pool.runPowerOffs(), 1000);
+    assert.equal(w.cluster.powerOffPod("worker-1")?.terminating, false);
+    w.clock.advance(1000);
+    assert.equal(await w.pool.runPowerOffs(), 1000);
+    assert.equal(w.cluster.powerOffPod("worker-1")?.terminating, true);
+  });
+});
+
+describe("power-off after a restart", () => {
+  // Uninterrupted, worker-1's plug goes off on the third pass, at t0 + 120 s, and the job ends on the fifth.
+  for (let passes = 0; passes <= 4; passes++) {
+    it(`resumes from what the cluster shows after ${passes} pass(es) and ends as without the restart`, async () => {
+      const w = await deleting();
+      const t0 = w.clock.now();
+      let firstCut: number | undefined;
+      w.power.onCall = (c) => {
+        if (c.op === "turnOff") firstCut ??= w.clock.now();
+      };
+      for (let i = 0; i < passes; i++) await pass(w);
+      w.restart();
+      for (let i = 0; i < 10 && (await pass(w)) !== undefined; i++);
+
+      assert.equal(firstCut, t0 + 120_000);
+      assert.equal(w.power.isOn(w.machine("worker-1").plug), false);
+      assert.equal(w.cluster.nodeNamed("worker-1"), undefined);
+      assert.deepEqual(w.cluster.pods(), []);
+      assert.equal(w.cluster.callsOf("createPowerOffPod").length, 1);
+      assert.deepEqual(w.pool.instances("workers"), [{ id: "k3s://worker-2", state: "running" }]);
+      const resumed = w.reporter.of("power-off-started").filter((e) => e.resumed);
+      assert.equal(resumed.length, passes < 4 ? 1 : 0);
+      // After the fourth pass only the job's last look was missing: nothing is left to resume or report.
+      assert.equal(w.reporter.of("power-off-finished").length, passes < 4 ? 1 : 0);
+    });
+  }
+
+  it("resumes an abort: the pod still going is waited for, and the power stays on", async () => {
+    const w = await deleting();
+    await w.pool.runPowerOffs();
+    w.cluster.untaint("worker-1");
+    await w.pool.runPowerOffs();
+    w.restart();
+    assert.equal(await w.pool.runPowerOffs(), 1000);
+    assert.equal(w.cluster.callsOf("deletePowerOffPod").length, 1, "a terminating pod is not deleted again");
+    w.cluster.finishPodDeletion();
+    assert.equal(await w.pool.runPowerOffs(), undefined);
+    assert.equal(w.power.callsOf("turnOff").length, 0);
+  });
+
+  it("clears a leftover power-off annotation from a node that is no longer being deleted", async () => {
+    const w = new World({ on: ["worker-1"] });
+    w.register("worker-1", { annotations: { [POWER_OFF_ANNOTATION]: "12345" } });
+    await w.pool.refresh();
+    assert.equal(await w.pool.runPowerOffs(), undefined);
+    assert.equal(w.cluster.nodeNamed("worker-1")?.annotations[POWER_OFF_ANNOTATION], undefined);
+    assert.equal(w.power.callsOf("turnOff").length, 0);
+  });
+});

@@ -1,0 +1,206 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { POWER_OFF_ANNOTATION } from "../../src/domain/index.ts";
+import type { WorldOptions } from "../fakes/world.ts";
+import { World } from "../fakes/world.ts";
+
+/** worker-1 registered, tainted and asked to be deleted; worker-2 registered and running. */
+async function deleting(options: WorldOptions = {}): Promise<World> {
+  const w = new World({ on: ["worker-1", "worker-2"], ...options });
+  w.registerTainted("worker-1");
+  w.register("worker-2");
+  await w.pool.refresh();
+  await w.pool.deleteNodes("workers", [w.ref("worker-1")]);
+  return w;
+}
+
+function steps(w: World): string[] {
+  return w.reporter.of("power-off-step").map((e) => `${e.step} ${e.outcome}: ${e.detail}`);
+}
+
+describe("the power-off saga", () => {
+  it("walks the steps in order, each advanced by the clock, and finishes with the Node deleted", async () => {
+    const w = await deleting();
+    const t0 = w.clock.now();
+    const plug = w.machine("worker-1").plug;
+
+    assert.equal(await w.pool.runPowerOffs(), 5000);
+    assert.deepEqual(w.cluster.pods(), [
+      { machine: "worker-1", nodeName: "worker-1", startedAt: t0, phase: "Pending", terminating: false },
+    ]);
+    assert.equal(w.cluster.nodeNamed("worker-1")?.annotations[POWER_OFF_ANNOTATION], String(t0));
+
+    w.clock.advance(3000);
+    w.cluster.setReady("worker-1", false, w.clock.now());
+    assert.equal(await w.pool.runPowerOffs(), 120_000);
+    w.clock.advance(119_999);
+    assert.equal(await w.pool.runPowerOffs(), 1);
+    assert.ok(w.power.isOn(plug));
+
+    w.clock.advance(1);
+    assert.equal(await w.pool.runPowerOffs(), 1000);
+    assert.equal(w.power.isOn(plug), false);
+    assert.deepEqual(w.reporter.of("plug-off"), [
+      { type: "plug-off", machine: "worker-1", reason: "power-off", graceEnded: "elapsed" },
+    ]);
+    assert.equal(w.cluster.powerOffPod("worker-1")?.terminating, true);
+    assert.equal(w.pool.instances("workers")[0]?.state, "deleting");
+
+    w.clock.advance(1000);
+    assert.equal(await w.pool.runPowerOffs(), 1000);
+    assert.equal(w.cluster.callsOf("deletePowerOffPod").length, 1);
+    assert.ok(w.cluster.nodeNamed("worker-1"), "the Node stays until its power-off pod is gone");
+
+    w.cluster.finishPodDeletion();
+    w.clock.advance(1000);
+    assert.equal(await w.pool.runPowerOffs(), 1000);
+    assert.equal(w.cluster.nodeNamed("worker-1"), undefined);
+    w.clock.advance(1000);
+    assert.equal(await w.pool.runPowerOffs(), undefined);
+
+    assert.deepEqual(w.pool.instances("workers"), [{ id: "k3s://worker-2", state: "running" }]);
+    assert.deepEqual(w.reporter.of("power-off-finished"), [
+      { type: "power-off-finished", machine: "worker-1", durationMs: 126_000 },
+    ]);
+    assert.deepEqual(
+      w.reporter
+        .of("power-off-step")
+        .filter((e) => e.outcome === "done")
+        .map((e) => [e.step, e.durationMs]),
+      [
+        ["check-taint", 0],
+        ["power-off-pod", 0],
+        ["await-not-ready", 3000],
+        ["grace", 120_000],
+        ["plug-off", 0],
+        ["remove-pod", 2000],
+        ["delete-node", 1000],
+      ],
+    );
+    assert.deepEqual(w.cluster.callsOf("createPowerOffPod").length, 1);
+  });
+
+  it("carries on when the node does not go NotReady in time, and counts the grace from the timeout", async () => {
+    const w = await deleting();
+    const t0 = w.clock.now();
+    let cutAt: number | undefined;
+    w.power.onCall = (c) => {
+      if (c.op === "turnOff") cutAt = w.clock.now();
+    };
+    await w.drive(200);
+    assert.equal(cutAt, t0 + 300_000 + 120_000);
+    assert.ok(steps(w).includes("await-not-ready done: timed out, carrying on"));
+  });
+
+  it("skips the power-off pod for a node already NotReady and counts the grace from when it went", async () => {
+    const w = await deleting();
+    const t0 = w.clock.now();
+    w.cluster.setReady("worker-1", false, t0 - 100_000);
+    assert.equal(await w.pool.runPowerOffs(), 20_000);
+    assert.equal(w.cluster.callsOf("createPowerOffPod").length, 0);
+    assert.ok(steps(w).includes("power-off-pod done: node already NotReady"));
+  });
+
+  it("skips the waits when the plug already reads off, and still cuts it to be sure", async () => {
+    const w = await deleting();
+    w.power.set(w.machine("worker-1").plug, false);
+    await w.pool.refresh();
+    assert.equal(await w.pool.runPowerOffs(), 1000);
+    assert.equal(w.cluster.callsOf("createPowerOffPod").length, 0);
+    assert.equal(w.power.callsOf("turnOff").length, 1);
+  });
+
+  describe("with a power sensor", () => {
+    const sensor: WorldOptions = {
+      groups: [{ id: "workers", machines: ["worker-1", "worker-2", "worker-3"], sensors: ["worker-1"] }],
+    };
+
+    it("cuts once the draw has stayed at standby for the window, before the grace ends", async () => {
+      const w = await deleting(sensor);
+      const plug = w.machine("worker-1").plug;
+      w.power.setWatts(plug, 60);
+      await w.pool.runPowerOffs();
+      w.cluster.setReady("worker-1", false, w.clock.now());
+      assert.equal(await w.pool.runPowerOffs(), 2000);
+      w.clock.advance(2000);
+      w.power.setWatts(plug, 3);
+      assert.equal(await w.pool.runPowerOffs(), 2000);
+      w.clock.advance(9000);
+      assert.equal(await w.pool.runPowerOffs(), 1000);
+      w.clock.advance(1000);
+      assert.equal(await w.pool.runPowerOffs(), 1000);
+      assert.equal(w.power.isOn(plug), false);
+      assert.deepEqual(w.reporter.of("plug-off"), [
+        { type: "plug-off", machine: "worker-1", reason: "power-off", watts: 3, graceEnded: "standby" },
+      ]);
+    });
+
+    it("starts the standby window over when the draw rises again", async () => {
+      const w = await deleting(sensor);
+      const plug = w.machine("worker-1").plug;
+      w.power.setWatts(plug, 3);
+      await w.pool.runPowerOffs();
+      w.cluster.setReady("worker-1", false, w.clock.now());
+      await w.pool.runPowerOffs();
+      w.clock.advance(8000);
+      w.power.setWatts(plug, 40);
+      await w.pool.runPowerOffs();
+      w.power.setWatts(plug, 3);
+      w.clock.advance(2000);
+      await w.pool.runPowerOffs();
+      w.clock.advance(8000);
+      await w.pool.runPowerOffs();
+      assert.ok(w.power.isOn(plug), "standby has held for 8 s only");
+    });
+
+    it("never waits longer than the grace when the draw stays high", async () => {
+      const w = await deleting(sensor);
+      w.power.setWatts(w.machine("worker-1").plug, 60);
+      const t0 = w.clock.now();
+      let cutAt: number | undefined;
+      w.power.onCall = (c) => {
+        if (c.op === "turnOff") cutAt = w.clock.now();
+      };
+      await w.pool.runPowerOffs();
+      w.cluster.setReady("worker-1", false, t0);
+      await w.drive(200);
+      assert.equal(cutAt, t0 + 120_000);
+      assert.equal(w.reporter.of("plug-off")[0]?.graceEnded, "elapsed");
+    });
+  });
+
+  it("retries a failing plug-off with a doubling backoff while the instance stays deleting", async () => {
+    const w = await deleting({ powerOff: { graceMs: 0 } });
+    w.cluster.setReady("worker-1", false, w.clock.now());
+    for (let i = 0; i < 3; i++) w.power.failNext("turnOff");
+    assert.equal(await w.pool.runPowerOffs(), 1000);
+    w.clock.advance(999);
+    assert.equal(await w.pool.runPowerOffs(), 1, "no attempt before the backoff has passed");
+    assert.equal(w.power.callsOf("turnOff").length, 1);
+    w.clock.advance(1);
+    assert.equal(await w.pool.runPowerOffs(), 2000);
+    w.clock.advance(2000);
+    assert.equal(await w.pool.runPowerOffs(), 4000);
+    assert.equal(w.pool.instances("workers")[0]?.state, "deleting");
+    w.clock.advance(4000);
+    assert.equal(await w.pool.runPowerOffs(), 1000);
+    assert.equal(w.power.callsOf("turnOff").length, 4);
+    assert.equal(w.power.isOn(w.machine("worker-1").plug), false);
+  });
+
+  it("retries a failing cluster write with backoff", async () => {
+    const w = await deleting();
+    w.cluster.failNext("createPowerOffPod");
+    assert.equal(await w.pool.runPowerOffs(), 1000);
+    assert.equal(w.cluster.powerOffPod("worker-1"), undefined);
+    w.clock.advance(1000);
+    assert.equal(await w.pool.runPowerOffs(), 5000);
+    assert.ok(w.cluster.powerOffPod("worker-1"));
+    assert.match(steps(w).find((s) => s.includes("failed")) ?? "", /power-off-pod failed: .*retrying in 1000 ms/);
+  });
+
+  it("answers undefined when no power-off is in progress", async () => {
+    const w = new World();
+    assert.equal(await w.pool.runPowerOffs(), undefined);
+  });
+});

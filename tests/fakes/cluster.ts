@@ -1,0 +1,161 @@
+import type {
+  ClusterView,
+  DeviceSlice,
+  Machine,
+  NodeTeardown,
+  NodeView,
+  PowerOffPodView,
+} from "../../src/domain/index.ts";
+import { POWER_OFF_ANNOTATION, PlugpoolError, TO_BE_DELETED_TAINT } from "../../src/domain/index.ts";
+
+export type TeardownOp = "markPowerOff" | "clearPowerOffMark" | "createPowerOffPod" | "deletePowerOffPod" | "deleteNode";
+
+export interface TeardownCall {
+  readonly op: TeardownOp;
+  /** The node name, or the machine name for pod operations. */
+  readonly target: string;
+}
+
+/** A Node to add; everything but the name has a default (no providerID, Ready, no taints). */
+export type NodeSpec = Partial<NodeView> & { readonly name: string };
+
+/**
+ * The cluster as plugpool sees it, with real state: Nodes, power-off pods, template slices. Teardown writes
+ * change that state at once (a deleted pod turns terminating until `finishPodDeletion`). Every write is
+ * logged and passed to `onCall` at the moment it is made.
+ */
+export class FakeCluster implements ClusterView, NodeTeardown {
+  readonly calls: TeardownCall[] = [];
+  onCall: ((call: TeardownCall) => void) | undefined;
+  readonly #nodes = new Map<string, NodeView>();
+  readonly #pods = new Map<string, PowerOffPodView>();
+  readonly #slices = new Map<string, readonly DeviceSlice[]>();
+  readonly #failNext = new Map<TeardownOp, Error[]>();
+
+  addNode(spec: NodeSpec): NodeView {
+    const node: NodeView = { providerID: "", ready: true, taints: [], annotations: {}, labels: {}, ...spec };
+    this.#nodes.set(node.name, node);
+    return node;
+  }
+
+  removeNode(name: string): void {
+    this.#nodes.delete(name);
+  }
+
+  nodes(): NodeView[] {
+    return [...this.#nodes.values()];
+  }
+
+  update(name: string, change: (node: NodeView) => Partial<NodeView>): void {
+    const node = this.#nodes.get(name);
+    if (node !== undefined) this.#nodes.set(name, { ...node, ...change(node) });
+  }
+
+  /** Adds cluster-autoscaler's ToBeDeleted taint. */
+  taint(name: string): void {
+    this.update(name, (n) =>
+      n.taints.some((t) => t.key === TO_BE_DELETED_TAINT)
+        ? {}
+        : { taints: [...n.taints, { key: TO_BE_DELETED_TAINT, value: "1800000000", effect: "NoSchedule" }] },
+    );
+  }
+
+  untaint(name: string): void {
+    this.update(name, (n) => ({ taints: n.taints.filter((t) => t.key !== TO_BE_DELETED_TAINT) }));
+  }
+
+  setReady(name: string, ready: boolean, at?: number): void {
+    this.update(name, () => (at === undefined ? { ready } : { ready, readyChangedAt: at }));
+  }
+
+  annotate(name: string, key: string, value: string | undefined): void {
+    this.update(name, (n) => {
+      const others = Object.entries(n.annotations).filter(([k]) => k !== key);
+      return { annotations: Object.fromEntries(value === undefined ? others : [...others, [key, value]]) };
+    });
+  }
+
+  setSlices(machine: string, slices: readonly DeviceSlice[] | undefined): void {
+    if (slices === undefined) this.#slices.delete(machine);
+    else this.#slices.set(machine, slices);
+  }
+
+  /** Puts a power-off pod in place directly (as left by an earlier run). */
+  addPod(pod: PowerOffPodView): void {
+    this.#pods.set(pod.machine, pod);
+  }
+
+  pods(): PowerOffPodView[] {
+    return [...this.#pods.values()];
+  }
+
+  /** Terminating pods are gone now. */
+  finishPodDeletion(): void {
+    for (const [machine, pod] of this.#pods) if (pod.terminating) this.#pods.delete(machine);
+  }
+
+  failNext(op: TeardownOp, error: Error = new PlugpoolError("cluster-refused", `${op}: the apiserver said no`)): void {
+    this.#failNext.set(op, [...(this.#failNext.get(op) ?? []), error]);
+  }
+
+  /** Pending one-shot failures are dropped. */
+  clearFaults(): void {
+    this.#failNext.clear();
+  }
+
+  callsOf(op: TeardownOp): TeardownCall[] {
+    return this.calls.filter((c) => c.op === op);
+  }
+
+  nodeNamed(name: string): NodeView | undefined {
+    return this.#nodes.get(name);
+  }
+
+  nodeWithProviderID(providerID: string): NodeView | undefined {
+    return [...this.#nodes.values()].find((n) => n.providerID === providerID);
+  }
+
+  powerOffPod(machine: string): PowerOffPodView | undefined {
+    return this.#pods.get(machine);
+  }
+
+  templateSlices(machine: string): readonly DeviceSlice[] | undefined {
+    return this.#slices.get(machine);
+  }
+
+  async markPowerOff(nodeName: string, startedAt: number): Promise<void> {
+    await this.#call("markPowerOff", nodeName);
+    this.annotate(nodeName, POWER_OFF_ANNOTATION, String(startedAt));
+  }
+
+  async clearPowerOffMark(nodeName: string): Promise<void> {
+    await this.#call("clearPowerOffMark", nodeName);
+    this.annotate(nodeName, POWER_OFF_ANNOTATION, undefined);
+  }
+
+  async createPowerOffPod(machine: Machine, nodeName: string, startedAt: number): Promise<void> {
+    await this.#call("createPowerOffPod", machine.name);
+    if (this.#pods.has(machine.name)) return;
+    this.#pods.set(machine.name, { machine: machine.name, nodeName, startedAt, phase: "Pending", terminating: false });
+  }
+
+  async deletePowerOffPod(machine: Machine): Promise<void> {
+    await this.#call("deletePowerOffPod", machine.name);
+    const pod = this.#pods.get(machine.name);
+    if (pod !== undefined) this.#pods.set(machine.name, { ...pod, terminating: true });
+  }
+
+  async deleteNode(nodeName: string): Promise<void> {
+    await this.#call("deleteNode", nodeName);
+    this.#nodes.delete(nodeName);
+  }
+
+  async #call(op: TeardownOp, target: string): Promise<void> {
+    const call = { op, target };
+    this.calls.push(call);
+    this.onCall?.(call);
+    await Promise.resolve();
+    const next = this.#failNext.get(op)?.shift();
+    if (next !== undefined) throw next;
+  }
+}

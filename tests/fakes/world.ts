@@ -1,0 +1,158 @@
+// A pool wired to fakes, with a small configuration builder, for the domain tests.
+import type { Machine, NodeGroupSpec, NodeTemplate, Pool, PoolConfig, PowerOffSettings } from "../../src/domain/index.ts";
+import { TO_BE_DELETED_TAINT, createPool } from "../../src/domain/index.ts";
+import { FakeClock } from "./clock.ts";
+import { FakeCluster } from "./cluster.ts";
+import type { NodeSpec } from "./cluster.ts";
+import { FakePowerSwitch } from "./power-switch.ts";
+import { RecordingReporter } from "./reporter.ts";
+
+export const PREFIX = "k3s://";
+
+export const POWER_OFF: PowerOffSettings = {
+  notReadyTimeoutMs: 300_000,
+  graceMs: 120_000,
+  standbyWatts: 5,
+  standbyWindowMs: 10_000,
+  retryMs: 1_000,
+  maxRetryMs: 60_000,
+};
+
+export const TEMPLATE: NodeTemplate = {
+  cpu: "24",
+  memory: "64Gi",
+  pods: "110",
+  resources: {},
+  labels: { "example.com/pool": "workers" },
+  taints: [],
+};
+
+export interface GroupOptions {
+  readonly id: string;
+  /** Machine names, config order. */
+  readonly machines: readonly string[];
+  readonly minSize?: number;
+  readonly maxSize?: number;
+  readonly hold?: readonly string[];
+  /** Machines whose plug has a power sensor. */
+  readonly sensors?: readonly string[];
+  readonly template?: NodeTemplate;
+}
+
+export interface WorldOptions {
+  readonly groups?: readonly GroupOptions[];
+  readonly powerOff?: Partial<PowerOffSettings>;
+  /** Plug state at the start (default: all off). */
+  readonly on?: readonly string[];
+}
+
+export function buildConfig(options: WorldOptions = {}): PoolConfig {
+  const groups = options.groups ?? [{ id: "workers", machines: ["worker-1", "worker-2", "worker-3"] }];
+  let index = 0;
+  const specs: NodeGroupSpec[] = groups.map((g) => ({
+    id: g.id,
+    minSize: g.minSize ?? 0,
+    maxSize: g.maxSize ?? g.machines.length,
+    template: g.template ?? TEMPLATE,
+    machines: g.machines.map(
+      (name): Machine => ({
+        name,
+        group: g.id,
+        index: index++,
+        hold: g.hold?.includes(name) ?? false,
+        plug: {
+          url: `http://plug-${name}.test`,
+          switch: "Relay",
+          ...(g.sensors?.includes(name) === true ? { powerSensor: "Power" } : {}),
+        },
+      }),
+    ),
+  }));
+  return {
+    providerIDPrefix: PREFIX,
+    gpuLabel: "example.com/gpu",
+    gpuTypes: [],
+    powerOff: { ...POWER_OFF, ...options.powerOff },
+    groups: specs,
+  };
+}
+
+/** Fakes, a configuration and a pool over them; `restart` builds a new pool over the same fakes. */
+export class World {
+  readonly clock = new FakeClock();
+  readonly power = new FakePowerSwitch();
+  readonly cluster = new FakeCluster();
+  readonly reporter = new RecordingReporter();
+  readonly config: PoolConfig;
+  wakes = 0;
+  pool: Pool;
+
+  constructor(options: WorldOptions = {}) {
+    this.config = buildConfig(options);
+    for (const m of this.machines()) this.power.add(m.plug, options.on?.includes(m.name) ?? false);
+    this.pool = this.#newPool();
+  }
+
+  machines(): Machine[] {
+    return this.config.groups.flatMap((g) => g.machines);
+  }
+
+  machine(name: string): Machine {
+    const machine = this.machines().find((m) => m.name === name);
+    if (machine === undefined) throw new Error(`no machine ${name}`);
+    return machine;
+  }
+
+  restart(): Pool {
+    this.pool = this.#newPool();
+    return this.pool;
+  }
+
+  /** Registers the machine's Node the usual way (providerID = prefix + name), Ready. */
+  register(name: string, spec: Partial<NodeSpec> = {}): void {
+    this.cluster.addNode({ name, providerID: PREFIX + name, readyChangedAt: this.clock.now(), ...spec });
+  }
+
+  /** Registers the Node and puts CA's ToBeDeleted taint on it. */
+  registerTainted(name: string): void {
+    this.register(name, { taints: [{ key: TO_BE_DELETED_TAINT, value: "1", effect: "NoSchedule" }] });
+  }
+
+  /** A node ref as cluster-autoscaler sends it for a real Node. */
+  ref(name: string): { name: string; providerID: string } {
+    return { name, providerID: PREFIX + name };
+  }
+
+  /** A fake node as cluster-autoscaler sends it for an instance without a Node. */
+  fakeRef(name: string): { name: string; providerID: string } {
+    return { name: PREFIX + name, providerID: PREFIX + name };
+  }
+
+  /** Runs the power-off runner `passes` times, advancing the clock by each answer. Returns the last answer. */
+  async drive(passes = 50): Promise<number | undefined> {
+    let wait: number | undefined;
+    for (let i = 0; i < passes; i++) {
+      wait = await this.pool.runPowerOffs();
+      if (wait === undefined) return undefined;
+      this.clock.advance(wait);
+      this.cluster.finishPodDeletion();
+    }
+    return wait;
+  }
+
+  #newPool(): Pool {
+    return createPool(
+      {
+        clock: this.clock,
+        power: this.power,
+        cluster: this.cluster,
+        teardown: this.cluster,
+        reporter: this.reporter,
+        wake: () => {
+          this.wakes++;
+        },
+      },
+      this.config,
+    );
+  }
+}
