@@ -1,0 +1,53 @@
+import type { Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { Machine, PlugAddress, PowerSwitch } from "../domain/index.ts";
+import { isPlugpoolError } from "../domain/index.ts";
+import { toConnectError } from "../adapters/grpc/errors.ts";
+import type { Logger } from "./logger.ts";
+import type { Metrics } from "./metrics.ts";
+
+/** Counts every plug request by machine, operation and result; passes everything else through unchanged. */
+export function instrumentPowerSwitch<P extends PowerSwitch>(power: P, metrics: Metrics, machines: readonly Machine[]): P {
+  const machineOf = new Map(machines.map((m) => [`${m.plug.url}\n${m.plug.switch}`, m.name]));
+  const counted =
+    (operation: "read" | "turnOn" | "turnOff") =>
+    async (plug: PlugAddress, options?: { signal?: AbortSignal }) => {
+      const labels = { machine: machineOf.get(`${plug.url}\n${plug.switch}`) ?? "", operation };
+      try {
+        const reading = await power[operation](plug, options);
+        metrics.plugRequests.inc({ ...labels, result: "ok" });
+        return reading;
+      } catch (e) {
+        metrics.plugRequests.inc({ ...labels, result: isPlugpoolError(e) ? e.code : "error" });
+        throw e;
+      }
+    };
+  return { ...power, read: counted("read"), turnOn: counted("turnOn"), turnOff: counted("turnOff") };
+}
+
+/** Latency by method and status code; logs calls that failed with anything but the expected Unimplemented. */
+export function rpcMetrics(metrics: Metrics, logger: Logger): Interceptor {
+  return (next) => async (req) => {
+    const started = performance.now();
+    const method = req.method.name;
+    let code = "ok";
+    try {
+      return await next(req);
+    } catch (e) {
+      const error = toConnectError(e);
+      code = Code[error.code];
+      if (error.code !== Code.Unimplemented) {
+        logger.warn("rpc failed", { method, code, error: error.rawMessage, cause: causeOf(error) });
+      }
+      throw error;
+    } finally {
+      metrics.rpcDuration.observe({ method, code }, (performance.now() - started) / 1000);
+    }
+  };
+}
+
+function causeOf(error: ConnectError): string | undefined {
+  const cause = error.cause;
+  if (cause === undefined || cause === error || isPlugpoolError(cause)) return undefined;
+  return cause instanceof Error ? cause.message : undefined;
+}

@@ -1,0 +1,87 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import type { InstanceState, Pool, PoolConfig } from "../domain/index.ts";
+
+/** Every metric plugpool exports, on one registry (served at /metrics). */
+export interface Metrics {
+  readonly registry: Registry;
+  readonly rpcDuration: Histogram<"method" | "code">;
+  readonly plugRequests: Counter<"machine" | "operation" | "result">;
+  readonly powerActions: Counter<"group" | "action">;
+  readonly powerOffStepDuration: Histogram<"step">;
+  readonly graceEnded: Counter<"how">;
+  readonly configErrors: Counter<"kind">;
+  readonly eventErrors: Counter;
+  /** Wires the instances gauge to the pool (read at scrape time, not maintained). */
+  observePool(pool: Pool, config: PoolConfig): void;
+}
+
+export function createMetrics(): Metrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: "plugpool_process_" });
+  const registers = [registry];
+  let source: { pool: Pool; config: PoolConfig } | undefined;
+  new Gauge({
+    name: "plugpool_instances",
+    help: "Instances reported to cluster-autoscaler, by group and state.",
+    labelNames: ["group", "state"],
+    registers,
+    collect() {
+      this.reset();
+      if (!source) return;
+      for (const group of source.config.groups) {
+        const counts: Record<InstanceState, number> = { creating: 0, running: 0, deleting: 0 };
+        for (const i of source.pool.instances(group.id)) counts[i.state] += 1;
+        for (const [state, n] of Object.entries(counts)) this.set({ group: group.id, state }, n);
+      }
+    },
+  });
+  return {
+    registry,
+    rpcDuration: new Histogram({
+      name: "plugpool_rpc_duration_seconds",
+      help: "gRPC calls from cluster-autoscaler, by method and status code.",
+      labelNames: ["method", "code"],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2.5, 5],
+      registers,
+    }),
+    plugRequests: new Counter({
+      name: "plugpool_plug_requests_total",
+      help: "Plug reads and switch commands, by machine, operation and result (ok or an error code).",
+      labelNames: ["machine", "operation", "result"],
+      registers,
+    }),
+    powerActions: new Counter({
+      name: "plugpool_power_actions_total",
+      help: "Power actions (powered-on, power-on-failed, power-off-started, plug-off, node-deleted, refused, aborted).",
+      labelNames: ["group", "action"],
+      registers,
+    }),
+    powerOffStepDuration: new Histogram({
+      name: "plugpool_power_off_step_duration_seconds",
+      help: "Time each power-off step took from first entered to done.",
+      labelNames: ["step"],
+      buckets: [0.1, 1, 5, 15, 30, 60, 120, 300, 600],
+      registers,
+    }),
+    graceEnded: new Counter({
+      name: "plugpool_power_off_grace_ended_total",
+      help: "How the grace before a plug-off ended: elapsed (full wait) or standby (the power sensor saw the machine off).",
+      labelNames: ["how"],
+      registers,
+    }),
+    configErrors: new Counter({
+      name: "plugpool_config_errors_total",
+      help: "Configuration problems seen at run time (e.g. a Node named like a machine with another providerID).",
+      labelNames: ["kind"],
+      registers,
+    }),
+    eventErrors: new Counter({
+      name: "plugpool_kubernetes_event_errors_total",
+      help: "Kubernetes Events that could not be written.",
+      registers,
+    }),
+    observePool(pool, config) {
+      source = { pool, config };
+    },
+  };
+}
