@@ -1,0 +1,69 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+const main = new URL("../../src/app/main.ts", import.meta.url).pathname;
+
+function plugpool(args: readonly string[], env: Record<string, string> = {}) {
+  const result = spawnSync(process.execPath, [main, ...args], {
+    encoding: "utf8",
+    env: { PATH: process.env.PATH ?? "", ...env },
+    timeout: 20_000,
+  });
+  return { code: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+describe("plugpool (command line)", () => {
+  it("prints its version from package.json", () => {
+    const { code, stdout } = plugpool(["--version"]);
+    assert.equal(code, 0);
+    assert.match(stdout, /^plugpool \d+\.\d+\.\d+\n$/);
+  });
+
+  it("prints help naming both commands and the credential variables", () => {
+    const { code, stdout } = plugpool(["--help"]);
+    assert.equal(code, 0);
+    for (const word of ["serve", "doctor", "--config", "PLUGPOOL_PLUG_USERNAME", "PLUGPOOL_PLUG_PASSWORD"]) {
+      assert.ok(stdout.includes(word), word);
+    }
+  });
+
+  it("refuses an unknown command with usage and exit code 2", () => {
+    const { code, stderr } = plugpool(["frobnicate"]);
+    assert.equal(code, 2);
+    assert.match(stderr, /unknown command "frobnicate"/);
+  });
+
+  it("stops on an invalid configuration with every problem by path, no stack trace, exit code 2", () => {
+    const dir = mkdtempSync(join(tmpdir(), "plugpool-cli-"));
+    const file = join(dir, "config.yaml");
+    writeFileSync(
+      file,
+      [
+        'providerIDPrefix: "k3s://"',
+        "nodeGroups:",
+        "  - id: workers",
+        "    maxSize: 3",
+        "    template: { cpu: '4', memory: 8Gi }",
+        "    nodes:",
+        "      - name: worker-1",
+        "        plug: { url: 'http://admin:hunter2@plug-1.lan', switch: Relay }",
+      ].join("\n"),
+    );
+    const { code, stderr } = plugpool(["serve", "--config", file]);
+    assert.equal(code, 2);
+    assert.match(stderr, /nodeGroups\[0\]\.maxSize: /);
+    assert.match(stderr, /nodeGroups\[0\]\.nodes\[0\]\.plug\.url: /);
+    assert.doesNotMatch(stderr, /hunter2/);
+    assert.doesNotMatch(stderr, /\n\s+at /);
+  });
+
+  it("names a missing configuration file", () => {
+    const { code, stderr } = plugpool(["doctor", "--config", "/nonexistent/plugpool.yaml"]);
+    assert.equal(code, 2);
+    assert.match(stderr, /\/nonexistent\/plugpool\.yaml/);
+  });
+});
