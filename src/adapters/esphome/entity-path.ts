@@ -1,0 +1,55 @@
+// Where an entity lives in the web_server URL space, and which of its two spellings a device answers to
+// (reference/esphome-web-server.md §1.2–§1.3).
+
+/** How the entity is written in the URL: its configured name (2026.1+) or its object_id (≤ 2026.6). */
+export type UrlStyle = "name" | "object_id";
+
+export type EntityDomain = "switch" | "sensor";
+
+/**
+ * The object_id ESPHome derives from an entity name: lower-cased, spaces to `_`, then every character
+ * outside `[a-zA-Z0-9_-]` to `_` (its `sanitize(snake_case(name))`). "Plug #1 (Kitchen)" → "plug__1__kitchen_".
+ */
+export function objectIdOf(name: string): string {
+  return name.toLowerCase().replaceAll(" ", "_").replace(/[^a-zA-Z0-9_-]/gu, "_");
+}
+
+/**
+ * The URL path of an entity, with an optional action. Names are percent-encoded as one segment:
+ * both web_server backends decode `+` as a space, so a literal `+` must travel as `%2B`.
+ */
+export function entityPath(domain: EntityDomain, name: string, style: UrlStyle, action?: string): string {
+  const segment = style === "name" ? encodeURIComponent(name) : objectIdOf(name);
+  return `/${domain}/${segment}${action === undefined ? "" : `/${action}`}`;
+}
+
+/** The spellings worth trying for a name: one when both spell the same path. */
+function stylesFor(name: string): readonly UrlStyle[] {
+  return encodeURIComponent(name) === objectIdOf(name) ? ["name"] : ["name", "object_id"];
+}
+
+export interface UrlStyleMemory {
+  /** The spellings to try, in order: the one that last worked first, else the name first. */
+  order(device: string, domain: EntityDomain, name: string): readonly UrlStyle[];
+  /** Records the spelling that answered for this device and entity. */
+  remember(device: string, domain: EntityDomain, name: string, style: UrlStyle): void;
+}
+
+/**
+ * Remembers per device and entity which spelling answered. When the remembered one starts giving 404
+ * (a firmware upgrade to 2026.7 drops object_id URLs), `order` still offers the other one second.
+ */
+export function createUrlStyleMemory(): UrlStyleMemory {
+  const known = new Map<string, UrlStyle>();
+  const key = (device: string, domain: EntityDomain, name: string): string => `${device}\n${domain}\n${name}`;
+  return {
+    order(device, domain, name) {
+      const styles = stylesFor(name);
+      const first = known.get(key(device, domain, name));
+      return first === undefined ? styles : [first, ...styles.filter((s) => s !== first)];
+    },
+    remember(device, domain, name, style) {
+      known.set(key(device, domain, name), style);
+    },
+  };
+}

@@ -1,0 +1,121 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { createDigestSession, digestResponse, parseDigestChallenge } from "../../../src/adapters/esphome/digest-auth.ts";
+
+describe("digestResponse()", () => {
+  it("matches the qop=auth example of RFC 2617 §3.5", () => {
+    const response = digestResponse({
+      algorithm: "MD5",
+      username: "Mufasa",
+      password: "Circle Of Life",
+      realm: "testrealm@host.com",
+      nonce: "dcd98b7102dd2f0e8b11d0f600bfb0c093",
+      method: "GET",
+      uri: "/dir/index.html",
+      qop: "auth",
+      nc: "00000001",
+      cnonce: "0a4f113b",
+    });
+    assert.equal(response, "6629fae49393a05397450978507c4ef1");
+  });
+
+  const rfc7616 = {
+    username: "Mufasa",
+    password: "Circle of Life",
+    realm: "http-auth@example.org",
+    nonce: "7ypf/xlj9XXwfDPEoM4URrv/xwf94BcCAzFZH4GiTo0v",
+    method: "GET",
+    uri: "/dir/index.html",
+    qop: "auth" as const,
+    nc: "00000001",
+    cnonce: "f2/wE4q74E6zIJEtWaHKaf5wv/H5QzzpXusqGemxURZJ",
+  };
+
+  it("matches the MD5 example of RFC 7616 §3.9.1", () => {
+    assert.equal(digestResponse({ ...rfc7616, algorithm: "MD5" }), "8ca523f5e9506fed4657c9700eebdbec");
+  });
+
+  it("matches the SHA-256 example of RFC 7616 §3.9.1", () => {
+    assert.equal(
+      digestResponse({ ...rfc7616, algorithm: "SHA-256" }),
+      "753927fa0e85d155564e2e272a28d1802ca10daf4496794697cf8db5856cb6c1",
+    );
+  });
+});
+
+describe("parseDigestChallenge()", () => {
+  it("reads the challenge of an ESP32 with digest auth", () => {
+    const challenge = parseDigestChallenge(
+      'Digest realm="Login Required", qop="auth", algorithm=MD5, nonce="0123456789abcdef0123456789abcdef", opaque="fedcba9876543210fedcba9876543210"',
+    );
+    assert.deepEqual(challenge, {
+      realm: "Login Required",
+      nonce: "0123456789abcdef0123456789abcdef",
+      opaque: "fedcba9876543210fedcba9876543210",
+      qop: "auth",
+      algorithm: "MD5",
+      stale: false,
+    });
+  });
+
+  it("reads stale=true", () => {
+    assert.equal(parseDigestChallenge('Digest realm="r", qop="auth", nonce="n", stale=true')?.stale, true);
+  });
+
+  it("defaults the algorithm to MD5 (the ESP8266 challenge names none)", () => {
+    assert.equal(parseDigestChallenge('Digest realm="Login Required", qop="auth", nonce="n", opaque="o"')?.algorithm, "MD5");
+  });
+
+  it("finds the Digest challenge among several", () => {
+    assert.equal(parseDigestChallenge('Basic realm="a", Digest realm="b", nonce="n", qop="auth,auth-int"')?.realm, "b");
+  });
+
+  it("returns undefined for a Basic challenge", () => {
+    assert.equal(parseDigestChallenge('Basic realm="Login Required"'), undefined);
+  });
+
+  it("returns undefined for an algorithm it cannot answer", () => {
+    assert.equal(parseDigestChallenge('Digest realm="r", nonce="n", algorithm=SHA-512-256'), undefined);
+  });
+
+  it("returns undefined for a qop list without auth", () => {
+    assert.equal(parseDigestChallenge('Digest realm="r", nonce="n", qop="auth-int"'), undefined);
+  });
+});
+
+describe("createDigestSession()", () => {
+  const challenge = { realm: "Login Required", nonce: "abc", opaque: "xyz", qop: "auth" as const, algorithm: "MD5" as const, stale: false };
+  const credentials = { username: "admin", password: "pw" };
+
+  it("counts nonce uses in 8 hex digits", () => {
+    const session = createDigestSession(challenge);
+    const first = session.authorization(credentials, "GET", "/switch/Relay");
+    const second = session.authorization(credentials, "GET", "/switch/Relay");
+    assert.match(first, /nc=00000001/);
+    assert.match(second, /nc=00000002/);
+  });
+
+  it("answers with a response that verifies against its own cnonce", () => {
+    const header = createDigestSession(challenge).authorization(credentials, "POST", "/switch/Relay/turn_on");
+    const get = (name: string): string => new RegExp(`(?:^Digest |, )${name}="?([^",]*)"?`).exec(header)?.[1] ?? "";
+    const expected = digestResponse({
+      algorithm: "MD5",
+      ...credentials,
+      realm: "Login Required",
+      nonce: "abc",
+      method: "POST",
+      uri: "/switch/Relay/turn_on",
+      qop: "auth",
+      nc: get("nc"),
+      cnonce: get("cnonce"),
+    });
+    assert.equal(get("response"), expected);
+    assert.equal(get("opaque"), "xyz");
+    assert.equal(get("uri"), "/switch/Relay/turn_on");
+  });
+
+  it("escapes quotes in the username", () => {
+    const header = createDigestSession(challenge).authorization({ username: 'a"b', password: "p" }, "GET", "/");
+    assert.match(header, /username="a\\"b"/);
+  });
+});

@@ -1,0 +1,115 @@
+// The adapter against every emulated firmware profile: version × platform × auth.
+import assert from "node:assert/strict";
+import { describe, it, type TestContext } from "node:test";
+import { createEsphomePowerSwitch } from "../../../src/adapters/esphome/esphome-power-switch.ts";
+import { startPlugEmulator, type Platform, type Version } from "../../support/plug-emulator/index.ts";
+import { emulate, requests } from "./support.ts";
+
+type AuthProfile = "none" | "basic" | "digest";
+
+const PROFILES: { version: Version; platform: Platform; auth: AuthProfile }[] = [];
+for (const version of ["2025.12", "2026.1", "2026.7"] as const) {
+  for (const platform of ["esp32", "esp8266"] as const) {
+    // `auth.type: digest` exists from 2026.7 only (reference/esphome-web-server.md §4.1).
+    for (const auth of version === "2026.7" ? (["none", "basic", "digest"] as const) : (["none", "basic"] as const)) {
+      PROFILES.push({ version, platform, auth });
+    }
+  }
+}
+
+const CREDENTIALS = { username: "admin", password: "matrix-pw" };
+const STRIP = [{ name: "Relay" }, { name: "Outlet +2 Kitchen" }];
+
+/** Which scheme ends up in use: ESP32 with digest refuses Basic; everything else takes preemptive Basic. */
+function expectedScheme(platform: Platform, auth: AuthProfile): string {
+  if (auth === "none") return "none";
+  return platform === "esp32" && auth === "digest" ? "digest" : "basic";
+}
+
+for (const { version, platform, auth } of PROFILES) {
+  describe(`createEsphomePowerSwitch() with ESPHome ${version} on ${platform}, auth ${auth}`, () => {
+    async function setup(t: TestContext) {
+      const plug = await emulate(t, {
+        version,
+        platform,
+        switches: STRIP,
+        switchDelayMs: 20,
+        ...(auth === "none" ? {} : { auth: { type: auth, ...CREDENTIALS } }),
+      });
+      const power = createEsphomePowerSwitch({ timeoutMs: 2000, ...(auth === "none" ? {} : { credentials: CREDENTIALS }) });
+      return { plug, power, relay: { url: plug.url, switch: "Relay" }, outlet: { url: plug.url, switch: "Outlet +2 Kitchen" } };
+    }
+
+    it("reads the relay state", async (t) => {
+      const { plug, power, relay } = await setup(t);
+      plug.setState("Relay", true);
+      assert.deepEqual(await power.read(relay), { on: true });
+      plug.setState("Relay", false);
+      assert.deepEqual(await power.read(relay), { on: false });
+    });
+
+    it("turns the relay on and resolves once it reads on", async (t) => {
+      const { plug, power, relay } = await setup(t);
+      assert.deepEqual(await power.turnOn(relay), { on: true });
+      assert.equal(plug.state("Relay"), true);
+      assert.equal(plug.state("Outlet +2 Kitchen"), false);
+      const posts = plug.calls.filter((c) => c.method === "POST");
+      assert.ok(posts.length >= 1 && posts.every((c) => c.path.endsWith("/turn_on") && c.contentLength === "0"));
+    });
+
+    it("turns the relay off and resolves once it reads off", async (t) => {
+      const { plug, power, relay } = await setup(t);
+      plug.setState("Relay", true);
+      assert.deepEqual(await power.turnOff(relay), { on: false });
+      assert.equal(plug.state("Relay"), false);
+      assert.ok(!requests(plug).some((r) => r.includes("toggle")));
+    });
+
+    it("switches and reads a relay whose name has spaces and a plus", async (t) => {
+      const { plug, power, outlet } = await setup(t);
+      assert.deepEqual(await power.turnOn(outlet), { on: true });
+      assert.equal(plug.state("Outlet +2 Kitchen"), true);
+      assert.equal(plug.state("Relay"), false);
+      assert.deepEqual(await power.read(outlet), { on: true });
+    });
+
+    it("goes straight to the URL form that worked before", async (t) => {
+      const { plug, power, outlet } = await setup(t);
+      await power.read(outlet);
+      const working = plug.calls.filter((c) => c.status === 200).at(-1)?.path;
+      const expected = version === "2025.12" ? "/switch/outlet__2_kitchen" : "/switch/Outlet%20%2B2%20Kitchen";
+      assert.equal(working, expected);
+      plug.resetCalls();
+      await power.read(outlet);
+      assert.deepEqual(requests(plug), [`GET ${expected}`]);
+    });
+
+    it("reports the URL form and auth scheme in a probe", async (t) => {
+      const { power, outlet } = await setup(t);
+      const probe = await power.probe(outlet);
+      assert.deepEqual(probe, {
+        state: "off",
+        urlStyle: version === "2025.12" ? "object_id" : "name",
+        auth: expectedScheme(platform, auth),
+      });
+    });
+  });
+}
+
+describe("createEsphomePowerSwitch() across a firmware upgrade", () => {
+  it("moves from the remembered object_id to the name once the object_id gives 404", async (t) => {
+    const old = await startPlugEmulator({ version: "2025.12", switches: [{ name: "Outlet 2" }] });
+    const plug = { url: old.url, switch: "Outlet 2" };
+    const power = createEsphomePowerSwitch({ timeoutMs: 2000 });
+    await power.read(plug);
+    await old.close();
+    const upgraded = await emulate(t, { version: "2026.7", switches: [{ name: "Outlet 2" }], port: Number(new URL(old.url).port) });
+    upgraded.setState("Outlet 2", true);
+
+    assert.deepEqual(await power.read(plug), { on: true });
+    assert.deepEqual(requests(upgraded), ["GET /switch/outlet_2", "GET /switch/Outlet%202"]);
+    upgraded.resetCalls();
+    await power.read(plug);
+    assert.deepEqual(requests(upgraded), ["GET /switch/Outlet%202"]);
+  });
+});

@@ -1,0 +1,58 @@
+// Shared helpers of the ESPHome adapter tests: emulated plugs that close with the test, timing of a
+// call, and the checks every plug error must pass.
+import assert from "node:assert/strict";
+import type { TestContext } from "node:test";
+import { inspect } from "node:util";
+import { isPlugpoolError, type ErrorCode } from "../../../src/domain/errors.ts";
+import { startPlugEmulator, type EmulatedPlug, type PlugEmulatorOptions } from "../../support/plug-emulator/index.ts";
+
+/** Starts an emulated plug that closes when the test ends. */
+export async function emulate(t: TestContext, opts: PlugEmulatorOptions = {}): Promise<EmulatedPlug> {
+  const plug = await startPlugEmulator(opts);
+  t.after(() => plug.close());
+  return plug;
+}
+
+export interface Timed<T> {
+  readonly ms: number;
+  readonly value?: T;
+  readonly error?: unknown;
+}
+
+/** Runs a call and reports how long it took and how it ended. */
+export async function timed<T>(call: () => Promise<T>): Promise<Timed<T>> {
+  const start = performance.now();
+  try {
+    const value = await call();
+    return { ms: performance.now() - start, value };
+  } catch (error) {
+    return { ms: performance.now() - start, error };
+  }
+}
+
+/** Asserts the error is a PlugpoolError with this code and a message matching `message`. */
+export function assertPlugError(error: unknown, code: ErrorCode, message: RegExp): void {
+  assert.ok(isPlugpoolError(error), `expected a PlugpoolError, got ${inspect(error)}`);
+  assert.equal(error.code, code, error.message);
+  assert.match(error.message, message);
+}
+
+/** Asserts that nothing reachable from the error (message, stack, causes) holds a secret. */
+export function assertNoSecret(error: unknown, secrets: readonly string[]): void {
+  const seen = inspect(error, { depth: Infinity, showHidden: true, getters: true });
+  for (const secret of secrets) assert.ok(!seen.includes(secret), `error exposes a secret: ${seen}`);
+}
+
+/** Waits until `check` holds, polling every 5 ms; fails after `withinMs`. */
+export async function eventually(check: () => boolean, withinMs = 2000): Promise<void> {
+  const until = performance.now() + withinMs;
+  while (!check()) {
+    if (performance.now() > until) assert.fail(`condition not met within ${withinMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+/** The paths of the recorded requests, as "METHOD path". */
+export function requests(plug: EmulatedPlug): string[] {
+  return plug.calls.map((c) => `${c.method} ${c.path}`);
+}

@@ -1,0 +1,317 @@
+/**
+ * plug-emulator — one ESPHome device with `web_server`, as a node:http server on 127.0.0.1 (port 0).
+ * Every behaviour below follows reference/esphome-web-server.md (section numbers in brackets).
+ *
+ * Emulated:
+ * - Version profiles [§1.2, §2.1]: "2025.12" object_id URLs only (GET on an action URL executes it,
+ *   trailing slash on GET reads the state, IDF does not URL-decode); "2026.1" names with object_id
+ *   fallback (logged as a deprecation warning, see `warnings`) and `name_id` + legacy `id` in JSON
+ *   (the 2026.1.3 – 2026.6 shape); "2026.7" names only. 2026.x: empty or surplus segments → 404
+ *   `Not Found`, a two-segment GET is read as sub-device/entity (none exist here) → 404.
+ * - Platform profiles [§2.3, §3, §6]: "esp32" (IDF backend): keep-alive, 405 for methods other than
+ *   GET/POST/OPTIONS, 411 for a POST without Content-Length, socket closed without an answer for
+ *   paths no handler claims, one request served at a time. "esp8266" (async backend): `Connection:
+ *   close` on every answer, 404 `Not found` for other methods and unknown paths, requests not queued.
+ * - Auth [§4.1]: none, or `{type, username, password}` with each backend's accepted schemes and
+ *   challenge strings, including IDF Digest nonce slots (8, 5 min), the nc replay check, the uri
+ *   check, `stale=true`, and the async backend's Basic failure from 54 bytes of `user:pass`.
+ * - Several switches (multi-relay strips), each with `restore_mode` [§7.1] and an optional power
+ *   sensor (`/sensor/<name>`, watts follow the relay or an attached machine).
+ * - 200 means queued [§3]: an action applies `switchDelayMs` after the answer; publish deduplicates.
+ * - Faults at run time (`inject`): timeout (accepts, never answers), slow (answers after `ms`),
+ *   http500, drop (destroys the socket), flap (relay flips by itself), reboot (drops connections,
+ *   refuses them for `bootMs`, outputs drop then restore_mode applies; `powerLoss` on esp8266 also
+ *   loses the RTC-saved state), down (listener closed: connections refused).
+ * - A call log (method, raw path, auth scheme, Content-Length, status) and the highest number of
+ *   requests seen in flight at once (`maxConcurrency`).
+ *
+ * Not emulated: `/events` (SSE) and `?detail=all` bodies, sub-devices, interlock, `inverted`,
+ * `assumed_state`, Origin checks, socket budgets/LRU purge, the 60 s flash write batching, latency
+ * spikes other than the `slow` fault, the 15-minute API reboot_timeout (use `reboot`).
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { setTimeout as sleep } from "node:timers/promises";
+import { createAuthGate, type AuthConfig, type Platform, type Version } from "./auth.ts";
+import { createRelayBank, type AttachedMachine, type SwitchConfig } from "./relays.ts";
+import { idFields, route } from "./routes.ts";
+
+export type { AuthConfig, Platform, Version } from "./auth.ts";
+export type { AttachedMachine, RestoreMode, SwitchConfig } from "./relays.ts";
+export { emulatedObjectId } from "./routes.ts";
+
+export interface PlugEmulatorOptions {
+  readonly version?: Version; // default "2026.7"
+  readonly platform?: Platform; // default "esp32"
+  readonly auth?: AuthConfig;
+  readonly switches?: readonly SwitchConfig[]; // default one switch "Relay"
+  /** How long after the 200 an action takes effect (default 0: next turn of the event loop). */
+  readonly switchDelayMs?: number;
+  /** Listen on this port (default 0: any); lets a test "reflash" a device at the same URL. */
+  readonly port?: number;
+}
+
+/** Faults of requests: for `times` requests (default: until cleared), optionally one domain or method only. */
+interface RequestFaultScope {
+  readonly times?: number;
+  readonly domain?: "switch" | "sensor";
+  readonly method?: "GET" | "POST";
+}
+export type Fault =
+  | ({ readonly kind: "timeout" } & RequestFaultScope)
+  | ({ readonly kind: "slow"; readonly ms: number } & RequestFaultScope)
+  | ({ readonly kind: "http500" } & RequestFaultScope)
+  | ({ readonly kind: "drop" } & RequestFaultScope)
+  /** Every `everyMs`, or (omitted) straight after each applied action so the commanded state never shows. */
+  | { readonly kind: "flap"; readonly switches?: readonly string[]; readonly everyMs?: number }
+  | { readonly kind: "reboot"; readonly bootMs?: number; readonly powerLoss?: boolean }
+  | { readonly kind: "down" };
+type RequestFault = Extract<Fault, { kind: "timeout" | "slow" | "http500" | "drop" }>;
+
+export interface CallRecord {
+  readonly method: string;
+  /** The request-target as received (still percent-encoded). */
+  readonly path: string;
+  readonly auth: "none" | "basic" | "digest" | "other";
+  readonly contentLength: string | undefined;
+  /** Status answered; undefined when the request got no answer (timeout, drop, closed). */
+  status: number | undefined;
+}
+
+export interface EmulatedPlug {
+  /** Base URL, e.g. http://127.0.0.1:41234 (stays the same across reboot/down). */
+  readonly url: string;
+  readonly calls: readonly CallRecord[];
+  /** Deprecation warnings the device would log (2026.1 object_id URLs). */
+  readonly warnings: readonly string[];
+  /** The highest number of requests in flight at once since start (or `resetCalls`). */
+  readonly maxConcurrency: number;
+  state(switchName: string): boolean;
+  setState(switchName: string, on: boolean): void;
+  attachMachine(switchName: string, machine: AttachedMachine | undefined): void;
+  inject(fault: Fault): Promise<void>;
+  /** Removes request faults and flapping and brings the listener back up. */
+  clearFaults(): Promise<void>;
+  /** Forgets Digest nonces (the next answer to an old nonce is `stale=true`). */
+  expireNonces(): void;
+  resetCalls(): void;
+  close(): Promise<void>;
+}
+
+const BASE_HEADERS = { "access-control-allow-origin": "*", "accept-ranges": "none" };
+const TEXT = { "content-type": "text/plain" };
+
+/** An HTTP answer; `after` runs once it is sent (web_server defers actions to its main loop). */
+interface Reply {
+  readonly status: number;
+  readonly body?: string;
+  readonly headers?: Readonly<Record<string, string>>;
+  readonly after?: () => void;
+}
+
+const json = (data: unknown): Reply => ({ status: 200, body: JSON.stringify(data), headers: { "content-type": "application/json" } });
+
+function authKind(header: string | undefined): CallRecord["auth"] {
+  const scheme = header?.split(" ", 1)[0]?.toLowerCase();
+  if (scheme === undefined) return "none";
+  return scheme === "basic" || scheme === "digest" ? scheme : "other";
+}
+
+export async function startPlugEmulator(opts: PlugEmulatorOptions = {}): Promise<EmulatedPlug> {
+  const version = opts.version ?? "2026.7";
+  const platform = opts.platform ?? "esp32";
+  const bank = createRelayBank(opts.switches ?? [{ name: "Relay" }]);
+  const gate = createAuthGate(opts.auth, version, platform);
+  const lifetime = new AbortController();
+  let faults: { fault: RequestFault; left: number }[] = [];
+  let calls: CallRecord[] = [];
+  const warnings: string[] = [];
+  let inFlight = 0;
+  let maxConcurrency = 0;
+  let serial: Promise<void> = Promise.resolve();
+  let listening = false;
+
+  function send(res: ServerResponse, answer: Reply): void {
+    const { status, body = "", headers = {} } = answer;
+    const contentType = body !== "" || platform === "esp32" ? { "content-type": "text/html" } : {};
+    const close = platform === "esp8266" ? { connection: "close" } : {};
+    res.writeHead(status, { ...BASE_HEADERS, ...contentType, ...close, ...headers, "content-length": Buffer.byteLength(body) });
+    res.end(body);
+  }
+
+  function takeFault(method: string, path: string): RequestFault | undefined {
+    const entry = faults.find(
+      ({ fault }) => (fault.domain === undefined || path.startsWith(`/${fault.domain}/`)) && (fault.method === undefined || fault.method === method),
+    );
+    if (!entry) return undefined;
+    entry.left -= 1;
+    if (entry.left <= 0) faults = faults.filter((f) => f !== entry);
+    return entry.fault;
+  }
+
+  /** What the device does with a request: a reply, closing the socket, or nothing at all. */
+  async function answerFor(req: IncomingMessage, record: CallRecord): Promise<Reply | "close" | "silence"> {
+    const fault = takeFault(record.method, record.path);
+    if (fault?.kind === "timeout") return "silence";
+    if (fault?.kind === "drop") return "close";
+    if (fault?.kind === "slow") await sleep(fault.ms, undefined, { signal: lifetime.signal });
+    if (fault?.kind === "http500") return { status: 500, body: "Internal Server Error", headers: TEXT };
+
+    const method = req.method ?? "";
+    if (method !== "GET" && method !== "POST") {
+      if (platform === "esp8266") return { status: 404, body: "Not found", headers: TEXT };
+      return method === "OPTIONS" ? "close" : { status: 405, body: "Specified method is invalid for this resource" };
+    }
+    if (platform === "esp32" && method === "POST" && record.contentLength === undefined) {
+      return { status: 411, body: "Client must specify Content-Length" };
+    }
+    const outcome = route(bank, method, record.path, version, platform, (w) => warnings.push(w));
+    if (outcome.kind === "unhandled") return platform === "esp32" ? "close" : { status: 404, body: "Not found", headers: TEXT };
+    const verdict = gate?.check(req) ?? { ok: true };
+    if (!verdict.ok) return verdict;
+
+    switch (outcome.kind) {
+      case "index":
+        return { status: 200, body: "<!DOCTYPE html><html><body>ESPHome web_server</body></html>" };
+      case "state": {
+        const { name } = outcome.relay.config;
+        const on = outcome.relay.on;
+        return json({ ...idFields("switch", name, version), value: on, state: on ? "ON" : "OFF" });
+      }
+      case "sensor": {
+        const watts = Math.round(bank.watts(outcome.relay) * 10) / 10;
+        const name = outcome.relay.config.powerSensor ?? "";
+        return json({ ...idFields("sensor", name, version), value: watts, state: `${watts.toFixed(1)} W` });
+      }
+      case "action": {
+        const { relay, action } = outcome;
+        return { status: 200, after: () => { bank.defer(relay, action, opts.switchDelayMs ?? 0); } };
+      }
+      case "not-found":
+        return { status: 404 };
+      case "malformed":
+        return { status: 404, body: "Not Found", headers: TEXT };
+    }
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse, record: CallRecord): Promise<void> {
+    const answer = await answerFor(req, record);
+    if (answer === "silence" || res.destroyed) return;
+    if (answer === "close") {
+      req.socket.destroy();
+      return;
+    }
+    const { after } = answer;
+    if (after) res.once("finish", after);
+    send(res, answer);
+  }
+
+  const server = createServer((req, res) => {
+    res.sendDate = false;
+    const record: CallRecord = {
+      method: req.method ?? "",
+      path: req.url ?? "",
+      auth: authKind(req.headers.authorization),
+      contentLength: req.headers["content-length"],
+      status: undefined,
+    };
+    calls.push(record);
+    inFlight += 1;
+    maxConcurrency = Math.max(maxConcurrency, inFlight);
+    const closed = new Promise<void>((resolve) => {
+      res.once("close", () => {
+        inFlight -= 1;
+        if (res.writableFinished) record.status = res.statusCode;
+        resolve();
+      });
+    });
+    const run = async (): Promise<void> => {
+      await handle(req, res, record).catch(() => req.socket.destroy());
+      await closed;
+    };
+    // The IDF httpd is one task: it serves requests strictly one after another (§6.1).
+    if (platform === "esp32") serial = serial.then(run);
+    else void run();
+  });
+  server.keepAliveTimeout = 0; // IDF has no idle timeout; undici closes idle sockets itself
+
+  async function up(port: number): Promise<void> {
+    if (listening) return;
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(port, "127.0.0.1", () => {
+        server.off("error", reject);
+        resolve();
+      });
+    });
+    listening = true;
+  }
+  async function down(): Promise<void> {
+    if (!listening) return;
+    listening = false;
+    const closedDown = new Promise<void>((resolve) => {
+      server.close(() => {
+        resolve();
+      });
+    });
+    server.closeAllConnections();
+    await closedDown;
+  }
+
+  await up(opts.port ?? 0);
+  const port = (server.address() as AddressInfo).port;
+
+  return {
+    url: `http://127.0.0.1:${port}`,
+    get calls() {
+      return calls;
+    },
+    warnings,
+    get maxConcurrency() {
+      return maxConcurrency;
+    },
+    state: (name) => bank.get(name).on,
+    setState(name, on) {
+      bank.set(bank.get(name), on);
+    },
+    attachMachine(name, machine) {
+      bank.get(name).machine = machine;
+    },
+    async inject(fault) {
+      switch (fault.kind) {
+        case "down":
+          await down();
+          return;
+        case "reboot":
+          await down();
+          bank.reboot(fault.powerLoss === true && platform === "esp8266");
+          gate?.expireNonces();
+          await sleep(fault.bootMs ?? 0);
+          await up(port);
+          return;
+        case "flap":
+          bank.flap((fault.switches ?? bank.relays.map((r) => r.config.name)).map((n) => bank.get(n)), fault.everyMs);
+          return;
+        default:
+          faults.push({ fault, left: fault.times ?? Infinity });
+      }
+    },
+    async clearFaults() {
+      faults = [];
+      bank.flap(undefined);
+      await up(port);
+    },
+    expireNonces() {
+      gate?.expireNonces();
+    },
+    resetCalls() {
+      calls = [];
+      maxConcurrency = inFlight;
+    },
+    async close() {
+      lifetime.abort();
+      bank.stop();
+      await down();
+    },
+  };
+}
