@@ -11,6 +11,7 @@ export interface Metrics {
   readonly graceEnded: Counter<"how">;
   readonly configErrors: Counter<"kind">;
   readonly eventErrors: Counter;
+  readonly watchErrors: Counter;
   /** Wires the instances gauge to the pool (read at scrape time, not maintained). */
   observePool(pool: Pool, config: PoolConfig): void;
 }
@@ -78,6 +79,11 @@ export function createMetrics(): Metrics {
     eventErrors: new Counter({
       name: "plugpool_kubernetes_event_errors_total",
       help: "Kubernetes Events that could not be written.",
+      registers,
+    }),
+    watchErrors: new Counter({
+      name: "plugpool_kubernetes_watch_errors_total",
+      help: "Failed lists and watches of the cluster view (each is retried with backoff).",
       registers,
     }),
     observePool(pool, config) {

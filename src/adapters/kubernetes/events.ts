@@ -1,0 +1,170 @@
+// What plugpool does, told on the Node it concerns as core/v1 Events (what `kubectl describe node`
+// shows). A repeat of the same reason on the same Node within a few minutes bumps the count of the
+// Event already written instead of adding another object, as Kubernetes' own recorders do.
+// report() never throws and never waits: writes run one at a time in the background, and a failed
+// write is counted through onError, nothing more.
+import { hostname } from "node:os";
+import { CoreV1Api, PatchStrategy, type KubeConfig } from "@kubernetes/client-node";
+import type { PoolEvent } from "../../domain/events.ts";
+import type { Machine } from "../../domain/model.ts";
+import type { Reporter } from "../../domain/ports.ts";
+import { callOptions, statusOf } from "./api-errors.ts";
+
+export interface KubernetesEventRecorderOptions {
+  /** When given, only events about these machines are recorded. */
+  readonly machines?: readonly Machine[];
+  /** The Node's uid, when known, so the Event refers to that very Node. */
+  readonly nodeUid?: (nodeName: string) => string | undefined;
+  /** Each failed write (the event is then lost). */
+  readonly onError?: (error: unknown) => void;
+  /** Repeats within this many ms of the last one are counted on one Event (default 5 min). */
+  readonly aggregateWindowMs?: number;
+  readonly now?: () => number;
+}
+
+export interface KubernetesEventRecorder extends Reporter {
+  /** Resolves once every event reported so far is written (or has failed). */
+  flushed(): Promise<void>;
+}
+
+export interface NodeEvent {
+  readonly node: string;
+  readonly type: "Normal" | "Warning";
+  readonly reason: string;
+  readonly message: string;
+}
+
+/** Node Events live in `default`, as the kubelet's own do. */
+const eventNamespace = "default";
+const component = "plugpool";
+/** Beyond this many writes waiting, new events are dropped (and counted as errors): the apiserver is not keeping up. */
+const maxQueued = 100;
+
+export function createKubernetesEventRecorder(kc: KubeConfig, options: KubernetesEventRecorderOptions = {}): KubernetesEventRecorder {
+  const core = kc.makeApiClient(CoreV1Api);
+  const now = options.now ?? Date.now;
+  const windowMs = options.aggregateWindowMs ?? 5 * 60_000;
+  const onError = options.onError ?? (() => undefined);
+  const machines = options.machines === undefined ? undefined : new Set(options.machines.map((m) => m.name));
+  const instance = hostname();
+  const recent = new Map<string, { readonly name: string; count: number; lastAt: number }>();
+  let queue: Promise<void> = Promise.resolve();
+  let queued = 0;
+  let sequence = 0;
+
+  async function write(event: NodeEvent): Promise<void> {
+    const at = now();
+    const key = `${event.node}\u0000${event.reason}`;
+    for (const [k, r] of recent) if (at - r.lastAt > windowMs) recent.delete(k);
+    const prior = recent.get(key);
+    if (prior !== undefined) {
+      const body = { count: prior.count + 1, lastTimestamp: new Date(at).toISOString(), message: event.message };
+      try {
+        await core.patchNamespacedEvent(
+          { name: prior.name, namespace: eventNamespace, body },
+          callOptions({ contentType: PatchStrategy.MergePatch }),
+        );
+        prior.count += 1;
+        prior.lastAt = at;
+        return;
+      } catch (error) {
+        // Expired meanwhile (Events have a TTL): start a new one.
+        if (statusOf(error) !== 404) throw error;
+      }
+    }
+    sequence += 1;
+    const name = `${eventNamePrefix(event.node)}.${at.toString(16)}${sequence.toString(16)}`;
+    const uid = options.nodeUid?.(event.node);
+    await core.createNamespacedEvent({
+      namespace: eventNamespace,
+      body: {
+        metadata: { name, namespace: eventNamespace },
+        involvedObject: { apiVersion: "v1", kind: "Node", name: event.node, ...(uid === undefined ? {} : { uid }) },
+        type: event.type,
+        reason: event.reason,
+        message: event.message,
+        count: 1,
+        firstTimestamp: new Date(at),
+        lastTimestamp: new Date(at),
+        source: { component },
+        reportingComponent: component,
+        reportingInstance: instance,
+      },
+    });
+    recent.set(key, { name, count: 1, lastAt: at });
+  }
+
+  return {
+    report(poolEvent) {
+      try {
+        const event = nodeEvent(poolEvent);
+        if (event === undefined || (machines !== undefined && !machines.has(poolEvent.machine))) return;
+        if (queued >= maxQueued) {
+          onError(new Error(`dropping Event ${event.reason} on Node "${event.node}": ${maxQueued} writes already waiting`));
+          return;
+        }
+        queued += 1;
+        queue = queue.then(() => write(event)).catch(onError).finally(() => { queued -= 1; });
+      } catch (error) {
+        onError(error);
+      }
+    },
+    flushed: () => queue,
+  };
+}
+
+/** The node part of an Event's name: a DNS subdomain that leaves room for the suffix. */
+function eventNamePrefix(node: string): string {
+  return node.slice(0, 200).replace(/[-.]+$/, "");
+}
+
+function seconds(ms: number): string {
+  return `${Math.round(ms / 100) / 10}s`;
+}
+
+/** The Event a PoolEvent becomes on its Node, or undefined for those not worth one. */
+export function nodeEvent(event: PoolEvent): NodeEvent | undefined {
+  const on = (type: NodeEvent["type"], reason: string, message: string, node = event.machine): NodeEvent =>
+    ({ node, type, reason, message: message.slice(0, 1024) });
+  switch (event.type) {
+    case "powered-on":
+      return on("Normal", "PoweredOn", `plug switched on for node group "${event.group}"; the machine boots and joins`);
+    case "power-on-failed":
+      return on("Warning", "PowerOnFailed", `switching the plug on failed: ${event.error}`);
+    case "power-on-queued":
+      return on("Normal", "PowerOnQueued", `chosen for node group "${event.group}"; the plug is switched on in turn (inrush limit)`);
+    case "power-restored":
+      return on("Warning", "PowerRestored", "the plug was found off under a Node that should be running and was switched back on", event.node);
+    case "quarantined":
+      return on("Warning", "Quarantined",
+        `boot failed (${event.failures} in a row): left out of scale-ups until ${new Date(event.until).toISOString()}: ${event.reason}`);
+    case "power-off-started":
+      return on("Normal", "PowerOffStarted", event.resumed ? "power-off resumed after a restart of plugpool" : "power-off started", event.node);
+    case "power-off-step":
+      return event.outcome === "failed" ? on("Warning", "PowerOffStepFailed", `${event.step}: ${event.detail}`) : undefined;
+    case "plug-off": {
+      const why = event.reason === "power-off" ? "after the power-off" : "the machine never registered";
+      const draw = event.watts === undefined ? "" : `, drawing ${event.watts} W`;
+      const grace = event.graceEnded === "standby" ? ", standby draw reached" : "";
+      return on("Normal", "PlugOff", `plug switched off (${why}${draw}${grace})`);
+    }
+    case "node-deleted":
+      return on("Normal", "NodeDeleted", "Node object deleted after the power-off", event.node);
+    case "power-off-finished":
+      return on("Normal", "PowerOffFinished", `power-off finished in ${seconds(event.durationMs)}`);
+    case "power-off-aborted":
+      return on("Warning", "PowerOffAborted", `power-off aborted, the machine keeps its power: ${event.reason}`);
+    case "refused":
+      return on("Warning", "PowerOffRefused", `refused (${event.rule}): ${event.detail}`);
+    case "plug-read-failed":
+      return on("Warning", "PlugReadFailed", `reading the plug failed: ${event.error}`);
+    case "provider-id-mismatch":
+      return on("Warning", "ProviderIDMismatch",
+        `Node carries providerID "${event.providerID}" but "${event.expected}" is expected: plugpool leaves it alone`);
+    case "unexpected-power":
+      return on("Warning", "UnexpectedPower", event.detail);
+    case "template-slices-differ":
+      return on("Warning", "TemplateSlicesDiffer",
+        `machines of node group "${event.group}" publish different DRA devices (${event.differing.join(", ")}): ${event.detail}`);
+  }
+}

@@ -1,0 +1,115 @@
+// The cluster writes of a power-off (SPEC §5): the mark on the Node, the power-off pod, the Node's
+// deletion. Each is idempotent: what is already done or already gone is success. It touches only
+// plugpool's own pods and the Nodes of configured machines (SPEC §9.5), checked here again although
+// the domain already guarantees it.
+import { CoreV1Api, PatchStrategy, type KubeConfig } from "@kubernetes/client-node";
+import { PlugpoolError } from "../../domain/errors.ts";
+import { POWER_OFF_ANNOTATION, type Machine } from "../../domain/model.ts";
+import type { CallOptions, NodeTeardown } from "../../domain/ports.ts";
+import { apiserverReason, callOptions, clusterError, statusOf } from "./api-errors.ts";
+import { isPowerOffPod, powerOffPodManifest, powerOffPodName } from "./power-off-pod.ts";
+import { metaOf, record, text } from "./wire.ts";
+
+export interface KubernetesNodeTeardownOptions {
+  /** Namespace of the power-off pods; it must admit privileged pods. */
+  readonly namespace: string;
+  /** Image of the power-off pod; it must provide `nsenter`. */
+  readonly image: string;
+  /** The configured machines: only their Nodes are ever deleted. */
+  readonly machines: readonly Machine[];
+  /** When set, a Node whose providerID is this prefix plus a machine's name is that machine's, whatever its name. */
+  readonly providerIDPrefix?: string;
+}
+
+const podSecurityHint = " (power-off pods are privileged: label the namespace pod-security.kubernetes.io/enforce=privileged)";
+
+export function createKubernetesNodeTeardown(kc: KubeConfig, options: KubernetesNodeTeardownOptions): NodeTeardown {
+  const core = kc.makeApiClient(CoreV1Api);
+  const { namespace } = options;
+  const machineNames = new Set(options.machines.map((m) => m.name));
+
+  async function annotate(nodeName: string, value: string | null, action: string, call?: CallOptions): Promise<void> {
+    const body = { metadata: { annotations: { [POWER_OFF_ANNOTATION]: value } } };
+    try {
+      await core.patchNode({ name: nodeName, body }, callOptions({ signal: call?.signal, contentType: PatchStrategy.MergePatch }));
+    } catch (error) {
+      if (statusOf(error) === 404) return;
+      throw clusterError(`${action} on Node "${nodeName}"`, error);
+    }
+  }
+
+  /** The uid to delete under, or undefined when the Node is gone; throws when it is not a configured machine's. */
+  async function configuredNodeUid(nodeName: string, call?: CallOptions): Promise<string | undefined> {
+    const prefix = options.providerIDPrefix;
+    if (prefix === undefined || prefix === "") return refuseNode(nodeName);
+    let node: unknown;
+    try {
+      node = await core.readNode({ name: nodeName }, callOptions({ signal: call?.signal }));
+    } catch (error) {
+      if (statusOf(error) === 404) return undefined;
+      throw clusterError(`reading Node "${nodeName}"`, error);
+    }
+    const providerID = text(record(record(node)?.spec)?.providerID) ?? "";
+    if (!providerID.startsWith(prefix) || !machineNames.has(providerID.slice(prefix.length))) return refuseNode(nodeName);
+    return metaOf(node)?.uid;
+  }
+
+  return {
+    markPowerOff: (nodeName, startedAt, call) => annotate(nodeName, String(startedAt), "recording the power-off", call),
+    clearPowerOffMark: (nodeName, call) => annotate(nodeName, null, "clearing the power-off record", call),
+
+    async createPowerOffPod(machine, nodeName, startedAt, call) {
+      const body = powerOffPodManifest({ namespace, image: options.image, machine: machine.name, nodeName, startedAt });
+      try {
+        await core.createNamespacedPod({ namespace, body }, callOptions({ signal: call?.signal }));
+      } catch (error) {
+        if (statusOf(error) === 409) return;
+        const hint = apiserverReason(error).includes("PodSecurity") ? podSecurityHint : "";
+        throw clusterError(`creating power-off pod "${body.metadata?.name ?? ""}" in namespace "${namespace}"`, error, hint);
+      }
+    },
+
+    async deletePowerOffPod(machine, call) {
+      const name = powerOffPodName(machine.name);
+      const action = `deleting power-off pod "${name}" in namespace "${namespace}"`;
+      let pod: unknown;
+      try {
+        pod = await core.readNamespacedPod({ name, namespace }, callOptions({ signal: call?.signal }));
+      } catch (error) {
+        if (statusOf(error) === 404) return;
+        throw clusterError(action, error);
+      }
+      const meta = metaOf(pod);
+      if (meta === undefined) return;
+      if (!isPowerOffPod(meta.labels)) {
+        throw new PlugpoolError("unsafe", `${action}: refused, the pod does not carry plugpool's power-off labels`);
+      }
+      try {
+        // Grace 0: the node is (being) powered off and its kubelet may never confirm.
+        await core.deleteNamespacedPod(
+          { name, namespace, gracePeriodSeconds: 0, body: { gracePeriodSeconds: 0, preconditions: { uid: meta.uid } } },
+          callOptions({ signal: call?.signal }),
+        );
+      } catch (error) {
+        if (statusOf(error) === 404) return;
+        throw clusterError(action, error);
+      }
+    },
+
+    async deleteNode(nodeName, call) {
+      const uid = machineNames.has(nodeName) ? "" : await configuredNodeUid(nodeName, call);
+      if (uid === undefined) return;
+      try {
+        const body = uid === "" ? {} : { preconditions: { uid } };
+        await core.deleteNode({ name: nodeName, body }, callOptions({ signal: call?.signal }));
+      } catch (error) {
+        if (statusOf(error) === 404) return;
+        throw clusterError(`deleting Node "${nodeName}"`, error);
+      }
+    },
+  };
+}
+
+function refuseNode(nodeName: string): never {
+  throw new PlugpoolError("unsafe", `refusing to delete Node "${nodeName}": it is not the Node of a configured machine`);
+}

@@ -1,0 +1,184 @@
+// One collection of the API kept in memory: list once, then watch from the list's resourceVersion.
+// A watch that ends normally (server timeout, the client's 30 s idle timeout) resumes from the last
+// resourceVersion seen, without a list. A watch whose resourceVersion expired (410) relists at once.
+// Any other failure (apiserver gone, refused) relists after a backoff that doubles up to a limit, so an
+// apiserver restart is caught up with by itself.
+import { setTimeout as sleep } from "node:timers/promises";
+import type { Watch } from "@kubernetes/client-node";
+import { metaOf, record, text } from "./wire.ts";
+
+export interface RetrySettings {
+  readonly initialMs: number;
+  readonly maxMs: number;
+}
+
+export const defaultRetry: RetrySettings = { initialMs: 500, maxMs: 30_000 };
+
+/** Requests made so far: lists and watch starts. */
+export interface RequestStats {
+  lists: number;
+  watches: number;
+}
+
+export interface ReflectorSource<V> {
+  /** Watch path, e.g. `/api/v1/nodes`. */
+  readonly path: string;
+  readonly labelSelector?: string;
+  readonly fieldSelector?: string;
+  /** Lists the collection (with the same selectors). */
+  list(): Promise<{ readonly items: readonly unknown[]; readonly metadata?: { readonly resourceVersion?: string } }>;
+  /** The view kept for an object; undefined drops the object. */
+  convert(object: unknown): V | undefined;
+}
+
+export interface ReflectorDeps {
+  readonly watch: Watch;
+  readonly stats: RequestStats;
+  readonly retry: RetrySettings;
+  /** After every change to the collection, including the first list. */
+  readonly onChange: () => void;
+  readonly onError: (error: unknown) => void;
+}
+
+export interface Reflector<V> {
+  /** Views by `namespace/name` (by `name` for cluster-scoped objects). */
+  readonly items: ReadonlyMap<string, V>;
+  /** The first list has completed. Stays true while catching up after a failure. */
+  synced(): boolean;
+  start(): void;
+  stop(): Promise<void>;
+}
+
+type WatchEnd = { readonly kind: "closed" } | { readonly kind: "expired" } | { readonly kind: "failed"; readonly error: unknown };
+
+export function objectKey(namespace: string, name: string): string {
+  return namespace === "" ? name : `${namespace}/${name}`;
+}
+
+export function createReflector<V>(source: ReflectorSource<V>, deps: ReflectorDeps): Reflector<V> {
+  let items = new Map<string, V>();
+  let synced = false;
+  let resourceVersion = "";
+  let running: Promise<void> | undefined;
+  let stopping = new AbortController();
+  let abortWatch: (() => void) | undefined;
+  // Events received; one arriving during a watch shows the connection worked, so a failure after it starts a fresh backoff.
+  let received = 0;
+
+  function put(object: unknown): void {
+    const meta = metaOf(object);
+    if (meta === undefined) return;
+    const key = objectKey(meta.namespace, meta.name);
+    const view = source.convert(object);
+    if (view === undefined) items.delete(key);
+    else items.set(key, view);
+  }
+
+  async function list(): Promise<void> {
+    deps.stats.lists += 1;
+    const answer = await source.list();
+    items = new Map<string, V>();
+    for (const object of answer.items) put(object);
+    resourceVersion = answer.metadata?.resourceVersion ?? "";
+    synced = true;
+    deps.onChange();
+  }
+
+  function watchOnce(signal: AbortSignal): Promise<WatchEnd> {
+    deps.stats.watches += 1;
+    return new Promise((resolve) => {
+      let ended = false;
+      let end: WatchEnd = { kind: "closed" };
+      const onEvent = (type: string, object: unknown): void => {
+        if (type === "ERROR") {
+          const code = record(object)?.code;
+          end = code === 410 ? { kind: "expired" } : { kind: "failed", error: new Error(text(record(object)?.message) ?? "watch error") };
+          return;
+        }
+        if (type === "ADDED" || type === "MODIFIED") put(object);
+        if (type === "DELETED") {
+          const meta = metaOf(object);
+          if (meta !== undefined) items.delete(objectKey(meta.namespace, meta.name));
+        }
+        // Bookmarks carry only a resourceVersion (no name), so it is read directly.
+        resourceVersion = text(record(record(object)?.metadata)?.resourceVersion) ?? resourceVersion;
+        received += 1;
+        if (type !== "BOOKMARK") deps.onChange();
+      };
+      const onDone = (error: unknown): void => {
+        ended = true;
+        abortWatch = undefined;
+        if (end.kind === "closed" && error !== null && error !== undefined && !isIdleTimeout(error)) {
+          end = (error as { statusCode?: unknown }).statusCode === 410 ? { kind: "expired" } : { kind: "failed", error };
+        }
+        resolve(end);
+      };
+      const params = {
+        resourceVersion,
+        allowWatchBookmarks: true,
+        // The server ends each watch after 5-10 min; spreading them keeps renewals apart.
+        timeoutSeconds: 300 + Math.floor(Math.random() * 300),
+        labelSelector: source.labelSelector,
+        fieldSelector: source.fieldSelector,
+      };
+      deps.watch.watch(source.path, params, onEvent, onDone).then(
+        (controller) => {
+          if (ended || signal.aborted) controller.abort();
+          else abortWatch = () => { controller.abort(); };
+        },
+        (error: unknown) => { onDone(error); },
+      );
+    });
+  }
+
+  async function run(signal: AbortSignal): Promise<void> {
+    // A function, not the property: stop() may abort during any await below.
+    const stopped = (): boolean => signal.aborted;
+    let delayMs = 0;
+    while (!stopped()) {
+      if (delayMs > 0) {
+        await sleep(delayMs, undefined, { signal }).catch(() => undefined);
+        if (stopped()) return;
+      }
+      try {
+        if (resourceVersion === "") await list();
+        if (stopped()) return;
+        const before = received;
+        const end = await watchOnce(signal);
+        if (stopped()) return;
+        if (received > before) delayMs = 0;
+        if (end.kind === "failed") throw end.error;
+        if (end.kind === "expired") resourceVersion = "";
+        delayMs = 0;
+      } catch (error) {
+        if (stopped()) return;
+        deps.onError(error);
+        resourceVersion = "";
+        delayMs = delayMs === 0 ? deps.retry.initialMs : Math.min(delayMs * 2, deps.retry.maxMs);
+      }
+    }
+  }
+
+  return {
+    get items() {
+      return items;
+    },
+    synced: () => synced,
+    start() {
+      if (running !== undefined) return;
+      stopping = new AbortController();
+      running = run(stopping.signal);
+    },
+    async stop() {
+      stopping.abort();
+      abortWatch?.();
+      await running;
+      running = undefined;
+    },
+  };
+}
+
+/** client-node ends a watch that has been silent for 30 s with a TimeoutError: a normal end, not a failure. */
+function isIdleTimeout(error: unknown): boolean {
+  return (error as { name?: unknown }).name === "TimeoutError";
+}

@@ -1,0 +1,104 @@
+#!/usr/bin/env node
+// The command line, and the only module that touches the process: arguments, environment, signals, exit.
+import { readFileSync } from "node:fs";
+import { parseArgs } from "node:util";
+import { KubeConfig } from "@kubernetes/client-node";
+import { ConfigError, loadConfigFile } from "./config.ts";
+import { createLogger } from "./logger.ts";
+import { serve } from "./serve.ts";
+import { doctor } from "./doctor.ts";
+
+const HELP = `plugpool — a cluster-autoscaler cloud provider (externalgrpc) for machines powered by ESPHome plugs
+
+Usage:
+  plugpool serve  [--config FILE] [--kubeconfig FILE]   run the provider (the default command)
+  plugpool doctor [--config FILE] [--kubeconfig FILE]   check config, plugs and cluster access; changes nothing
+  plugpool --version
+  plugpool --help
+
+Options:
+  --config FILE       configuration file (default /etc/plugpool/config.yaml)
+  --kubeconfig FILE   kubeconfig to use (default: $KUBECONFIG, ~/.kube/config, or the in-cluster ServiceAccount)
+  --log-level LEVEL   error, warn, info or debug (default info)
+
+Environment:
+  PLUGPOOL_PLUG_USERNAME, PLUGPOOL_PLUG_PASSWORD   plug credentials (both or neither)
+`;
+
+function version(): string {
+  // Found by walking up from this file, so it works from src/ and from dist/.
+  for (let url = new URL("./", import.meta.url); url.pathname !== "/"; url = new URL("../", url)) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL("package.json", url), "utf8")) as { name?: string; version?: string };
+      if (pkg.name === "plugpool" && pkg.version) return pkg.version;
+    } catch {
+      // not here; keep walking up
+    }
+  }
+  return "unknown";
+}
+
+function kubeConfig(file: string | undefined): KubeConfig {
+  const kc = new KubeConfig();
+  if (file) kc.loadFromFile(file);
+  else kc.loadFromDefault();
+  return kc;
+}
+
+async function main(argv: readonly string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: [...argv],
+    allowPositionals: true,
+    options: {
+      config: { type: "string", default: "/etc/plugpool/config.yaml" },
+      kubeconfig: { type: "string" },
+      "log-level": { type: "string", default: "info" },
+      version: { type: "boolean" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  if (values.version) {
+    process.stdout.write(`plugpool ${version()}\n`);
+    return 0;
+  }
+  const command = positionals[0] ?? "serve";
+  if (positionals.length > 1 || !["serve", "doctor"].includes(command)) {
+    process.stderr.write(`plugpool: unknown command "${positionals.join(" ")}"\n\n${HELP}`);
+    return 2;
+  }
+  const config = loadConfigFile(values.config, process.env);
+  const kc = kubeConfig(values.kubeconfig);
+  if (command === "doctor") {
+    const report = await doctor(config, { kubeConfig: kc });
+    process.stdout.write(report.text);
+    return report.ok ? 0 : 1;
+  }
+  const logger = createLogger({ level: values["log-level"] });
+  const running = await serve(config, { kubeConfig: kc, logger, version: version() });
+  await new Promise<void>((resolve) => {
+    process.once("SIGTERM", resolve);
+    process.once("SIGINT", resolve);
+  });
+  logger.info("shutting down");
+  await running.stop();
+  return 0;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (e: unknown) => {
+    if (e instanceof ConfigError) {
+      process.stderr.write(`plugpool: invalid configuration:\n${e.issues.map((i) => `  ${i}`).join("\n")}\n`);
+      process.exitCode = 2;
+    } else {
+      process.stderr.write(`plugpool: ${e instanceof Error ? e.message : String(e)}\n`);
+      process.exitCode = 1;
+    }
+  },
+);

@@ -1,0 +1,151 @@
+// The composition root of `plugpool serve`: builds the adapters and the domain, then serves. Start order:
+// metrics → cluster view (synced) → pool → gRPC → power-off loop; stop in reverse.
+import { readFileSync } from "node:fs";
+import type { KubeConfig } from "@kubernetes/client-node";
+import type { Clock, Pool } from "../domain/index.ts";
+import { createPool } from "../domain/index.ts";
+import { createEsphomePowerSwitch } from "../adapters/esphome/esphome-power-switch.ts";
+import { cloudProviderRoutes, errorMapping } from "../adapters/grpc/routes.ts";
+import { startGrpcServer } from "../adapters/grpc/server.ts";
+import { createKubernetesClusterView } from "../adapters/kubernetes/cluster-view.ts";
+import { createKubernetesNodeTeardown } from "../adapters/kubernetes/node-teardown.ts";
+import { createKubernetesEventRecorder } from "../adapters/kubernetes/events.ts";
+import type { AppConfig } from "./config.ts";
+import type { Logger } from "./logger.ts";
+import { createMetrics, type Metrics } from "./metrics.ts";
+import { startOpsServer } from "./ops-server.ts";
+import { startPowerOffLoop } from "./power-off-loop.ts";
+import { createReporter } from "./reporting.ts";
+import { instrumentPowerSwitch, rpcMetrics } from "./instrumentation.ts";
+
+export interface Served {
+  readonly grpcPort: number;
+  readonly opsPort: number;
+  readonly pool: Pool;
+  readonly metrics: Metrics;
+  stop(): Promise<void>;
+}
+
+export interface ServeDeps {
+  readonly kubeConfig: KubeConfig;
+  readonly logger: Logger;
+  readonly version: string;
+  readonly clock?: Clock;
+}
+
+const systemClock: Clock = { now: () => Date.now() };
+
+export async function serve(config: AppConfig, deps: ServeDeps): Promise<Served> {
+  const { logger, kubeConfig } = deps;
+  const clock = deps.clock ?? systemClock;
+  const machines = config.pool.groups.flatMap((g) => g.machines);
+  const metrics = createMetrics();
+  let grpcServing = false;
+  const view = createKubernetesClusterView(kubeConfig, {
+    powerOffNamespace: config.powerOffPod.namespace,
+    machines,
+    onError: (e) => {
+      metrics.watchErrors.inc();
+      logger.warn("cluster watch failed; it retries by itself", { error: e instanceof Error ? e.message : String(e) });
+    },
+  });
+  const ops = await startOpsServer({
+    host: config.opsListen.host,
+    port: config.opsListen.port,
+    registry: metrics.registry,
+    readiness: () => [...(view.synced() ? [] : ["cluster view not synced"]), ...(grpcServing ? [] : ["gRPC not serving"])],
+  });
+  logger.info("starting", { version: deps.version, machines: machines.length, groups: config.pool.groups.length });
+
+  view.start();
+  await view.whenSynced();
+  logger.info("cluster view synced");
+
+  const power = instrumentPowerSwitch(
+    createEsphomePowerSwitch({
+      timeoutMs: config.plugTimeoutMs,
+      ...(config.credentials && {
+        credentials: { username: config.credentials.username.reveal(), password: config.credentials.password.reveal() },
+      }),
+    }),
+    metrics,
+    machines,
+  );
+  const events = createKubernetesEventRecorder(kubeConfig, {
+    machines,
+    nodeUid: (name) => view.nodeUid(name),
+    onError: () => {
+      metrics.eventErrors.inc();
+    },
+  });
+  const reporter = createReporter({ logger, metrics, config: config.pool, forward: [events] });
+  const teardown = createKubernetesNodeTeardown(kubeConfig, {
+    ...config.powerOffPod,
+    machines,
+    providerIDPrefix: config.pool.providerIDPrefix,
+  });
+  let wake = () => {};
+  const pool = createPool(
+    {
+      clock,
+      power,
+      cluster: view,
+      teardown,
+      reporter,
+      wake: () => {
+        wake();
+      },
+    },
+    config.pool,
+  );
+  metrics.observePool(pool, config.pool);
+
+  const tls = config.tls && {
+    cert: readFileSync(config.tls.certFile),
+    key: readFileSync(config.tls.keyFile),
+    ca: readFileSync(config.tls.caFile),
+  };
+  const loop = startPowerOffLoop(pool, logger);
+  wake = () => {
+    loop.wake();
+  };
+  const unsubscribe = view.onChange(wake);
+  const grpc = await startGrpcServer({
+    host: config.listen.host,
+    port: config.listen.port,
+    ...(tls && { tls }),
+    routes: cloudProviderRoutes({
+      pool,
+      clock,
+      // Power-offs in progress go on: stopping them would leave power-off pods bound to nodes. plugpool
+      // itself stops on SIGTERM.
+      cleanup: () => {
+        logger.info("cluster-autoscaler sent Cleanup; power-offs in progress continue");
+        return Promise.resolve();
+      },
+    }),
+    interceptors: [rpcMetrics(metrics, logger), errorMapping],
+  });
+  grpcServing = true;
+  logger.info("serving", { grpc: `${config.listen.host}:${grpc.port}`, tls: Boolean(tls), ops: ops.port });
+  // First plug read in the background: a plug never read is not used for scale-up, CA's Refresh follows.
+  pool.refresh().catch((e: unknown) => {
+    logger.warn("first plug refresh failed", { error: e instanceof Error ? e.message : String(e) });
+  });
+
+  return {
+    grpcPort: grpc.port,
+    opsPort: ops.port,
+    pool,
+    metrics,
+    async stop() {
+      grpcServing = false;
+      await grpc.close();
+      await loop.stop();
+      unsubscribe();
+      await view.stop();
+      await ops.close();
+      logger.info("stopped");
+    },
+  };
+}

@@ -1,0 +1,176 @@
+// The cluster view against a real kube-apiserver: what the watches show, what they cost, and how they
+// catch up after the apiserver restarts.
+import { CoreV1Api, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { createKubernetesClusterView, type KubernetesClusterView } from "../../../src/adapters/kubernetes/cluster-view.ts";
+import { powerOffPodManifest } from "../../../src/adapters/kubernetes/power-off-pod.ts";
+import { POWER_OFF_ANNOTATION, TO_BE_DELETED_TAINT } from "../../../src/domain/model.ts";
+import { startControlPlane, type ControlPlane } from "../../support/control-plane.ts";
+import { createNamespace, eventually, fastRetry, machine, nodeBody } from "./support.ts";
+
+const namespace = "plugpool";
+const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
+
+describe("createKubernetesClusterView()", () => {
+  let plane: ControlPlane;
+  let core: CoreV1Api;
+  let view: KubernetesClusterView;
+  const errors: unknown[] = [];
+
+  before(async () => {
+    plane = await startControlPlane();
+    core = plane.admin().makeApiClient(CoreV1Api);
+    await createNamespace(core, namespace);
+    view = createKubernetesClusterView(plane.admin(), {
+      powerOffNamespace: namespace,
+      machines: [machine("worker-1"), machine("worker-2", 1), machine("worker-3", 2)],
+      retry: fastRetry,
+      onError: (error) => errors.push(error),
+    });
+    assert.equal(view.synced(), false);
+    view.start();
+    await view.whenSynced(AbortSignal.timeout(20_000));
+  });
+  after(async () => {
+    await view.stop();
+    await plane.stop();
+  });
+
+  it("lists each collection once to sync, then answers every call from memory", async () => {
+    assert.equal(view.synced(), true);
+    assert.equal(view.stats().lists, 4, "nodes, power-off pods, ResourceSlices, the template ConfigMap");
+    await core.createNode({ body: nodeBody({ name: "worker-1", providerID: "k3s://worker-1" }) });
+    await eventually("worker-1 in the view", () => view.nodeNamed("worker-1"));
+
+    const before = view.stats();
+    for (let i = 0; i < 1_000; i += 1) {
+      view.nodeNamed("worker-1");
+      view.nodeWithProviderID("k3s://worker-1");
+      view.powerOffPod("worker-1");
+      view.templateSlices("worker-1");
+    }
+    assert.deepEqual(view.stats(), before);
+    await core.deleteNode({ name: "worker-1" });
+    await eventually("worker-1 gone", () => view.nodeNamed("worker-1") === undefined);
+  });
+
+  it("shows a Node as it is created, changed and deleted", async () => {
+    await core.createNode({
+      body: nodeBody({
+        name: "worker-2",
+        providerID: "k3s://worker-2",
+        readySince: "2026-03-01T10:00:00Z",
+        taints: [{ key: "example.com/gpu", value: "true", effect: "NoSchedule" }],
+        labels: { "example.com/pool": "workers" },
+        annotations: { "example.com/note": "x" },
+      }),
+    });
+    const created = await eventually("worker-2 in the view", () => view.nodeNamed("worker-2"));
+    // The apiserver adds node.kubernetes.io/not-ready to every new Node (TaintNodesByCondition).
+    assert.deepEqual({ ...created, taints: created.taints.filter((t) => t.key.startsWith("example.com/")) }, {
+      name: "worker-2",
+      providerID: "k3s://worker-2",
+      ready: true,
+      readyChangedAt: Date.parse("2026-03-01T10:00:00Z"),
+      taints: [{ key: "example.com/gpu", value: "true", effect: "NoSchedule" }],
+      annotations: { "example.com/note": "x" },
+      labels: { "example.com/pool": "workers" },
+    });
+    assert.deepEqual(view.nodeWithProviderID("k3s://worker-2"), created);
+
+    await core.patchNode({
+      name: "worker-2",
+      body: {
+        metadata: { annotations: { [POWER_OFF_ANNOTATION]: "1700000000000" } },
+        spec: { taints: [{ key: TO_BE_DELETED_TAINT, value: "1700000000", effect: "NoSchedule" }] },
+      },
+    }, mergePatch);
+    await core.patchNodeStatus({
+      name: "worker-2",
+      body: { status: { conditions: [{ type: "Ready", status: "False", reason: "NodeStatusUnknown", lastTransitionTime: "2026-03-01T11:00:00Z", lastHeartbeatTime: "2026-03-01T11:00:00Z" }] } },
+    }, setHeaderOptions("Content-Type", PatchStrategy.StrategicMergePatch));
+    const changed = await eventually("worker-2 NotReady", () => view.nodeNamed("worker-2")?.ready === false && view.nodeNamed("worker-2"));
+    assert.equal(changed.readyChangedAt, Date.parse("2026-03-01T11:00:00Z"));
+    assert.deepEqual(changed.taints, [{ key: TO_BE_DELETED_TAINT, value: "1700000000", effect: "NoSchedule" }]);
+    assert.equal(changed.annotations[POWER_OFF_ANNOTATION], "1700000000000");
+
+    await core.deleteNode({ name: "worker-2" });
+    await eventually("worker-2 gone", () => view.nodeNamed("worker-2") === undefined);
+    assert.equal(view.nodeWithProviderID("k3s://worker-2"), undefined);
+  });
+
+  it("shows a Node without providerID by name only", async () => {
+    await core.createNode({ body: nodeBody({ name: "bare" }) });
+    const bare = await eventually("bare in the view", () => view.nodeNamed("bare"));
+    assert.equal(bare.providerID, "");
+    assert.equal(view.nodeWithProviderID(""), undefined);
+    await core.deleteNode({ name: "bare" });
+  });
+
+  it("shows plugpool's power-off pods, terminating ones too, and no other pod", async () => {
+    const pod = powerOffPodManifest({ namespace, image: "busybox:1.37.0", machine: "worker-3", nodeName: "worker-3", startedAt: 1_700_000_000_123 });
+    await core.createNamespacedPod({ namespace, body: pod });
+    // Same machine label, but not plugpool's: no managed-by/component labels.
+    await core.createNamespacedPod({
+      namespace,
+      body: {
+        metadata: { name: "lookalike", labels: { "plugpool.io/machine": "worker-1" }, annotations: { "plugpool.io/machine": "worker-1" } },
+        spec: { nodeName: "worker-1", containers: [{ name: "c", image: "busybox:1.37.0" }] },
+      },
+    });
+    const shown = await eventually("the power-off pod", () => view.powerOffPod("worker-3"));
+    assert.deepEqual(shown, { machine: "worker-3", nodeName: "worker-3", startedAt: 1_700_000_000_123, phase: "Pending", terminating: false });
+    assert.equal(view.powerOffPod("worker-1"), undefined);
+
+    // No kubelet confirms, so a graceful delete leaves the pod terminating.
+    await core.deleteNamespacedPod({ name: pod.metadata?.name ?? "", namespace, gracePeriodSeconds: 30 });
+    await eventually("the pod terminating", () => view.powerOffPod("worker-3")?.terminating);
+    await core.deleteNamespacedPod({ name: pod.metadata?.name ?? "", namespace, gracePeriodSeconds: 0 });
+    await eventually("the pod gone", () => view.powerOffPod("worker-3") === undefined);
+  });
+
+  it("calls change listeners on Node changes until they unsubscribe", async () => {
+    let calls = 0;
+    const unsubscribe = view.onChange(() => { calls += 1; });
+    await core.createNode({ body: nodeBody({ name: "listened" }) });
+    await eventually("a change call", () => calls > 0);
+    unsubscribe();
+    const seen = calls;
+    await core.deleteNode({ name: "listened" });
+    await eventually("listened gone", () => view.nodeNamed("listened") === undefined);
+    assert.equal(calls, seen);
+  });
+
+  it("catches up by itself after the apiserver restarts", async () => {
+    const before = view.stats();
+    await plane.restartApiServer();
+    await core.createNode({ body: nodeBody({ name: "after-restart", providerID: "k3s://after-restart" }) });
+    await eventually("a Node created after the restart", () => view.nodeWithProviderID("k3s://after-restart"));
+    assert.ok(view.stats().lists > before.lists, "relisted after the watches failed");
+    assert.ok(errors.length > 0, "the failures were reported");
+    assert.equal(view.synced(), true);
+  });
+
+  it("reads what it lists at start the same as what its watches bring", async () => {
+    const pod = powerOffPodManifest({ namespace, image: "busybox:1.37.0", machine: "worker-1", nodeName: "early", startedAt: 42 });
+    await core.createNode({ body: nodeBody({ name: "early", providerID: "k3s://early", readySince: "2026-04-01T00:00:00Z" }) });
+    await core.createNamespacedPod({ namespace, body: pod });
+    const watched = await eventually("early in the running view", () => view.nodeNamed("early"));
+    const watchedPod = await eventually("the pod in the running view", () => view.powerOffPod("worker-1"));
+    const late = createKubernetesClusterView(plane.admin(), { powerOffNamespace: namespace, machines: [machine("worker-1")] });
+    late.start();
+    await late.whenSynced(AbortSignal.timeout(20_000));
+    assert.deepEqual(late.nodeNamed("early"), watched);
+    assert.equal(watched.readyChangedAt, Date.parse("2026-04-01T00:00:00Z"));
+    assert.deepEqual(late.powerOffPod("worker-1"), watchedPod);
+    await late.stop();
+    await core.deleteNamespacedPod({ name: pod.metadata?.name ?? "", namespace, gracePeriodSeconds: 0 });
+  });
+
+  it("rejects whenSynced() when its signal aborts first", async () => {
+    const idle = createKubernetesClusterView(plane.admin(), { powerOffNamespace: namespace, machines: [] });
+    await assert.rejects(idle.whenSynced(AbortSignal.abort(new Error("gave up"))), /gave up/);
+    await idle.stop();
+  });
+});

@@ -1,0 +1,159 @@
+// The cluster writes of a power-off against a real kube-apiserver: idempotent, limited to plugpool's own
+// objects, and refused with a clear reason where the cluster says no.
+import { ApiException, CoreV1Api } from "@kubernetes/client-node";
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { createKubernetesNodeTeardown } from "../../../src/adapters/kubernetes/node-teardown.ts";
+import { powerOffPodName } from "../../../src/adapters/kubernetes/power-off-pod.ts";
+import { isPlugpoolError, type PlugpoolError } from "../../../src/domain/errors.ts";
+import { POWER_OFF_ANNOTATION } from "../../../src/domain/model.ts";
+import type { NodeTeardown } from "../../../src/domain/ports.ts";
+import { startControlPlane, type ControlPlane } from "../../support/control-plane.ts";
+import { apply, createNamespace, exampleManifest, machine, nodeBody } from "./support.ts";
+
+const namespace = "plugpool";
+const image = "busybox:1.37.0";
+const longName = `${"rack-a.shelf-3.".repeat(15)}node-7`;
+const worker1 = machine("worker-1");
+const worker2 = machine("worker-2", 1);
+const worker3 = machine("worker-3", 2);
+const longNamed = machine(longName, 3);
+const machines = [worker1, worker2, worker3, longNamed];
+
+function coded(code: PlugpoolError["code"], pattern: RegExp) {
+  return (error: unknown): boolean => {
+    assert.ok(isPlugpoolError(error), `a PlugpoolError, got ${String(error)}`);
+    assert.equal(error.code, code);
+    assert.match(error.message, pattern);
+    return true;
+  };
+}
+
+describe("createKubernetesNodeTeardown()", () => {
+  let plane: ControlPlane;
+  let core: CoreV1Api;
+  let teardown: NodeTeardown;
+  const exists = async (read: () => Promise<unknown>): Promise<boolean> =>
+    read().then(() => true, (error: unknown) => {
+      if (error instanceof ApiException && error.code === 404) return false;
+      throw error;
+    });
+
+  before(async () => {
+    plane = await startControlPlane();
+    core = plane.admin().makeApiClient(CoreV1Api);
+    await apply(plane.admin(), exampleManifest("namespace.yaml"));
+    await createNamespace(core, namespace);
+    await createNamespace(core, "locked", { "pod-security.kubernetes.io/enforce": "restricted" });
+    teardown = createKubernetesNodeTeardown(plane.admin(), { namespace, image, machines, providerIDPrefix: "k3s://" });
+  });
+  after(async () => {
+    await plane.stop();
+  });
+
+  it("records a power-off on the Node and clears it, each twice without harm", async () => {
+    await core.createNode({ body: nodeBody({ name: "worker-1", annotations: { "example.com/keep": "yes" } }) });
+    await teardown.markPowerOff("worker-1", 1_700_000_000_000);
+    await teardown.markPowerOff("worker-1", 1_700_000_000_000);
+    let node = await core.readNode({ name: "worker-1" });
+    assert.equal(node.metadata?.annotations?.[POWER_OFF_ANNOTATION], "1700000000000");
+    await teardown.clearPowerOffMark("worker-1");
+    await teardown.clearPowerOffMark("worker-1");
+    node = await core.readNode({ name: "worker-1" });
+    assert.deepEqual(node.metadata?.annotations, { "example.com/keep": "yes" });
+  });
+
+  it("treats a missing Node as marked, cleared and deleted", async () => {
+    await teardown.markPowerOff("worker-2", 1);
+    await teardown.clearPowerOffMark("worker-2");
+    await teardown.deleteNode("worker-2");
+  });
+
+  it("creates the power-off pod bound to the node, and creating it again is fine", async () => {
+    await teardown.createPowerOffPod(worker1, "worker-1", 1_700_000_000_000);
+    await teardown.createPowerOffPod(worker1, "worker-1", 1_700_000_000_000);
+    const pod = await core.readNamespacedPod({ name: "plugpool-power-off-worker-1", namespace });
+    assert.deepEqual(pod.metadata?.labels, {
+      "app.kubernetes.io/managed-by": "plugpool",
+      "app.kubernetes.io/component": "power-off",
+      "plugpool.io/machine": "worker-1",
+    });
+    assert.equal(pod.metadata.annotations?.[POWER_OFF_ANNOTATION], "1700000000000");
+    const spec = pod.spec;
+    assert.ok(spec !== undefined);
+    assert.equal(spec.nodeName, "worker-1");
+    assert.equal(spec.hostPID, true);
+    // JSON round trip: client-node returns model class instances.
+    assert.deepEqual(JSON.parse(JSON.stringify(spec.tolerations)), [{ operator: "Exists" }]);
+    assert.equal(spec.restartPolicy, "Never");
+    assert.equal(spec.priorityClassName, "system-node-critical");
+    assert.equal(spec.automountServiceAccountToken, false);
+    assert.equal(spec.terminationGracePeriodSeconds, 0);
+    const container = spec.containers[0];
+    assert.equal(container?.image, image);
+    assert.deepEqual(container.command, ["nsenter", "-t", "1", "-m", "-u", "-i", "-n", "-p", "--", "systemctl", "poweroff"]);
+    assert.equal(container.securityContext?.privileged, true);
+    assert.deepEqual(container.resources?.requests, { cpu: "10m", memory: "16Mi" });
+  });
+
+  it("deletes its power-off pod at once, and deleting a missing one is fine", async () => {
+    await teardown.deletePowerOffPod(worker1);
+    assert.equal(await exists(() => core.readNamespacedPod({ name: "plugpool-power-off-worker-1", namespace })), false);
+    await teardown.deletePowerOffPod(worker1);
+  });
+
+  it("gives a machine with a long name a valid pod name and label", async () => {
+    await teardown.createPowerOffPod(longNamed, longName, 1);
+    const name = powerOffPodName(longName);
+    assert.ok(name.length <= 63);
+    const pod = await core.readNamespacedPod({ name, namespace });
+    assert.equal(pod.metadata?.annotations?.["plugpool.io/machine"], longName);
+    assert.notEqual(powerOffPodName(`${longName}x`), name);
+    await teardown.deletePowerOffPod(longNamed);
+  });
+
+  it("refuses to delete a pod with its name that does not carry plugpool's labels", async () => {
+    const name = powerOffPodName("worker-3");
+    await core.createNamespacedPod({ namespace, body: { metadata: { name }, spec: { nodeName: "worker-3", containers: [{ name: "c", image }] } } });
+    await assert.rejects(teardown.deletePowerOffPod(worker3), coded("unsafe", /plugpool's power-off labels/));
+    assert.equal(await exists(() => core.readNamespacedPod({ name, namespace })), true);
+  });
+
+  it("deletes the Node of a configured machine, by name or by providerID, and no other", async () => {
+    await core.createNode({ body: nodeBody({ name: "stranger", providerID: "k3s://stranger" }) });
+    await core.createNode({ body: nodeBody({ name: "worker-3.lan", providerID: "k3s://worker-3" }) });
+    await teardown.deleteNode("worker-1");
+    await teardown.deleteNode("worker-1");
+    await teardown.deleteNode("worker-3.lan");
+    await assert.rejects(teardown.deleteNode("stranger"), coded("unsafe", /"stranger": it is not the Node of a configured machine/));
+    assert.equal(await exists(() => core.readNode({ name: "worker-1" })), false);
+    assert.equal(await exists(() => core.readNode({ name: "worker-3.lan" })), false);
+    assert.equal(await exists(() => core.readNode({ name: "stranger" })), true);
+  });
+
+  it("refuses a Node not named after a machine when no providerID prefix is configured", async () => {
+    const byNameOnly = createKubernetesNodeTeardown(plane.admin(), { namespace, image, machines });
+    await assert.rejects(byNameOnly.deleteNode("stranger"), coded("unsafe", /not the Node of a configured machine/));
+  });
+
+  it("has the power-off pod admitted in the example namespace", async () => {
+    const [example] = exampleManifest("namespace.yaml");
+    const exampleNamespace = example?.metadata?.name ?? "";
+    await createNamespace(core, exampleNamespace);
+    const inExample = createKubernetesNodeTeardown(plane.admin(), { namespace: exampleNamespace, image, machines });
+    await inExample.createPowerOffPod(worker2, "worker-2", 1);
+    assert.equal(await exists(() => core.readNamespacedPod({ name: "plugpool-power-off-worker-2", namespace: exampleNamespace })), true);
+  });
+
+  it("reports a refused power-off pod with the namespace, the apiserver's reason and the namespace label to set", async () => {
+    const locked = createKubernetesNodeTeardown(plane.admin(), { namespace: "locked", image, machines });
+    await assert.rejects(
+      locked.createPowerOffPod(worker2, "worker-2", 1),
+      coded("cluster-refused", /namespace "locked".*violates PodSecurity "restricted.*pod-security\.kubernetes\.io\/enforce=privileged/s),
+    );
+  });
+
+  it("stops a call when its signal aborts", async () => {
+    await assert.rejects(teardown.markPowerOff("worker-1", 1, { signal: AbortSignal.abort(new Error("deadline")) }), /deadline/);
+  });
+});

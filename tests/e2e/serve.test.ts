@@ -1,0 +1,159 @@
+// `serve` end to end: plugpool wired as in production, over gRPC (grpc-js), with emulated plugs, simulated
+// machines and a real kube-apiserver. The whole power-off runs with NotReady timeout and grace shortened.
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { status } from "@grpc/grpc-js";
+import { CoreV1Api } from "@kubernetes/client-node";
+import { loadConfig } from "../../src/app/config.ts";
+import { createLogger } from "../../src/app/logger.ts";
+import { serve, type Served } from "../../src/app/serve.ts";
+import { callOptions } from "../../src/adapters/kubernetes/api-errors.ts";
+import { InstanceStatus_InstanceState } from "../../gen/clusterautoscaler/cloudprovider/v1/externalgrpc/externalgrpc_pb.ts";
+import { startControlPlane, type ControlPlane } from "../support/control-plane.ts";
+import { startPlugEmulator, type EmulatedPlug } from "../support/plug-emulator/index.ts";
+import { startMachineSimulator, type MachineSimulator } from "../support/machine-simulator.ts";
+import { createCloudProviderClient, type CloudProviderClient } from "../support/grpc-client.ts";
+import { eventually } from "../support/eventually.ts";
+
+const PREFIX = "k3s://";
+
+describe("plugpool serve (real apiserver, emulated plugs, simulated machines)", () => {
+  let plane: ControlPlane;
+  let plugs: EmulatedPlug[];
+  let machines: MachineSimulator;
+  let served: Served;
+  let client: CloudProviderClient;
+  let core: CoreV1Api;
+  let syncedToFirstAnswerMs = 0;
+
+  before(async () => {
+    plane = await startControlPlane();
+    core = plane.admin().makeApiClient(CoreV1Api);
+    await core.createNamespace({
+      body: { metadata: { name: "plugpool", labels: { "pod-security.kubernetes.io/enforce": "privileged" } } },
+    });
+    // Without a controller-manager nobody creates the namespace's default ServiceAccount, which pods need.
+    await core.createNamespacedServiceAccount({ namespace: "plugpool", body: { metadata: { name: "default" } } });
+    plugs = await Promise.all([
+      startPlugEmulator({ version: "2026.7", platform: "esp32", switches: [{ name: "Relay", powerSensor: "Power" }] }),
+      startPlugEmulator({ version: "2025.12", platform: "esp8266", switches: [{ name: "Relay" }] }),
+    ]);
+    const config = loadConfig(
+      [
+        "listen: 127.0.0.1:0",
+        "opsListen: 127.0.0.1:0",
+        `providerIDPrefix: "${PREFIX}"`,
+        "plugs: { timeout: 1s }",
+        "powerOff: { notReadyTimeout: 20s, grace: 1s, standbyWatts: 5, standbyWindow: 500ms }",
+        "nodeGroups:",
+        "  - id: workers",
+        "    maxSize: 2",
+        "    template: { cpu: '4', memory: 8Gi, labels: { example.com/pool: workers } }",
+        "    nodes:",
+        `      - { name: worker-1, plug: { url: "${plugs[0]?.url ?? ""}", switch: Relay, powerSensor: Power } }`,
+        `      - { name: worker-2, plug: { url: "${plugs[1]?.url ?? ""}", switch: Relay } }`,
+      ].join("\n"),
+      {},
+    );
+    machines = startMachineSimulator({
+      kubeConfig: plane.admin(),
+      providerIDPrefix: PREFIX,
+      machines: plugs.map((plug, i) => ({ name: `worker-${i + 1}`, plug, switchName: "Relay" })),
+      capacity: { cpu: "4", memory: "8Gi", pods: "110" },
+      labels: { "example.com/pool": "workers" },
+      bootDelayMs: 500,
+      shutdownDelayMs: 500,
+      heartbeatMs: 1000,
+    });
+    served = await serve(config, { kubeConfig: plane.admin(), logger: createLogger({ level: process.env.PLUGPOOL_TEST_LOG ?? "info", silent: process.env.PLUGPOOL_TEST_LOG === undefined }), version: "test" });
+    const synced = performance.now();
+    client = createCloudProviderClient(`127.0.0.1:${served.grpcPort}`);
+    const first = await client.call("nodeGroups", {});
+    syncedToFirstAnswerMs = performance.now() - synced;
+    assert.equal(first.error, undefined);
+  });
+
+  after(async () => {
+    client.close();
+    await served.stop();
+    await machines.stop();
+    await Promise.all(plugs.map((p) => p.close()));
+    await plane.stop();
+  });
+
+  it("answers its first RPC right after the cluster view has synced", () => {
+    console.log(`serve: first RPC answered ${syncedToFirstAnswerMs.toFixed(0)} ms after serve() returned`);
+    assert.ok(syncedToFirstAnswerMs >= 0);
+  });
+
+  it("is ready on /readyz and exports metrics", async () => {
+    const ready = await fetch(`http://127.0.0.1:${served.opsPort}/readyz`);
+    assert.equal(ready.status, 200);
+    const metrics = await (await fetch(`http://127.0.0.1:${served.opsPort}/metrics`)).text();
+    assert.match(metrics, /plugpool_instances\{group="workers",state="running"\} 0/);
+  });
+
+  it("switches a plug on for IncreaseSize, and the instance turns running once its Node registers", async () => {
+    assert.equal((await client.call("refresh", {})).error, undefined);
+    assert.equal((await client.call("nodeGroupIncreaseSize", { id: "workers", delta: 1 })).error, undefined);
+    assert.equal(plugs[0]?.state("Relay"), true);
+    assert.equal(plugs[1]?.state("Relay"), false);
+    await eventually("worker-1 running", async () => {
+      const { response } = await client.call("nodeGroupNodes", { id: "workers" });
+      assert.deepEqual(
+        response?.instances.map((i) => [i.id, i.status?.instanceState]),
+        [[`${PREFIX}worker-1`, InstanceStatus_InstanceState.instanceRunning]],
+      );
+    });
+  });
+
+  it("refuses DeleteNodes for the node without CA's taint and keeps its power", async () => {
+    const { error } = await client.call("nodeGroupDeleteNodes", {
+      id: "workers",
+      nodes: [{ name: "worker-1", providerID: `${PREFIX}worker-1` }],
+    });
+    assert.equal(error?.code, status.FAILED_PRECONDITION);
+    assert.equal(plugs[0]?.state("Relay"), true);
+    assert.equal(machines.state("worker-1"), "running");
+  });
+
+  it("runs the whole power-off for the tainted node: pod, NotReady, grace, plug off, Node deleted", async () => {
+    await core.patchNode(
+      {
+        name: "worker-1",
+        body: { spec: { taints: [{ key: "ToBeDeletedByClusterAutoscaler", value: "1700000000", effect: "NoSchedule" }] } },
+      },
+      callOptions({ contentType: "application/merge-patch+json" }),
+    );
+    await eventually("the view sees the taint", async () => {
+      const { error } = await client.call("nodeGroupDeleteNodes", {
+        id: "workers",
+        nodes: [{ name: "worker-1", providerID: `${PREFIX}worker-1` }],
+      });
+      assert.equal(error, undefined);
+    });
+    const nodes = await client.call("nodeGroupNodes", { id: "workers" });
+    assert.equal(nodes.response?.instances[0]?.status?.instanceState, InstanceStatus_InstanceState.instanceDeleting);
+    await eventually(
+      "worker-1 powered off and its Node deleted",
+      async () => {
+        assert.equal(plugs[0]?.state("Relay"), false);
+        const list = await core.listNode();
+        assert.deepEqual(list.items.map((n) => n.metadata?.name), []);
+        const pods = await core.listNamespacedPod({ namespace: "plugpool" });
+        assert.deepEqual(pods.items.map((p) => p.metadata?.name), []);
+      },
+      30_000,
+    );
+    assert.equal(machines.state("worker-1"), "off");
+    const { response } = await client.call("nodeGroupNodes", { id: "workers" });
+    assert.deepEqual(response?.instances, []);
+    assert.equal((await client.call("nodeGroupTargetSize", { id: "workers" })).response?.targetSize, 0);
+    const events = await core.listNamespacedEvent({ namespace: "default" });
+    const reasons = events.items.filter((e) => e.involvedObject.name === "worker-1").map((e) => e.reason);
+    for (const reason of ["PoweredOn", "PowerOffStarted", "PlugOff", "NodeDeleted"]) {
+      assert.ok(reasons.includes(reason), `Event ${reason} in ${reasons.join(", ")}`);
+    }
+    assert.deepEqual(machines.failures(), []);
+  });
+});

@@ -1,0 +1,293 @@
+/**
+ * machine-simulator — bare-metal machines behind emulated plugs, for the end-to-end suite and the sandbox.
+ *
+ * Each machine is attached to the relay of an emulated ESPHome plug and acts as a kubelet would, through the
+ * apiserver (as admin):
+ * - relay on → boots for `bootDelayMs`, then registers its Node (providerID `<prefix><name>`, Ready, capacity
+ *   and labels as given) and heartbeats (Node Ready condition and its Lease) every `heartbeatMs`;
+ * - pods bound to it are reported Running (plugpool's power-off pod excepted);
+ * - plugpool's power-off pod bound to it → the OS shuts down: after `shutdownDelayMs` the pod Succeeded,
+ *   heartbeats stop and the Node is reported NotReady; the draw falls to standby;
+ * - relay off → the machine is gone at once (no heartbeats; the Node stays until someone deletes it).
+ * Faults: `neverBoots` (power on, nothing registers), `hangsAtPowerOff` (the OS halts but the board keeps
+ * drawing power, so a sensor never sees standby), and `pressPowerButton` (boots without being asked, when
+ * its relay is on and it is off).
+ * Power draw (for plugs with a sensor): off/halted 2 W (standby), booting 120 W, running 80 W, hung 45 W.
+ */
+import { CoordinationV1Api, CoreV1Api, Watch, type KubeConfig, type V1Pod } from "@kubernetes/client-node";
+import { callOptions } from "../../src/adapters/kubernetes/api-errors.ts";
+import type { EmulatedPlug } from "./plug-emulator/index.ts";
+
+export type MachineState = "off" | "booting" | "running" | "shutting-down" | "halted";
+
+export interface SimulatedMachineSpec {
+  readonly name: string;
+  readonly plug: EmulatedPlug;
+  readonly switchName: string;
+  readonly neverBoots?: boolean;
+  readonly hangsAtPowerOff?: boolean;
+}
+
+export interface MachineSimulatorOptions {
+  readonly kubeConfig: KubeConfig;
+  readonly providerIDPrefix: string;
+  readonly machines: readonly SimulatedMachineSpec[];
+  readonly capacity: Readonly<Record<string, string>>;
+  readonly labels?: Readonly<Record<string, string>>;
+  readonly bootDelayMs?: number;
+  readonly shutdownDelayMs?: number;
+  readonly heartbeatMs?: number;
+  /** Called on every state change (the sandbox narrates them). */
+  readonly onChange?: (machine: string, state: MachineState) => void;
+}
+
+export interface MachineSimulator {
+  state(machine: string): MachineState;
+  /** Someone presses the machine's power button: it boots if its relay is on and it is not running. */
+  pressPowerButton(machine: string): void;
+  /** Calls to the apiserver that failed (a test can assert there were none). */
+  failures(): readonly unknown[];
+  stop(): Promise<void>;
+}
+
+const POWER_OFF_LABEL = "app.kubernetes.io/component";
+const STANDBY_WATTS = 2;
+const MERGE = callOptions({ contentType: "application/merge-patch+json" });
+
+interface Sim {
+  readonly spec: SimulatedMachineSpec;
+  state: MachineState;
+  timers: Set<NodeJS.Timeout>;
+  hung: boolean;
+  /** When the Node last became Ready: a condition's lastTransitionTime moves only when its status does. */
+  readySince: Date;
+}
+
+export function startMachineSimulator(options: MachineSimulatorOptions): MachineSimulator {
+  const core = options.kubeConfig.makeApiClient(CoreV1Api);
+  const leases = options.kubeConfig.makeApiClient(CoordinationV1Api);
+  const bootDelayMs = options.bootDelayMs ?? 2000;
+  const shutdownDelayMs = options.shutdownDelayMs ?? 1000;
+  const heartbeatMs = options.heartbeatMs ?? 2000;
+  const sims = new Map<string, Sim>();
+  const failures: unknown[] = [];
+  let stopped = false;
+
+  const later = (sim: Sim, ms: number, fn: () => Promise<void> | void) => {
+    const timer = setTimeout(() => {
+      sim.timers.delete(timer);
+      if (stopped) return;
+      Promise.resolve(fn()).catch((e: unknown) => failures.push(e));
+    }, ms);
+    sim.timers.add(timer);
+  };
+  const cancel = (sim: Sim) => {
+    for (const t of sim.timers) clearTimeout(t);
+    sim.timers.clear();
+  };
+  const setState = (sim: Sim, state: MachineState) => {
+    sim.state = state;
+    options.onChange?.(sim.spec.name, state);
+  };
+
+  function nodeBody(name: string, ready: boolean) {
+    const now = new Date();
+    return {
+      metadata: {
+        name,
+        labels: { ...options.labels, "kubernetes.io/hostname": name, "kubernetes.io/os": "linux" },
+      },
+      spec: { providerID: options.providerIDPrefix + name },
+      status: {
+        capacity: { ...options.capacity },
+        allocatable: { ...options.capacity },
+        conditions: [readyCondition(ready, now)],
+        nodeInfo: nodeInfo(),
+      },
+    };
+  }
+
+  async function register(sim: Sim): Promise<void> {
+    const { name } = sim.spec;
+    const body = nodeBody(name, true);
+    try {
+      await core.createNode({ body });
+    } catch {
+      // Re-registering after a reboot: the Node may still be there, so refresh its status instead.
+      await core.patchNodeStatus({ name, body: { status: body.status } }, MERGE);
+    }
+    await heartbeat(sim);
+  }
+
+  async function heartbeat(sim: Sim): Promise<void> {
+    if (sim.state !== "running") return;
+    const { name } = sim.spec;
+    const now = new Date();
+    await core.patchNodeStatus({ name, body: { status: { conditions: [readyCondition(true, now, sim.readySince)] } } }, MERGE);
+    const lease = { metadata: { name, namespace: "kube-node-lease" }, spec: { holderIdentity: name, leaseDurationSeconds: 40, renewTime: now } };
+    try {
+      await leases.replaceNamespacedLease({ name, namespace: "kube-node-lease", body: lease });
+    } catch {
+      await leases.createNamespacedLease({ namespace: "kube-node-lease", body: lease }).catch(() => undefined);
+    }
+    later(sim, heartbeatMs, () => heartbeat(sim));
+  }
+
+  function boot(sim: Sim): void {
+    if (sim.state !== "off" && sim.state !== "halted") return;
+    cancel(sim);
+    sim.hung = false;
+    setState(sim, "booting");
+    if (sim.spec.neverBoots === true) return;
+    later(sim, bootDelayMs, async () => {
+      sim.readySince = new Date();
+      setState(sim, "running");
+      await register(sim);
+    });
+  }
+
+  function powerLost(sim: Sim): void {
+    cancel(sim);
+    sim.hung = false;
+    setState(sim, "off");
+  }
+
+  function shutDown(sim: Sim, pod: V1Pod): void {
+    if (sim.state !== "running") return;
+    setState(sim, "shutting-down");
+    cancel(sim);
+    later(sim, shutdownDelayMs, async () => {
+      const { name } = sim.spec;
+      sim.hung = sim.spec.hangsAtPowerOff === true;
+      setState(sim, "halted");
+      const podName = pod.metadata?.name ?? "";
+      const namespace = pod.metadata?.namespace ?? "";
+      await core
+        .patchNamespacedPodStatus({ name: podName, namespace, body: { status: { phase: "Succeeded" } } }, MERGE)
+        .catch(() => undefined);
+      // The kubelet's last word as the OS goes down.
+      await core.patchNodeStatus({ name, body: { status: { conditions: [readyCondition(false, new Date())] } } }, MERGE);
+    });
+  }
+
+  async function markRunning(pod: V1Pod): Promise<void> {
+    const name = pod.metadata?.name ?? "";
+    const namespace = pod.metadata?.namespace ?? "";
+    const now = new Date();
+    await core.patchNamespacedPodStatus(
+      {
+        name,
+        namespace,
+        body: {
+          status: {
+            phase: "Running",
+            startTime: now,
+            conditions: [{ type: "Ready", status: "True", lastTransitionTime: now }],
+          },
+        },
+      },
+      MERGE,
+    );
+  }
+
+  for (const spec of options.machines) {
+    const sim: Sim = { spec, state: "off", timers: new Set(), hung: false, readySince: new Date() };
+    sims.set(spec.name, sim);
+    spec.plug.attachMachine(spec.switchName, {
+      powerChanged: (on) => {
+        if (on) boot(sim);
+        else powerLost(sim);
+      },
+      watts: () => {
+        switch (sim.state) {
+          case "booting":
+            return 120;
+          case "running":
+          case "shutting-down":
+            return 80;
+          default:
+            return sim.hung ? 45 : STANDBY_WATTS;
+        }
+      },
+    });
+    if (spec.plug.state(spec.switchName)) boot(sim);
+  }
+
+  // One pod watch acts as every machine's kubelet.
+  const watch = new Watch(options.kubeConfig);
+  let request: { abort(): void } | undefined;
+  const seen = new Set<string>();
+  const startWatch = async (): Promise<void> => {
+    request = await watch.watch(
+      "/api/v1/pods",
+      {},
+      (phase: string, pod: V1Pod) => {
+        const node = pod.spec?.nodeName;
+        const sim = node === undefined ? undefined : sims.get(node);
+        if (sim === undefined || phase === "DELETED" || pod.metadata?.deletionTimestamp !== undefined) return;
+        const key = `${pod.metadata?.namespace ?? ""}/${pod.metadata?.name ?? ""}/${pod.metadata?.uid ?? ""}`;
+        if (pod.metadata?.labels?.[POWER_OFF_LABEL] === "power-off") {
+          if (!seen.has(key)) {
+            seen.add(key);
+            shutDown(sim, pod);
+          }
+        } else if (sim.state === "running" && pod.status?.phase === "Pending" && !seen.has(key)) {
+          seen.add(key);
+          markRunning(pod).catch((e: unknown) => failures.push(e));
+        }
+      },
+      () => {
+        if (!stopped) setTimeout(() => void startWatch().catch(() => undefined), 500);
+      },
+    );
+  };
+  void startWatch().catch(() => undefined);
+
+  return {
+    state: (machine) => {
+      const sim = sims.get(machine);
+      if (sim === undefined) throw new Error(`no simulated machine ${machine}`);
+      return sim.state;
+    },
+    pressPowerButton: (machine) => {
+      const sim = sims.get(machine);
+      if (sim !== undefined && sim.spec.plug.state(sim.spec.switchName)) boot(sim);
+    },
+    failures: () => failures,
+    stop: async () => {
+      stopped = true;
+      request?.abort();
+      for (const sim of sims.values()) {
+        cancel(sim);
+        sim.spec.plug.attachMachine(sim.spec.switchName, undefined);
+      }
+      await Promise.resolve();
+    },
+  };
+}
+
+function readyCondition(ready: boolean, now: Date, since: Date = now) {
+  return {
+    type: "Ready",
+    status: ready ? "True" : "False",
+    reason: ready ? "KubeletReady" : "KubeletNotReady",
+    message: ready ? "kubelet is posting ready status" : "the machine is shutting down",
+    lastHeartbeatTime: now,
+    lastTransitionTime: since,
+  };
+}
+
+function nodeInfo() {
+  return {
+    architecture: "amd64",
+    operatingSystem: "linux",
+    kubeletVersion: "v1.36.5",
+    kernelVersion: "6.12.0",
+    osImage: "simulated",
+    containerRuntimeVersion: "simulated://1",
+    machineID: "",
+    systemUUID: "",
+    bootID: "",
+    kubeProxyVersion: "",
+  };
+}
