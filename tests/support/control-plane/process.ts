@@ -1,0 +1,147 @@
+// Child processes of the test control plane: each logs to its own file and dies with the test
+// process, however that ends.
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+export interface ManagedProcess {
+  readonly name: string;
+  readonly logPath: string;
+  /** Whether the process is still running. */
+  running(): boolean;
+  /** The last lines of its log, for error messages. */
+  logTail(lines?: number): string;
+  /** SIGTERM, then SIGKILL after `graceMs`; resolves once it has exited. Idempotent. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+const liveChildren = new Set<ChildProcess>();
+const exitCleanups = new Set<() => void>();
+const forwardedSignals = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
+
+// setpriv asks the kernel to SIGKILL the child when this process dies, even by SIGKILL, when no
+// exit handler can run. Without it (no util-linux) the exit and signal handlers below still apply.
+const deathSignalArgs = ["--pdeathsig", "KILL", "--"];
+const hasSetpriv = spawnSync("setpriv", [...deathSignalArgs, "true"]).status === 0;
+
+/** Starts `binary`, appending its stdout and stderr to `logPath`. */
+export function startProcess(name: string, binary: string, args: readonly string[], logPath: string): ManagedProcess {
+  const fd = openSync(logPath, "a");
+  let child: ChildProcess;
+  try {
+    child = hasSetpriv
+      ? spawn("setpriv", [...deathSignalArgs, binary, ...args], { stdio: ["ignore", fd, fd] })
+      : spawn(binary, args, { stdio: ["ignore", fd, fd] });
+  } finally {
+    closeSync(fd);
+  }
+  // The plane's processes must not keep the test process alive; the exit handler ends them.
+  child.unref();
+  let exited = false;
+  liveChildren.add(child);
+  const exit = new Promise<void>((resolve) => {
+    const done = (): void => {
+      exited = true;
+      liveChildren.delete(child);
+      resolve();
+    };
+    child.once("exit", done);
+    child.once("error", done);
+  });
+
+  return {
+    name,
+    logPath,
+    running: () => !exited,
+    logTail: (lines = 40) => tailOf(logPath, lines),
+    stop: async (graceMs = 5000) => {
+      if (exited) return;
+      // An unref'd child's exit alone would not keep the event loop alive until it is reported.
+      child.ref();
+      child.kill("SIGTERM");
+      const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
+      await exit;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/**
+ * Runs `cleanup` synchronously if the test process exits or is signalled before `unregister` is
+ * called; children still alive then are SIGKILLed first.
+ */
+export function onAbruptExit(cleanup: () => void): () => void {
+  if (exitCleanups.size === 0) {
+    process.on("exit", runExitCleanups);
+    for (const signal of forwardedSignals) process.on(signal, reraise);
+  }
+  exitCleanups.add(cleanup);
+  return () => {
+    exitCleanups.delete(cleanup);
+    if (exitCleanups.size === 0) removeHandlers();
+  };
+}
+
+/**
+ * Creates a temp dir named `prefix…` that records its owner's pid, after removing those whose owner
+ * has died without cleaning up (killed by SIGKILL, which no handler sees).
+ */
+export function createOwnedTempDir(prefix: string): string {
+  const owner = "owner.pid";
+  for (const entry of readdirSync(tmpdir())) {
+    const path = join(tmpdir(), entry);
+    if (!entry.startsWith(prefix)) continue;
+    const pid = readPid(join(path, owner));
+    if (pid !== undefined && !isAlive(pid)) rmSync(path, { recursive: true, force: true });
+  }
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  writeFileSync(join(dir, owner), `${process.pid}\n`);
+  return dir;
+}
+
+function readPid(path: string): number | undefined {
+  try {
+    const pid = Number(readFileSync(path, "utf8").trim());
+    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+  } catch {
+    return undefined; // a dir still being set up, or not one of ours
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+function runExitCleanups(): void {
+  for (const child of liveChildren) child.kill("SIGKILL");
+  liveChildren.clear();
+  for (const cleanup of exitCleanups) cleanup();
+  exitCleanups.clear();
+}
+
+function removeHandlers(): void {
+  process.off("exit", runExitCleanups);
+  for (const signal of forwardedSignals) process.off(signal, reraise);
+}
+
+// Cleans up, then lets the signal take its default course (the process ends as it would have),
+// unless someone else also listens for it and so has taken charge of it.
+function reraise(signal: NodeJS.Signals): void {
+  runExitCleanups();
+  removeHandlers();
+  if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
+}
+
+function tailOf(path: string, lines: number): string {
+  try {
+    return readFileSync(path, "utf8").trimEnd().split("\n").slice(-lines).join("\n");
+  } catch {
+    return "(no log)";
+  }
+}
