@@ -19,11 +19,14 @@ if [ -n "$stale" ]; then
   exit 1
 fi
 
-# The previous commit is the baseline; a history without one (or one without the workspace) has
-# nothing to break.
-if git cat-file -e HEAD~1:buf.yaml 2>/dev/null && git cat-file -e HEAD~1:proto 2>/dev/null; then
-  buf breaking --against "$root/.git#ref=HEAD~1"
-  echo "buf breaking: no breaking change since $(git rev-parse --short HEAD~1)"
-else
-  echo "buf breaking: skipped, no previous commit with buf.yaml and proto/"
-fi
+# No breaking change anywhere in the history of proto/: every commit that changed it is compared with its
+# parent, so whatever the previous main was, the contract it served still holds. (A first commit has nothing
+# to break.)
+checked=0
+for commit in $(git log --format=%H -- proto buf.yaml); do
+  if git cat-file -e "$commit~1:buf.yaml" 2>/dev/null && git cat-file -e "$commit~1:proto" 2>/dev/null; then
+    buf breaking "$root/.git#ref=$commit" --against "$root/.git#ref=$commit~1"
+    checked=$((checked + 1))
+  fi
+done
+echo "buf breaking: no breaking change in $checked change(s) of proto/"
