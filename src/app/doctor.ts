@@ -1,10 +1,12 @@
 // `plugpool doctor`: checks the configuration, every plug and the cluster access plugpool needs, and prints
 // one table. It changes nothing: plugs are only read, and the power-off pod is only tried with dryRun=All.
-import { AuthorizationV1Api, CoreV1Api, VersionApi, type KubeConfig } from "@kubernetes/client-node";
+// Each check reports on its own, so one refusal (say, no right to list Nodes) never hides the others.
+import { AuthenticationV1Api, AuthorizationV1Api, CoreV1Api, VersionApi, type KubeConfig } from "@kubernetes/client-node";
 import type { Machine, PlugAddress } from "../domain/index.ts";
 import { createEsphomePowerSwitch, type PlugProbe } from "../adapters/esphome/esphome-power-switch.ts";
-import { apiserverReason } from "../adapters/kubernetes/api-errors.ts";
+import { apiserverReason, statusOf } from "../adapters/kubernetes/api-errors.ts";
 import { powerOffPodManifest } from "../adapters/kubernetes/power-off-pod.ts";
+import { TEMPLATE_SLICES_CONFIGMAP } from "../adapters/kubernetes/template-slices.ts";
 import type { AppConfig } from "./config.ts";
 
 type Status = "ok" | "warn" | "FAIL";
@@ -29,23 +31,28 @@ export interface DoctorDeps {
   readonly probe?: (plug: PlugAddress) => Promise<PlugProbe>;
 }
 
-/** What plugpool does on the cluster, as SelfSubjectAccessReview attributes (namespace "" = cluster-wide). */
-function requiredAccess(namespace: string) {
+interface Access {
+  readonly verb: string;
+  readonly resource: string;
+  readonly group?: string;
+  /** Absent: cluster-wide. */
+  readonly namespace?: string;
+  /** Absent: any object; rules limited by resourceNames grant only the named one. */
+  readonly name?: string;
+}
+
+/** Every call plugpool's Kubernetes adapters make, as SelfSubjectAccessReview attributes. */
+function requiredAccess(namespace: string): Access[] {
+  const each = (verbs: readonly string[], rest: Omit<Access, "verb">): Access[] => verbs.map((verb) => ({ verb, ...rest }));
   return [
-    { verb: "list", resource: "nodes", group: "", namespace: "" },
-    { verb: "watch", resource: "nodes", group: "", namespace: "" },
-    { verb: "patch", resource: "nodes", group: "", namespace: "" },
-    { verb: "delete", resource: "nodes", group: "", namespace: "" },
-    { verb: "list", resource: "resourceslices", group: "resource.k8s.io", namespace: "" },
-    { verb: "watch", resource: "resourceslices", group: "resource.k8s.io", namespace: "" },
-    { verb: "create", resource: "events", group: "", namespace: "default" },
-    { verb: "create", resource: "pods", group: "", namespace },
-    { verb: "delete", resource: "pods", group: "", namespace },
-    { verb: "list", resource: "pods", group: "", namespace },
-    { verb: "watch", resource: "pods", group: "", namespace },
-    { verb: "create", resource: "configmaps", group: "", namespace },
-    { verb: "update", resource: "configmaps", group: "", namespace },
-  ] as const;
+    ...each(["get", "list", "watch", "patch", "delete"], { resource: "nodes" }),
+    ...each(["list", "watch"], { resource: "resourceslices", group: "resource.k8s.io" }),
+    // Node Events live in `default`.
+    ...each(["create", "patch"], { resource: "events", namespace: "default" }),
+    ...each(["create", "get", "list", "watch", "delete"], { resource: "pods", namespace }),
+    { verb: "create", resource: "configmaps", namespace },
+    ...each(["get", "list", "watch", "update"], { resource: "configmaps", namespace, name: TEMPLATE_SLICES_CONFIGMAP }),
+  ];
 }
 
 export async function doctor(config: AppConfig, deps: DoctorDeps): Promise<DoctorReport> {
@@ -64,16 +71,19 @@ export async function doctor(config: AppConfig, deps: DoctorDeps): Promise<Docto
   return { ok, rows, text: render(rows, ok) };
 }
 
+function defaultProbe(config: AppConfig): (plug: PlugAddress) => Promise<PlugProbe> {
+  // One client for all plugs, so that relays of one device are asked one at a time, as in `serve`.
+  const plugs = createEsphomePowerSwitch({
+    timeoutMs: config.plugTimeoutMs,
+    ...(config.credentials && {
+      credentials: { username: config.credentials.username.reveal(), password: config.credentials.password.reveal() },
+    }),
+  });
+  return (plug) => plugs.probe(plug);
+}
+
 async function checkPlugs(config: AppConfig, machines: readonly Machine[], deps: DoctorDeps): Promise<Row[]> {
-  const probe =
-    deps.probe ??
-    ((plug: PlugAddress) =>
-      createEsphomePowerSwitch({
-        timeoutMs: config.plugTimeoutMs,
-        ...(config.credentials && {
-          credentials: { username: config.credentials.username.reveal(), password: config.credentials.password.reveal() },
-        }),
-      }).probe(plug));
+  const probe = deps.probe ?? defaultProbe(config);
   return Promise.all(
     machines.map(async (m): Promise<Row> => {
       const subject = `${m.name} (${m.plug.url} "${m.plug.switch}")`;
@@ -91,60 +101,82 @@ async function checkPlugs(config: AppConfig, machines: readonly Machine[], deps:
 }
 
 async function checkCluster(config: AppConfig, machines: readonly Machine[], kc: KubeConfig): Promise<Row[]> {
-  const namespace = config.powerOffPod.namespace;
+  const server = kc.getCurrentCluster()?.server ?? "apiserver";
+  let version: string;
   try {
-    const version = await kc.makeApiClient(VersionApi).getCode();
-    const rows: Row[] = [{ area: "cluster", subject: kc.getCurrentCluster()?.server ?? "apiserver", status: "ok", detail: `kube-apiserver ${version.gitVersion}` }];
-    rows.push(...(await checkAccess(kc, namespace)));
-    rows.push(...(await checkNamespace(config, kc, machines[0])));
-    rows.push(...(await checkNodes(config, kc, machines)));
-    return rows;
+    version = (await kc.makeApiClient(VersionApi).getCode()).gitVersion;
   } catch (e) {
-    return [{ area: "cluster", subject: "apiserver", status: "FAIL", detail: `cannot reach the apiserver: ${apiserverReason(e)}` }];
+    return [{ area: "cluster", subject: server, status: "FAIL", detail: `cannot reach the apiserver: ${apiserverReason(e)}` }];
+  }
+  const [user, ...checks] = await Promise.all([
+    whoAmI(kc),
+    checkAccess(kc, config.powerOffPod.namespace),
+    checkPowerOffNamespace(config, kc, machines[0]),
+    checkNodes(config, kc, machines),
+  ]);
+  const as = user === undefined ? "" : `, as ${user}`;
+  return [{ area: "cluster", subject: server, status: "ok", detail: `kube-apiserver ${version}${as}` }, ...checks.flat()];
+}
+
+/** The identity the checks run as: a kubeconfig with more rights than the pod's ServiceAccount passes more. */
+async function whoAmI(kc: KubeConfig): Promise<string | undefined> {
+  try {
+    const review = await kc.makeApiClient(AuthenticationV1Api).createSelfSubjectReview({ body: {} });
+    return review.status?.userInfo?.username;
+  } catch {
+    return undefined; // informational only
   }
 }
 
 async function checkAccess(kc: KubeConfig, namespace: string): Promise<Row[]> {
   const api = kc.makeApiClient(AuthorizationV1Api);
-  const results = await Promise.all(
-    requiredAccess(namespace).map(async (a) => {
-      const review = await api.createSelfSubjectAccessReview({
-        body: { spec: { resourceAttributes: { verb: a.verb, resource: a.resource, group: a.group, namespace: a.namespace } } },
-      });
-      const where = a.namespace === "" ? "" : ` in ${a.namespace}`;
-      return { what: `${a.verb} ${a.group === "" ? "" : `${a.group}/`}${a.resource}${where}`, allowed: review.status?.allowed === true };
-    }),
-  );
-  const denied = results.filter((r) => !r.allowed).map((r) => r.what);
-  return [
-    denied.length === 0
-      ? { area: "cluster", subject: "permissions", status: "ok", detail: `all ${results.length} needed permissions granted` }
-      : { area: "cluster", subject: "permissions", status: "FAIL", detail: `missing: ${denied.join(", ")}` },
-  ];
+  const subject = "permissions";
+  try {
+    const results = await Promise.all(
+      requiredAccess(namespace).map(async (a) => {
+        const review = await api.createSelfSubjectAccessReview({ body: { spec: { resourceAttributes: { ...a } } } });
+        const resource = `${a.group === undefined ? "" : `${a.group}/`}${a.resource}${a.name === undefined ? "" : ` ${a.name}`}`;
+        return { what: `${a.verb} ${resource}${a.namespace === undefined ? "" : ` in ${a.namespace}`}`, allowed: review.status?.allowed === true };
+      }),
+    );
+    const denied = results.filter((r) => !r.allowed).map((r) => r.what);
+    return [
+      denied.length === 0
+        ? { area: "cluster", subject, status: "ok", detail: `all ${results.length} needed permissions granted` }
+        : { area: "cluster", subject, status: "FAIL", detail: `missing: ${denied.join(", ")}` },
+    ];
+  } catch (e) {
+    return [{ area: "cluster", subject, status: "FAIL", detail: `cannot check them: ${apiserverReason(e)}` }];
+  }
 }
 
-async function checkNamespace(config: AppConfig, kc: KubeConfig, machine: Machine | undefined): Promise<Row[]> {
+async function checkPowerOffNamespace(config: AppConfig, kc: KubeConfig, machine: Machine | undefined): Promise<Row[]> {
   const { namespace, image } = config.powerOffPod;
-  const core = kc.makeApiClient(CoreV1Api);
   const subject = `power-off namespace ${namespace}`;
-  try {
-    await core.readNamespace({ name: namespace });
-  } catch (e) {
-    return [{ area: "cluster", subject, status: "FAIL", detail: `cannot read it: ${apiserverReason(e)}` }];
-  }
   if (machine === undefined) return [];
-  // A dry run goes through admission (Pod Security included) and stores nothing.
+  // A dry run goes through authorization and admission (Pod Security included) and stores nothing.
   const pod = powerOffPodManifest({ namespace, image, machine: machine.name, nodeName: machine.name, startedAt: 0 });
   try {
-    await core.createNamespacedPod({ namespace, body: pod, dryRun: "All" });
+    await kc.makeApiClient(CoreV1Api).createNamespacedPod({ namespace, body: pod, dryRun: "All" });
     return [{ area: "cluster", subject, status: "ok", detail: "admits the privileged power-off pod (dry run)" }];
   } catch (e) {
-    return [{ area: "cluster", subject, status: "FAIL", detail: `refuses the power-off pod: ${apiserverReason(e)}` }];
+    const reason = apiserverReason(e);
+    const status = statusOf(e);
+    const detail =
+      status === 404 ? `does not exist: ${reason}`
+      : status === 403 && reason.includes("PodSecurity") ? `refuses privileged pods (label it pod-security.kubernetes.io/enforce=privileged): ${reason}`
+      : `refuses the power-off pod (dry run): ${reason}`;
+    return [{ area: "cluster", subject, status: "FAIL", detail }];
   }
 }
 
 async function checkNodes(config: AppConfig, kc: KubeConfig, machines: readonly Machine[]): Promise<Row[]> {
-  const nodes = (await kc.makeApiClient(CoreV1Api).listNode()).items;
+  let nodes;
+  try {
+    nodes = (await kc.makeApiClient(CoreV1Api).listNode()).items;
+  } catch (e) {
+    return [{ area: "cluster", subject: "nodes", status: "FAIL", detail: `cannot list Nodes: ${apiserverReason(e)}` }];
+  }
   const prefix = config.pool.providerIDPrefix;
   return machines.map((m): Row => {
     const expected = prefix + m.name;

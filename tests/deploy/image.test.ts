@@ -1,0 +1,146 @@
+// The Containerfile without a container engine: its runtime layout is rebuilt in a temp dir (the
+// dependencies stage's own RUN lines, the build compiled with the same tsconfig, the final stage's COPY
+// lines) and its ENTRYPOINT runs there, so a runtime import of a dev dependency, a file missing from dist
+// or a wrong entrypoint fails here rather than in a cluster.
+import { execFile } from "node:child_process";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, relative } from "node:path";
+import { promisify } from "node:util";
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+
+const run = promisify(execFile);
+const root = join(import.meta.dirname, "..", "..");
+
+interface Copy {
+  readonly from?: string;
+  readonly sources: readonly string[];
+  readonly dest: string;
+}
+
+interface Stage {
+  readonly name: string;
+  workdir: string;
+  readonly runs: string[];
+  readonly copies: Copy[];
+  entrypoint?: string[];
+  cmd?: string[];
+}
+
+/** The instructions this test needs, by stage; continuation lines joined, comments dropped. */
+function parseContainerfile(text: string): Stage[] {
+  const lines = text.replace(/\\\n\s*/g, " ").split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("#"));
+  const stages: Stage[] = [];
+  for (const line of lines) {
+    const [instruction = "", ...rest] = line.split(/\s+/);
+    const args = rest.join(" ");
+    const stage = stages.at(-1);
+    if (instruction === "FROM") {
+      stages.push({ name: /\bAS\s+(\S+)/i.exec(args)?.[1] ?? "", workdir: "/", runs: [], copies: [] });
+    } else if (stage === undefined) {
+      continue; // ARG before the first FROM
+    } else if (instruction === "WORKDIR") {
+      stage.workdir = args;
+    } else if (instruction === "RUN") {
+      stage.runs.push(args);
+    } else if (instruction === "COPY") {
+      const from = /^--from=(\S+)\s+/.exec(args);
+      const paths = args.slice(from?.[0].length ?? 0).split(/\s+/);
+      stage.copies.push({ ...(from?.[1] === undefined ? {} : { from: from[1] }), sources: paths.slice(0, -1), dest: paths.at(-1) ?? "" });
+    } else if (instruction === "ENTRYPOINT") {
+      stage.entrypoint = JSON.parse(args) as string[];
+    } else if (instruction === "CMD") {
+      stage.cmd = JSON.parse(args) as string[];
+    }
+  }
+  return stages;
+}
+
+const stages = parseContainerfile(readFileSync(join(root, "Containerfile"), "utf8"));
+const stage = (name: string): Stage => {
+  const found = stages.find((s) => s.name === name);
+  assert.ok(found, `stage ${name}`);
+  return found;
+};
+const runtime = stages.at(-1);
+
+describe("Containerfile (runtime layout rebuilt without an engine)", () => {
+  let dir: string;
+  /** Where each stage's WORKDIR is in the temp dir. */
+  const stageRoots = new Map<string, string>();
+  let app: string;
+
+  const plugpool = async (args: readonly string[]) => {
+    const [command, ...entry] = runtime?.entrypoint ?? [];
+    assert.equal(command, "node");
+    return run(process.execPath, [...entry, ...args], { cwd: app, env: { PATH: process.env.PATH ?? "", NODE_ENV: "production" }, timeout: 20_000 })
+      .then(({ stdout, stderr }) => ({ code: 0, stdout, stderr }))
+      .catch((error: unknown) => {
+        const { code, stdout, stderr } = error as { code?: number; stdout?: string; stderr?: string };
+        return { code, stdout: stdout ?? "", stderr: stderr ?? "" };
+      });
+  };
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), "plugpool-image-"));
+    // build: `npm run build` into the stage's dist/, with node_modules already here.
+    const build = join(dir, "build");
+    stageRoots.set("build", build);
+    assert.ok(stage("build").runs.includes("npm run build"));
+    await run(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.build.json", "--outDir", join(build, "dist")], { cwd: root });
+    // dependencies: its own COPY and RUN lines, npm answering from its cache where it can.
+    const dependencies = stage("dependencies");
+    const deps = join(dir, "dependencies");
+    stageRoots.set("dependencies", deps);
+    mkdirSync(deps);
+    for (const copy of dependencies.copies) for (const source of copy.sources) cpSync(join(root, source), join(deps, copy.dest, source));
+    for (const command of dependencies.runs) {
+      await run("bash", ["-c", command], { cwd: deps, env: { ...process.env, npm_config_prefer_offline: "true" } });
+    }
+    // The final stage's COPY lines into its WORKDIR.
+    app = join(dir, "app");
+    for (const copy of runtime?.copies ?? []) {
+      for (const source of copy.sources) {
+        const from = copy.from === undefined ? join(root, source) : join(stageRoots.get(copy.from) ?? "", relative(stage(copy.from).workdir, source));
+        const target = join(app, copy.dest, copy.dest.endsWith("/") ? source : "");
+        cpSync(from, target, { recursive: true });
+      }
+    }
+  });
+  after(() => {
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("prints its version from the image's package.json through the ENTRYPOINT", async () => {
+    const { code, stdout } = await plugpool(["--version"]);
+    assert.equal(code, 0);
+    const { version } = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { version: string };
+    assert.equal(stdout, `plugpool ${version}\n`);
+  });
+
+  it("runs the default CMD, serve with the config path the example Deployment mounts", async () => {
+    const cmd = ["serve", "--config", "/etc/plugpool/config.yaml"];
+    assert.deepEqual(runtime?.cmd, cmd);
+    const { code, stderr } = await plugpool(cmd);
+    // No config file outside a pod: the loader (schema included) names the path and stops.
+    assert.equal(code, 2);
+    assert.match(stderr, /\/etc\/plugpool\/config\.yaml: cannot read the configuration file/);
+  });
+
+  it("ships the config schema beside the compiled loader and no dev dependency", () => {
+    assert.ok(existsSync(join(app, "dist", "src", "app", "config.schema.json")));
+    for (const dev of ["typescript", "eslint", "@grpc/grpc-js", "fast-check"]) assert.equal(existsSync(join(app, "node_modules", dev)), false, dev);
+  });
+
+  it("sends the engine exactly what it copies from the build context", () => {
+    const allowed = readFileSync(join(root, ".dockerignore"), "utf8").split("\n").filter((l) => l.startsWith("!")).map((l) => l.slice(1).replace(/\/$/, ""));
+    const copied = stages.flatMap((s) => s.copies.filter((c) => c.from === undefined).flatMap((c) => c.sources));
+    assert.deepEqual([...new Set(copied)].sort(), [...allowed].sort());
+  });
+
+  it("runs as a numeric non-root user", () => {
+    const user = /^USER\s+(\d+)(?::\d+)?$/m.exec(readFileSync(join(root, "Containerfile"), "utf8"))?.[1];
+    assert.ok(user !== undefined && Number(user) > 0);
+  });
+});
