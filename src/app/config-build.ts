@@ -21,6 +21,8 @@ export interface RawConfig {
     readonly standbyWatts: number;
     readonly standbyWindow: string;
   };
+  readonly scaleUp: { readonly maxPowerOnsPerInterval: number; readonly powerOnInterval: string };
+  readonly quarantine: { readonly initial: string; readonly max: string };
   readonly nodeGroups: readonly RawGroup[];
 }
 
@@ -102,6 +104,11 @@ function buildPool(raw: RawConfig): PoolConfig {
       retryMs: POWER_OFF_RETRY_MS,
       maxRetryMs: POWER_OFF_MAX_RETRY_MS,
     },
+    scaleUp: {
+      maxPowerOnsPerInterval: raw.scaleUp.maxPowerOnsPerInterval,
+      powerOnIntervalMs: duration(raw.scaleUp.powerOnInterval),
+    },
+    quarantine: { initialMs: duration(raw.quarantine.initial), maxMs: duration(raw.quarantine.max) },
     groups,
   };
 }

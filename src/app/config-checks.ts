@@ -80,6 +80,14 @@ export function checkConfig(root: unknown, schemaErrorPointers: readonly string[
   if (parseDuration(read.string(["powerOff", "notReadyTimeout"]) ?? "") === 0) {
     report(["powerOff", "notReadyTimeout"], "must be more than 0");
   }
+  if (parseDuration(read.string(["scaleUp", "powerOnInterval"]) ?? "") === 0) {
+    report(["scaleUp", "powerOnInterval"], "must be more than 0");
+  }
+  const initial = parseDuration(read.string(["quarantine", "initial"]) ?? "");
+  const max = parseDuration(read.string(["quarantine", "max"]) ?? "");
+  if (initial !== undefined && max !== undefined && max < initial) {
+    report(["quarantine", "max"], `must be at least quarantine.initial (${read.string(["quarantine", "initial"]) ?? ""})`);
+  }
 
   const groupIds = new Map<string, ConfigPath>();
   const nodeNames = new Map<string, ConfigPath>();

@@ -18,6 +18,29 @@ export type SafetyRule = "registered-without-taint" | "held" | "min-size" | "unc
 export type PoolEvent =
   | { readonly type: "powered-on"; readonly machine: string; readonly group: string }
   | { readonly type: "power-on-failed"; readonly machine: string; readonly group: string; readonly error: string }
+  | {
+      /** Chosen by IncreaseSize but held back by the inrush limit: a creating instance, switched on in turn. */
+      readonly type: "power-on-queued";
+      readonly machine: string;
+      readonly group: string;
+    }
+  | {
+      /** The plug was found off under a Node that should be running and was switched back on (never cut). */
+      readonly type: "power-restored";
+      readonly machine: string;
+      readonly group: string;
+      readonly node: string;
+    }
+  | {
+      /** A boot failed: the machine is left out of scale-ups until `until` (epoch ms). */
+      readonly type: "quarantined";
+      readonly machine: string;
+      readonly group: string;
+      readonly until: number;
+      /** Failed boots in a row, this one included. */
+      readonly failures: number;
+      readonly reason: string;
+    }
   | { readonly type: "power-off-started"; readonly machine: string; readonly node: string; readonly resumed: boolean }
   | {
       readonly type: "power-off-step";

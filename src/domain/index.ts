@@ -14,7 +14,13 @@ export type { PoolEvent, PowerOffStep, SafetyRule } from "./events.ts";
 
 export type { CallOptions, Clock, ClusterView, NodeTeardown, PowerSwitch, Reporter } from "./ports.ts";
 
-export { HOLD_ANNOTATION, POWER_OFF_ANNOTATION, TO_BE_DELETED_TAINT } from "./model.ts";
+export {
+  DEFAULT_QUARANTINE,
+  DEFAULT_SCALE_UP,
+  HOLD_ANNOTATION,
+  POWER_OFF_ANNOTATION,
+  TO_BE_DELETED_TAINT,
+} from "./model.ts";
 export type {
   Device,
   DeviceAttribute,
@@ -33,6 +39,9 @@ export type {
   PoolConfig,
   PowerOffPodView,
   PowerOffSettings,
+  QuarantineEntry,
+  QuarantineSettings,
+  ScaleUpSettings,
   Taint,
   TaintEffect,
   TemplateNode,

@@ -2,23 +2,36 @@
 // ClusterView, so target size and instance list can never disagree.
 import type { Instance, Machine, NodeGroupSpec } from "./model.ts";
 import type { PoolContext } from "./state.ts";
-import { stateOf } from "./state.ts";
-import { instanceId, matchedNode } from "./matching.ts";
+import { nodesOf, stateOf } from "./state.ts";
+import { instanceId, isHeld, matchedNode } from "./matching.ts";
 
 /**
- * The instance a machine is, or undefined when it is none (off, unregistered, no power-off):
- * a power-off not being aborted → deleting; registered (CA matching) → running; plug known on or
- * switched on by IncreaseSize → creating, with an error once plugpool knows the boot failed.
+ * The instance a machine is, or undefined when it is none (off, unregistered, no power-off, or held):
+ * a power-off not being aborted → deleting; held → none; registered (CA matching) → running; plug known on,
+ * switched on by IncreaseSize or queued for a plug-on → creating, with an error once plugpool knows the boot
+ * failed.
  */
 export function instanceOf(ctx: PoolContext, machine: Machine): Instance | undefined {
   const st = stateOf(ctx, machine);
   const id = instanceId(ctx.config.providerIDPrefix, machine);
   if (st.job !== undefined && st.job.aborting === undefined) return { id, state: "deleting" };
+  if (isOutOfView(ctx, machine)) return undefined;
   if (matchedNode(ctx.deps.cluster, ctx.config.providerIDPrefix, machine) !== undefined) return { id, state: "running" };
-  if (st.plug === "on" || st.wantedOn) {
+  if (st.plug === "on" || st.wantedOn || st.queued !== undefined) {
     return st.bootFailure === undefined ? { id, state: "creating" } : { id, state: "creating", error: st.bootFailure };
   }
   return undefined;
+}
+
+/**
+ * A held machine is none of cluster-autoscaler's business: listed, it would be drained for a scale-down that
+ * plugpool then refuses, or counted as a creating instance that never registers and cannot be deleted. So it
+ * is no instance and its Node belongs to no group, whatever its power; unless a power-off still runs (it
+ * stops at its next step, seeing the hold).
+ */
+export function isOutOfView(ctx: PoolContext, machine: Machine): boolean {
+  const job = stateOf(ctx, machine).job;
+  return (job === undefined || job.aborting !== undefined) && isHeld(machine, nodesOf(ctx, machine));
 }
 
 /** The group's instances in config order. */

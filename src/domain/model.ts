@@ -76,6 +76,26 @@ export interface PowerOffSettings {
   readonly maxRetryMs: number;
 }
 
+/** Inrush protection: plug-ons are staggered across the whole pool (machines often share a circuit). */
+export interface ScaleUpSettings {
+  /** At most this many plug-ons in any window of `powerOnIntervalMs`, across the pool; 0 means no limit. */
+  readonly maxPowerOnsPerInterval: number;
+  readonly powerOnIntervalMs: number;
+}
+
+/** Applies when `PoolConfig.scaleUp` is absent: no limit. */
+export const DEFAULT_SCALE_UP: ScaleUpSettings = { maxPowerOnsPerInterval: 0, powerOnIntervalMs: 10_000 };
+
+/** How long a machine whose boot failed is left out of scale-ups: `initialMs`, doubling per failure up to `maxMs`. */
+export interface QuarantineSettings {
+  /** 0 turns the quarantine off. */
+  readonly initialMs: number;
+  readonly maxMs: number;
+}
+
+/** Applies when `PoolConfig.quarantine` is absent: 10 minutes, doubling up to 4 hours. */
+export const DEFAULT_QUARANTINE: QuarantineSettings = { initialMs: 600_000, maxMs: 14_400_000 };
+
 /** Everything a pool needs from the configuration, validated and normalised. */
 export interface PoolConfig {
   /** `spec.providerID` of a machine's Node is this prefix followed by the machine name. */
@@ -83,6 +103,10 @@ export interface PoolConfig {
   readonly gpuLabel: string;
   readonly gpuTypes: readonly string[];
   readonly powerOff: PowerOffSettings;
+  /** Absent: DEFAULT_SCALE_UP. */
+  readonly scaleUp?: ScaleUpSettings;
+  /** Absent: DEFAULT_QUARANTINE. */
+  readonly quarantine?: QuarantineSettings;
   readonly groups: readonly NodeGroupSpec[];
 }
 
@@ -144,6 +168,16 @@ export interface Instance {
   readonly state: InstanceState;
   /** Set only for a creating instance whose boot plugpool knows has failed. */
   readonly error?: { readonly code: string; readonly message: string };
+}
+
+/** A machine left out of scale-ups after failed boots, as `Pool.quarantine()` lists it. */
+export interface QuarantineEntry {
+  readonly machine: string;
+  readonly group: string;
+  /** Epoch ms when the machine may be chosen again. */
+  readonly until: number;
+  /** Failed boots in a row (reset by a registration). */
+  readonly failures: number;
 }
 
 /** A DRA device attribute: exactly one kind of value. */

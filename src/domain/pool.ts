@@ -1,14 +1,25 @@
 import type { CallOptions } from "./ports.ts";
-import type { DeviceSlice, Instance, NodeGroupInfo, NodeGroupSpec, NodeRef, PoolConfig, TemplateNode } from "./model.ts";
+import type {
+  DeviceSlice,
+  Instance,
+  NodeGroupInfo,
+  NodeGroupSpec,
+  NodeRef,
+  PoolConfig,
+  QuarantineEntry,
+  TemplateNode,
+} from "./model.ts";
 import type { PoolDeps } from "./state.ts";
-import { createContext, groupOf } from "./state.ts";
+import { createContext, groupOf, withGroupLock } from "./state.ts";
 import { createLock } from "./lock.ts";
-import { instancesOf, targetSizeOf } from "./instances.ts";
+import { instancesOf, isOutOfView, targetSizeOf } from "./instances.ts";
 import { resolveRef } from "./matching.ts";
 import { increaseSize } from "./scale-up.ts";
 import { decreaseTargetSize, deleteNodes } from "./scale-down.ts";
 import { refresh } from "./refresh.ts";
 import { runPowerOffs } from "./power-off.ts";
+import { runPowerOns } from "./power-on.ts";
+import { quarantineOf } from "./quarantine.ts";
 import { createTemplateSource } from "./template.ts";
 
 export type { PoolDeps } from "./state.ts";
@@ -21,15 +32,28 @@ export type { PoolDeps } from "./state.ts";
 export interface Pool {
   /** The configured groups, config order. */
   nodeGroups(): readonly NodeGroupInfo[];
-  /** The group of a machine matched by providerID (or name, when the Node has none); undefined if not ours. */
+  /**
+   * The group of a machine matched by providerID (or name, when the Node has none); undefined if not ours, or
+   * if the machine is held (a held machine is outside cluster-autoscaler's view: no instance, no group).
+   */
   nodeGroupForNode(node: NodeRef): NodeGroupInfo | undefined;
   /** Number of instances not being deleted. Throws `node-group-not-found`. */
   targetSize(groupId: string): number;
-  /** Switches on `delta` usable machines, in config order. Throws `invalid-argument`, or `plug-unreachable` naming the plugs that failed. */
+  /**
+   * Switches on `delta` usable machines (not held, not quarantined), in config order; beyond the inrush limit
+   * (`scaleUp`) they are queued as creating instances and `runPowerOffs` switches them on in turn. Throws
+   * `invalid-argument`, or `plug-unreachable` naming the plugs that failed.
+   */
   increaseSize(groupId: string, delta: number, options?: CallOptions): Promise<void>;
-  /** Starts power-offs (registered + tainted) or cuts unregistered machines. Throws `unsafe`, `instance-not-found`. */
+  /**
+   * Starts power-offs (registered + tainted) or cuts unregistered machines (a queued one only leaves the queue).
+   * Throws `unsafe`, `instance-not-found`.
+   */
   deleteNodes(groupId: string, nodes: readonly NodeRef[], options?: CallOptions): Promise<void>;
-  /** Cuts `-delta` unregistered machines, latest powered first. Throws `invalid-argument` and changes nothing if there are fewer. */
+  /**
+   * Removes `-delta` unregistered instances: queued ones first (no plug call), then switched-on ones, latest
+   * powered first. Throws `invalid-argument` and changes nothing if there are fewer.
+   */
   decreaseTargetSize(groupId: string, delta: number, options?: CallOptions): Promise<void>;
   /** The group's instances in config order, with state (and error). Throws `node-group-not-found`. */
   instances(groupId: string): readonly Instance[];
@@ -42,12 +66,19 @@ export interface Pool {
   /** Re-reads every plug in parallel. Never throws because of a plug. */
   refresh(options?: CallOptions): Promise<void>;
   /**
-   * Picks up power-offs recorded on the cluster (pods, annotations) and advances every power-off as far as it
-   * can go now. Resolves with the delay in ms after which it wants to run again, or undefined when idle.
+   * The background runner. Picks up power-offs recorded on the cluster (pods, annotations) and advances every
+   * power-off as far as it can go now; switches on queued machines as the inrush limit allows (each re-checked
+   * first); switches back on a plug found off under a Node that should be running (at most once per 10 minutes
+   * per machine). Resolves with the delay in ms after which it wants to run again, or undefined when idle.
    * The caller owns the timer; calls are not concurrent (the caller serialises them; overlapping calls are
    * queued anyway). `wake` may fire while a pass is running: run again once it ends.
    */
   runPowerOffs(options?: CallOptions): Promise<number | undefined>;
+  /**
+   * The machines left out of scale-ups right now after failed boots, config order (for doctor and metrics).
+   * Kept in memory only: a restart forgets them.
+   */
+  quarantine(): readonly QuarantineEntry[];
 }
 
 /**
@@ -60,7 +91,6 @@ export interface Pool {
 export function createPool(deps: PoolDeps, config: PoolConfig): Pool {
   const ctx = createContext(deps, config);
   const templates = createTemplateSource(ctx);
-  const locks = new Map(config.groups.map((g) => [g.id, createLock()]));
   // The caller should not overlap passes; if it does anyway, they run one after the other.
   const passes = createLock();
   const info = (group: NodeGroupSpec): NodeGroupInfo => ({
@@ -71,14 +101,18 @@ export function createPool(deps: PoolDeps, config: PoolConfig): Pool {
   });
   const serialised = async <T>(groupId: string, options: CallOptions | undefined, fn: (g: NodeGroupSpec) => Promise<T>) => {
     const group = groupOf(ctx, groupId);
-    const lock = locks.get(groupId) ?? createLock();
-    return lock(() => fn(group), options?.signal);
+    return withGroupLock(ctx, groupId, () => fn(group), options?.signal);
+  };
+  const pass = async (options?: CallOptions): Promise<number | undefined> => {
+    const waits = await Promise.all([runPowerOffs(ctx, options), runPowerOns(ctx, options)]);
+    const pending = waits.filter((w) => w !== undefined);
+    return pending.length === 0 ? undefined : Math.min(...pending);
   };
   return {
     nodeGroups: () => config.groups.map(info),
     nodeGroupForNode(node) {
       const machine = resolveRef(ctx.machines, config.providerIDPrefix, node);
-      return machine === undefined ? undefined : info(groupOf(ctx, machine.group));
+      return machine === undefined || isOutOfView(ctx, machine) ? undefined : info(groupOf(ctx, machine.group));
     },
     targetSize: (groupId) => targetSizeOf(ctx, groupOf(ctx, groupId)),
     increaseSize: (groupId, delta, options) =>
@@ -91,6 +125,7 @@ export function createPool(deps: PoolDeps, config: PoolConfig): Pool {
     gpuLabel: () => config.gpuLabel,
     gpuTypes: () => config.gpuTypes,
     refresh: (options) => refresh(ctx, options),
-    runPowerOffs: (options) => passes(() => runPowerOffs(ctx, options), options?.signal),
+    runPowerOffs: (options) => passes(() => pass(options), options?.signal),
+    quarantine: () => quarantineOf(ctx),
   };
 }

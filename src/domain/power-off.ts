@@ -7,13 +7,19 @@ import type { StepOutcome } from "./power-off-steps.ts";
 import { POWER_OFF_ANNOTATION } from "./model.ts";
 import { messageOf, nodesOf, stateOf } from "./state.ts";
 import { POWER_OFF_STEPS } from "./power-off-steps.ts";
+import { clearBootFailures } from "./quarantine.ts";
 
 const COMPENSATION_POLL_MS = 1000;
 
-/** Records a power-off of `machine` as started at `startedAt` and reports it. No-op if one is in progress. */
+/**
+ * Records a power-off of `machine` as started at `startedAt` and reports it. No-op if one is in progress. A
+ * queued plug-on is dropped; a machine that has a Node has registered, which ends its quarantine.
+ */
 export function startPowerOff(ctx: PoolContext, machine: Machine, node: string, startedAt: number, resumed: boolean): void {
   const st = stateOf(ctx, machine);
   if (st.job !== undefined) return;
+  st.queued = undefined;
+  if (node !== "") clearBootFailures(st);
   st.job = {
     node,
     startedAt,

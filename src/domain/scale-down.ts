@@ -91,9 +91,10 @@ function validateDeletion(ctx: PoolContext, machine: Machine, what: string): voi
 }
 
 /**
- * Switches off `-delta` unregistered (creating) instances, latest powered first (ties: later in config
- * first). Throws `invalid-argument`, changing nothing, when there are fewer; `unsafe` naming a machine that
- * registered meanwhile (it keeps its power); `plug-unreachable` for plugs that failed.
+ * Removes `-delta` unregistered (creating) instances: queued ones first (latest queued first; they only leave
+ * the queue), then switched-on ones, latest powered first (ties: later in config first). Throws
+ * `invalid-argument`, changing nothing, when there are fewer; `unsafe` naming a machine that registered
+ * meanwhile (it keeps its power); `plug-unreachable` for plugs that failed.
  */
 export async function decreaseTargetSize(
   ctx: PoolContext,
@@ -113,7 +114,7 @@ export async function decreaseTargetSize(
         instanceOf(ctx, m)?.state === "creating" && st.switching === undefined && nodes.length === 0 && !isHeld(m, nodes)
       );
     })
-    .toSorted((a, b) => poweredOnAt(ctx, b) - poweredOnAt(ctx, a) || b.index - a.index);
+    .toSorted((a, b) => queuedAt(ctx, b) - queuedAt(ctx, a) || poweredOnAt(ctx, b) - poweredOnAt(ctx, a) || b.index - a.index);
   if (candidates.length < -delta) {
     throw new PlugpoolError(
       "invalid-argument",
@@ -127,10 +128,15 @@ function poweredOnAt(ctx: PoolContext, machine: Machine): number {
   return stateOf(ctx, machine).poweredOnAt ?? Number.NEGATIVE_INFINITY;
 }
 
+function queuedAt(ctx: PoolContext, machine: Machine): number {
+  return stateOf(ctx, machine).queued ?? -1;
+}
+
 /**
  * Switches off machines believed unregistered, in parallel. Each is re-checked right before its command: one
  * that registered meanwhile is powered off properly when it carries the taint and `ifRegistered` allows it,
- * otherwise left on and named in the error.
+ * otherwise left on and named in the error. A queued machine whose plug is not known on only leaves the queue:
+ * it was never switched on, so there is nothing to cut (and no failed boot to count).
  */
 async function cutUnregistered(
   ctx: PoolContext,
@@ -144,6 +150,11 @@ async function cutUnregistered(
   const answers: Promise<unknown>[] = [];
   for (const machine of machines) {
     const nodes = nodesOf(ctx, machine);
+    const st = stateOf(ctx, machine);
+    if (st.queued !== undefined && nodes.length === 0) {
+      st.queued = undefined;
+      if (st.plug !== "on") continue;
+    }
     const verdict = mayCutPower(machine, ctx.deps.cluster, ctx.config.providerIDPrefix);
     if (nodes.length > 0 && verdict.allowed && ifRegistered === "power-off") {
       answers.push(

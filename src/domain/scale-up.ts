@@ -1,4 +1,5 @@
-// NodeGroupIncreaseSize (SPEC §4): switch plugs on in config order, skipping plugs that fail.
+// NodeGroupIncreaseSize (SPEC §4): switch plugs on in config order, skipping plugs that fail; beyond the
+// inrush limit, queue them for the runner.
 import type { CallOptions } from "./ports.ts";
 import type { Machine, NodeGroupSpec } from "./model.ts";
 import type { PoolContext } from "./state.ts";
@@ -7,15 +8,18 @@ import { PlugpoolError } from "./errors.ts";
 import { targetSizeOf } from "./instances.ts";
 import { isHeld } from "./matching.ts";
 import { untilAborted } from "./lock.ts";
-import { switchOn } from "./switching.ts";
+import { switchOn, takePowerOnSlot } from "./switching.ts";
+import { isQuarantined } from "./quarantine.ts";
 
 /**
  * May this machine be switched on for a scale-up? Its plug is known off, no power-off (job or pod) holds it,
- * it is not held, not already wanted on, no command is in flight, and no Node may be it.
+ * it is not held, not quarantined, not already wanted on or queued, no command is in flight, and no Node may
+ * be it.
  */
 export function isScaleUpCandidate(ctx: PoolContext, machine: Machine): boolean {
   const st = stateOf(ctx, machine);
   if (st.plug !== "off" || st.job !== undefined || st.switching !== undefined || st.wantedOn) return false;
+  if (st.queued !== undefined || isQuarantined(ctx, machine)) return false;
   if (ctx.deps.cluster.powerOffPod(machine.name) !== undefined) return false;
   const nodes = nodesOf(ctx, machine);
   return nodes.length === 0 && !isHeld(machine, nodes);
@@ -23,10 +27,11 @@ export function isScaleUpCandidate(ctx: PoolContext, machine: Machine): boolean 
 
 /**
  * Switches on `delta` candidates in parallel rounds: each round takes as many further candidates as are
- * still missing; a plug that fails is skipped and the next round tries others. Stops when done, out of
- * candidates, or when the signal aborts (answers that arrive later still count). Throws `invalid-argument`
- * for a bad delta, `plug-unreachable` naming the failed plugs when fewer than `delta` went on (those that
- * did stay on), `unsafe` when there were simply not enough usable machines.
+ * still missing; a plug that fails is skipped and the next round tries others. A candidate beyond the inrush
+ * limit is queued instead (a creating instance at once; the runner switches it on in turn, and `wake` asks
+ * for a run). Stops when done, out of candidates, or when the signal aborts (answers that arrive later still
+ * count). Throws `invalid-argument` for a bad delta, `plug-unreachable` naming the failed plugs when fewer
+ * than `delta` went on or were queued (those stay), `unsafe` when there were simply not enough usable machines.
  */
 export async function increaseSize(
   ctx: PoolContext,
@@ -46,41 +51,62 @@ export async function increaseSize(
     );
   }
   const signal = options?.signal;
-  const tried = new Set<string>();
-  const switchedOn = new Set<string>();
-  const failed = new Map<string, string>();
-  while (switchedOn.size < delta && signal?.aborted !== true) {
-    const round = group.machines
-      .filter((m) => !tried.has(m.name) && isScaleUpCandidate(ctx, m))
-      .slice(0, delta - switchedOn.size);
-    if (round.length === 0) break;
-    for (const m of round) tried.add(m.name);
-    const answers = round.map((m) =>
-      switchOn(ctx, m, options).then(
-        () => switchedOn.add(m.name),
-        (e: unknown) => failed.set(m.name, messageOf(e)),
-      ),
-    );
-    try {
-      await untilAborted(Promise.all(answers), signal);
-    } catch {
-      break;
+  const outcome: Outcome = { delta, tried: new Set(), switchedOn: new Set(), queued: new Set(), failed: new Map(), cancelled: false };
+  const { tried, switchedOn, queued, failed } = outcome;
+  try {
+    while (switchedOn.size + queued.size < delta && signal?.aborted !== true) {
+      const round = group.machines
+        .filter((m) => !tried.has(m.name) && isScaleUpCandidate(ctx, m))
+        .slice(0, delta - switchedOn.size - queued.size);
+      if (round.length === 0) break;
+      const answers: Promise<unknown>[] = [];
+      for (const m of round) {
+        tried.add(m.name);
+        if (!takePowerOnSlot(ctx)) {
+          enqueue(ctx, m);
+          queued.add(m.name);
+          continue;
+        }
+        answers.push(
+          switchOn(ctx, m, options).then(
+            () => switchedOn.add(m.name),
+            (e: unknown) => failed.set(m.name, messageOf(e)),
+          ),
+        );
+      }
+      try {
+        await untilAborted(Promise.all(answers), signal);
+      } catch {
+        break;
+      }
     }
+  } finally {
+    if (queued.size > 0) ctx.deps.wake?.();
   }
-  if (switchedOn.size >= delta) return;
-  throw shortfall(ctx, group, what, { delta, tried, switchedOn, failed, cancelled: signal?.aborted === true });
+  if (switchedOn.size + queued.size >= delta) return;
+  throw shortfall(ctx, group, what, { ...outcome, cancelled: signal?.aborted === true });
 }
 
-function shortfall(
-  ctx: PoolContext,
-  group: NodeGroupSpec,
-  what: string,
-  outcome: { delta: number; tried: Set<string>; switchedOn: Set<string>; failed: Map<string, string>; cancelled: boolean },
-): PlugpoolError {
-  const { delta, tried, switchedOn, failed, cancelled } = outcome;
-  const parts = [`switched on ${switchedOn.size} of ${delta}`];
+/** Puts the machine last in the queue of plug-ons held back by the inrush limit. */
+function enqueue(ctx: PoolContext, machine: Machine): void {
+  stateOf(ctx, machine).queued = ctx.memory.nextQueued++;
+  ctx.deps.reporter.report({ type: "power-on-queued", machine: machine.name, group: machine.group });
+}
+
+interface Outcome {
+  readonly delta: number;
+  readonly tried: Set<string>;
+  readonly switchedOn: Set<string>;
+  readonly queued: Set<string>;
+  readonly failed: Map<string, string>;
+  readonly cancelled: boolean;
+}
+
+function shortfall(ctx: PoolContext, group: NodeGroupSpec, what: string, outcome: Outcome): PlugpoolError {
+  const { delta, tried, switchedOn, queued, failed, cancelled } = outcome;
+  const parts = [`switched on ${switchedOn.size}${queued.size > 0 ? ` and queued ${queued.size}` : ""} of ${delta}`];
   for (const [name, error] of failed) parts.push(`${name}: ${error}`);
-  const unanswered = [...tried].filter((n) => !switchedOn.has(n) && !failed.has(n));
+  const unanswered = [...tried].filter((n) => !switchedOn.has(n) && !queued.has(n) && !failed.has(n));
   if (unanswered.length > 0) parts.push(`no answer before the call ended from the plugs of ${unanswered.join(", ")}`);
   const neverRead = group.machines.filter((m) => !tried.has(m.name) && stateOf(ctx, m).plug === "unknown");
   if (neverRead.length > 0) parts.push(`never read successfully: ${neverRead.map((m) => m.name).join(", ")}`);
@@ -88,6 +114,8 @@ function shortfall(
     return new PlugpoolError("plug-unreachable", `${what}: ${parts.join("; ")}`);
   }
   if (cancelled) return new PlugpoolError("internal", `${what}: ${parts.join("; ")}; the call ended before more were tried`);
-  parts.push("no further machine is usable (held, registered, being powered off, or already on)");
+  const quarantined = group.machines.filter((m) => !tried.has(m.name) && isQuarantined(ctx, m));
+  if (quarantined.length > 0) parts.push(`quarantined after failed boots: ${quarantined.map((m) => m.name).join(", ")}`);
+  parts.push("no further machine is usable (held, registered, being powered off, quarantined, or already on)");
   return new PlugpoolError("unsafe", `${what}: ${parts.join("; ")}`);
 }

@@ -3,7 +3,9 @@
 import type { Clock, ClusterView, NodeTeardown, PowerSwitch, Reporter } from "./ports.ts";
 import type { Machine, NodeGroupSpec, NodeView, PlugState, PoolConfig } from "./model.ts";
 import type { PowerOffStep, SafetyRule } from "./events.ts";
+import type { Lock } from "./lock.ts";
 import { PlugpoolError } from "./errors.ts";
+import { createLock } from "./lock.ts";
 import { safetyNodes } from "./matching.ts";
 
 /** The outside world a pool works with. */
@@ -56,11 +58,32 @@ export interface MachineState {
   poweredOnAt: number | undefined;
   /** IncreaseSize switched it on and it has neither registered nor been dropped since. */
   wantedOn: boolean;
+  /**
+   * IncreaseSize chose it but the inrush limit held it back: a creating instance whose plug the runner switches
+   * on in turn. The number orders the queue (lower first). Lost on restart, like everything in memory.
+   */
+  queued: number | undefined;
   bootFailure: { readonly code: string; readonly message: string } | undefined;
+  /** Failed boots in a row (quarantine back-off); reset when the machine registers. */
+  bootFailures: number;
+  /** Left out of scale-ups until then (epoch ms). In memory only: a restart forgets quarantines. */
+  quarantinedUntil: number | undefined;
+  /** When plugpool last switched it back on under a Node that should be running (rate limit). */
+  restoredAt: number | undefined;
   job: PowerOffJob | undefined;
   /** Once-per-change memory for reports. */
   notedPower: string | undefined;
   notedProviderID: string | undefined;
+}
+
+/** Memory of the pool as a whole. */
+export interface PoolMemory {
+  /** When this pool was built (epoch ms): the inrush limit counts a restart as a full window. */
+  readonly createdAt: number;
+  /** When each recent plug-on was sent (epoch ms), oldest first: the inrush limit's window. */
+  readonly powerOnsSent: number[];
+  /** The next queue position handed out. */
+  nextQueued: number;
 }
 
 /** Everything the domain's functions share. */
@@ -70,13 +93,25 @@ export interface PoolContext {
   /** All machines, config order. */
   readonly machines: readonly Machine[];
   readonly states: ReadonlyMap<string, MachineState>;
+  /** One per group: increase, delete, decrease and the runner's plug-ons of a group run one at a time. */
+  readonly locks: ReadonlyMap<string, Lock>;
+  readonly memory: PoolMemory;
 }
 
 /** Fresh memory for the configured machines: every plug unknown, nothing wanted, no power-off. */
 export function createContext(deps: PoolDeps, config: PoolConfig): PoolContext {
   const machines = config.groups.flatMap((g) => g.machines).toSorted((a, b) => a.index - b.index);
   const states = new Map<string, MachineState>(machines.map((m) => [m.name, newMachineState()]));
-  return { deps, config, machines, states };
+  const locks = new Map(config.groups.map((g) => [g.id, createLock()]));
+  const memory = { createdAt: deps.clock.now(), powerOnsSent: [], nextQueued: 0 };
+  return { deps, config, machines, states, locks, memory };
+}
+
+/** Runs `fn` holding the group's lock. */
+export function withGroupLock<T>(ctx: PoolContext, groupId: string, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+  const lock = ctx.locks.get(groupId);
+  if (lock === undefined) throw new PlugpoolError("node-group-not-found", `node group "${groupId}" is not configured`);
+  return lock(fn, signal);
 }
 
 function newMachineState(): MachineState {
@@ -88,7 +123,11 @@ function newMachineState(): MachineState {
     switching: undefined,
     poweredOnAt: undefined,
     wantedOn: false,
+    queued: undefined,
     bootFailure: undefined,
+    bootFailures: 0,
+    quarantinedUntil: undefined,
+    restoredAt: undefined,
     job: undefined,
     notedPower: undefined,
     notedProviderID: undefined,

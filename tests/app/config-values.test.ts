@@ -121,6 +121,51 @@ describe("loadConfig() value rules", () => {
     });
   });
 
+  describe("scale-up and quarantine settings", () => {
+    it("rejects a power-on count that is negative, fractional or not a number", () => {
+      assert.deepEqual(issuesOf(config(undefined, { scaleUp: { maxPowerOnsPerInterval: -1 } })), [
+        "scaleUp.maxPowerOnsPerInterval: must not be negative (found -1)",
+      ]);
+      assert.deepEqual(issuesOf(config(undefined, { scaleUp: { maxPowerOnsPerInterval: 1.5 } })), [
+        "scaleUp.maxPowerOnsPerInterval: must be a whole number, not a number",
+      ]);
+      assert.deepEqual(issuesOf(config(undefined, { scaleUp: { maxPowerOnsPerInterval: "2" } })), [
+        "scaleUp.maxPowerOnsPerInterval: must be a whole number, not a string",
+      ]);
+    });
+
+    it("rejects a power-on interval that is not a duration, or 0", () => {
+      assert.deepEqual(issuesOf(config(undefined, { scaleUp: { powerOnInterval: "10" } })), [`scaleUp.powerOnInterval: ${DURATION}`]);
+      assert.deepEqual(issuesOf(config(undefined, { scaleUp: { powerOnInterval: "0s" } })), ["scaleUp.powerOnInterval: must be more than 0"]);
+    });
+
+    it("rejects quarantine durations that do not parse, and a maximum below the initial one", () => {
+      assert.deepEqual(issuesOf(config(undefined, { quarantine: { initial: "10 m", max: "1d" } })), [
+        `quarantine.initial: ${DURATION}`,
+        `quarantine.max: ${DURATION}`,
+      ]);
+      assert.deepEqual(issuesOf(config(undefined, { quarantine: { initial: "6h" } })), [
+        "quarantine.max: must be at least quarantine.initial (6h)",
+      ]);
+      assert.deepEqual(issuesOf(config(undefined, { quarantine: { initial: "5h", max: "4h" } })), [
+        "quarantine.max: must be at least quarantine.initial (5h)",
+      ]);
+    });
+
+    it("reads a limit with its interval, and accepts a quarantine turned off with 0", () => {
+      const loaded = load(config(undefined, { scaleUp: { maxPowerOnsPerInterval: 3, powerOnInterval: "1m" }, quarantine: { initial: "0" } }));
+      assert.deepEqual(loaded.pool.scaleUp, { maxPowerOnsPerInterval: 3, powerOnIntervalMs: 60_000 });
+      assert.deepEqual(loaded.pool.quarantine, { initialMs: 0, maxMs: 14_400_000 });
+    });
+
+    it("rejects unknown keys in either section", () => {
+      assert.deepEqual(issuesOf(config(undefined, { scaleUp: { maxPowerOns: 2 }, quarantine: { maximum: "1h" } })), [
+        "scaleUp.maxPowerOns: unknown key (did you mean maxPowerOnsPerInterval?)",
+        "quarantine.maximum: unknown key (expected one of initial, max)",
+      ]);
+    });
+  });
+
   describe("power-off settings and the GPU label", () => {
     it("rejects a namespace that is not a DNS label, an image with spaces and negative standby watts", () => {
       assert.deepEqual(issuesOf(config(undefined, { powerOff: { namespace: "Plug_Pool", image: "busybox 1.37", standbyWatts: -1 } })), [

@@ -45,6 +45,8 @@ describe("loadConfig()", () => {
           gpuLabel: "nvidia.com/gpu.product",
           gpuTypes: [],
           powerOff: POWER_OFF_DEFAULTS,
+          scaleUp: { maxPowerOnsPerInterval: 0, powerOnIntervalMs: 10_000 },
+          quarantine: { initialMs: 600_000, maxMs: 14_400_000 },
           groups: [
             {
               id: "workers",
@@ -88,6 +90,11 @@ describe("loadConfig()", () => {
         retryMs: 5_000,
         maxRetryMs: 120_000,
       });
+    });
+
+    it("reads the inrush limit and the quarantine back-off", () => {
+      assert.deepEqual(loaded.pool.scaleUp, { maxPowerOnsPerInterval: 2, powerOnIntervalMs: 30_000 });
+      assert.deepEqual(loaded.pool.quarantine, { initialMs: 300_000, maxMs: 7_200_000 });
     });
 
     it("reads the pool settings", () => {

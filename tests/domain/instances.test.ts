@@ -1,5 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { HOLD_ANNOTATION } from "../../src/domain/index.ts";
 import { World } from "../fakes/world.ts";
 import { throwsWith } from "../fakes/assertions.ts";
 
@@ -47,14 +48,28 @@ describe("Pool.instances()", () => {
     assert.equal(w.pool.targetSize("workers"), 1);
   });
 
-  it("reports held machines like any other", async () => {
+  it("keeps held machines out of cluster-autoscaler's view: no instance, no group, whatever their power", async () => {
     const w = new World({
-      on: ["worker-1"],
-      groups: [{ id: "workers", machines: ["worker-1", "worker-2"], hold: ["worker-1"] }],
+      on: ["worker-1", "worker-2", "worker-3"],
+      groups: [{ id: "workers", machines: ["worker-1", "worker-2", "worker-3"], hold: ["worker-1", "worker-2"] }],
     });
     w.register("worker-1");
+    w.register("worker-3", { annotations: { [HOLD_ANNOTATION]: "true" } });
     await w.pool.refresh();
+    assert.deepEqual(w.pool.instances("workers"), []);
+    assert.equal(w.pool.targetSize("workers"), 0);
+    for (const name of ["worker-1", "worker-2", "worker-3"]) assert.equal(w.pool.nodeGroupForNode(w.ref(name)), undefined, name);
+    assert.match(w.reporter.of("unexpected-power")[0]?.detail ?? "", /worker-2 is on .*held, so not reported to cluster-autoscaler/);
+  });
+
+  it("brings a machine back into view when its hold annotation goes", async () => {
+    const w = new World({ on: ["worker-1"] });
+    w.register("worker-1", { annotations: { [HOLD_ANNOTATION]: "true" } });
+    await w.pool.refresh();
+    assert.deepEqual(w.pool.instances("workers"), []);
+    w.cluster.annotate("worker-1", HOLD_ANNOTATION, undefined);
     assert.deepEqual(w.pool.instances("workers"), [{ id: "k3s://worker-1", state: "running" }]);
+    assert.equal(w.pool.nodeGroupForNode(w.ref("worker-1"))?.id, "workers");
   });
 
   it("rejects an unknown group", () => {

@@ -1,113 +1,37 @@
-// The world the property test drives: operations (CA calls, cluster and plug events, time, restarts) and
-// the invariants checked at the moment of every plug and cluster write and after every step.
-import fc from "fast-check";
-import type { Machine, NodeRef, NodeView } from "../../src/domain/index.ts";
+// The world the property test drives (operations in pool-ops.ts) and the invariants checked at the moment of
+// every plug and cluster write and after every step.
+import type { Machine, NodeRef, NodeView, QuarantineSettings, ScaleUpSettings } from "../../src/domain/index.ts";
 import { HOLD_ANNOTATION, POWER_OFF_ANNOTATION, TO_BE_DELETED_TAINT, isPlugpoolError } from "../../src/domain/index.ts";
-import type { PowerOp } from "../fakes/power-switch.ts";
-import type { TeardownOp } from "../fakes/cluster.ts";
+import type { CaOp, NodeEvent, Op } from "./pool-ops.ts";
+import { GROUPS, NAMES } from "./pool-ops.ts";
 import { PREFIX, World } from "../fakes/world.ts";
 
-export const GROUPS = [
-  { id: "a", machines: ["a-1", "a-2", "a-3", "a-4"], hold: ["a-4"] },
-  { id: "b", machines: ["b-1", "b-2", "b-3"], minSize: 1, sensors: ["b-1"] },
-];
-const NAMES = GROUPS.flatMap((g) => g.machines);
+/** Inrush limits a run may use: none (the default), or a tight one that queues most scale-ups. */
+export const LIMITS = [0, 1, 2] as const;
+const INTERVAL_MS = 10_000;
+/** Short enough for the walks' ticks to end quarantines. */
+const QUARANTINE: QuarantineSettings = { initialMs: 60_000, maxMs: 240_000 };
 
-type NodeEvent = "register" | "taint" | "untaint" | "remove-node";
-
-export type CaOp =
-  | { readonly kind: "increase"; readonly group: string; readonly delta: number }
-  | { readonly kind: "delete"; readonly picks: readonly number[]; readonly fake: boolean; readonly taint: boolean }
-  | { readonly kind: "decrease"; readonly group: string; readonly delta: number }
-  | { readonly kind: "refresh" }
-  | { readonly kind: "run" };
-
-export type Op =
-  | CaOp
-  | { readonly kind: "parallel"; readonly a: CaOp; readonly b: CaOp }
-  | { readonly kind: "register"; readonly m: number; readonly mode: "normal" | "name-only" | "foreign" }
-  | { readonly kind: "node"; readonly m: number; readonly event: NodeEvent }
-  | { readonly kind: "ready"; readonly m: number; readonly ready: boolean }
-  | { readonly kind: "hold"; readonly m: number; readonly on: boolean }
-  | { readonly kind: "armed"; readonly m: number; readonly event: NodeEvent }
-  | { readonly kind: "plug-fail-next"; readonly op: PowerOp }
-  | { readonly kind: "plug-fault"; readonly m: number; readonly on: boolean }
-  | { readonly kind: "flip"; readonly m: number; readonly on: boolean }
-  | { readonly kind: "cluster-fail-next"; readonly op: TeardownOp }
-  | { readonly kind: "tick"; readonly ms: number }
-  | { readonly kind: "pods-go" }
-  | { readonly kind: "shutdowns" }
-  | { readonly kind: "restart" };
-
-const m = fc.integer({ min: 0, max: NAMES.length - 1 });
-const group = fc.constantFrom(...GROUPS.map((g) => g.id));
-const nodeEvent = fc.constantFrom<NodeEvent>("register", "taint", "untaint", "remove-node");
-
-const caOp: fc.Arbitrary<CaOp> = fc.oneof(
-  { weight: 3, arbitrary: fc.record({ kind: fc.constant("increase"), group, delta: fc.integer({ min: -1, max: 3 }) }) },
-  {
-    weight: 6,
-    arbitrary: fc.record({
-      kind: fc.constant("delete"),
-      picks: fc.uniqueArray(m, { minLength: 1, maxLength: 2 }),
-      fake: fc.boolean(),
-      taint: fc.constantFrom(true, true, true, false),
-    }),
-  },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant("decrease"), group, delta: fc.integer({ min: -3, max: 0 }) }) },
-  { weight: 4, arbitrary: fc.constant({ kind: "refresh" as const }) },
-  { weight: 3, arbitrary: fc.constant({ kind: "run" as const }) },
-);
-
-export const op: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 14, arbitrary: caOp },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant("parallel"), a: caOp, b: caOp }) },
-  {
-    weight: 8,
-    arbitrary: fc.record({
-      kind: fc.constant("register"),
-      m,
-      mode: fc.constantFrom<"normal" | "name-only" | "foreign">("normal", "normal", "normal", "name-only", "foreign"),
-    }),
-  },
-  { weight: 4, arbitrary: fc.record({ kind: fc.constant("node"), m, event: nodeEvent }) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant("ready"), m, ready: fc.boolean() }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant("hold"), m, on: fc.boolean() }) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant("armed"), m, event: nodeEvent }) },
-  {
-    weight: 1,
-    arbitrary: fc.record({ kind: fc.constant("plug-fail-next"), op: fc.constantFrom<PowerOp>("read", "turnOn", "turnOff") }),
-  },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant("plug-fault"), m, on: fc.constantFrom(true, false, false) }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant("flip"), m, on: fc.boolean() }) },
-  {
-    weight: 1,
-    arbitrary: fc.record({
-      kind: fc.constant("cluster-fail-next"),
-      op: fc.constantFrom<TeardownOp>("markPowerOff", "clearPowerOffMark", "createPowerOffPod", "deletePowerOffPod", "deleteNode"),
-    }),
-  },
-  {
-    weight: 6,
-    arbitrary: fc.record({
-      kind: fc.constant("tick"),
-      ms: fc.constantFrom(0, 500, 1000, 2000, 5000, 10_000, 60_000, 130_000, 310_000),
-    }),
-  },
-  { weight: 2, arbitrary: fc.constant({ kind: "pods-go" as const }) },
-  { weight: 2, arbitrary: fc.constant({ kind: "shutdowns" as const }) },
-  { weight: 1, arbitrary: fc.constant({ kind: "restart" as const }) },
-);
+/** What a plug command happens during, as the test itself tracks it (independently of the domain). */
+interface InFlight {
+  /** Machines named by DeleteNodes calls in progress. */
+  readonly delete: Map<string, number>;
+  /** Groups with a DecreaseTargetSize or IncreaseSize in progress. */
+  readonly decrease: Map<string, number>;
+  readonly increase: Map<string, number>;
+  run: number;
+}
 
 /**
  * A world under test, starting with a-1 and b-1 running: the fakes record every breach of an invariant at the
  * moment it happens.
  */
 export class Model {
-  readonly w = new World({ groups: GROUPS, on: ["a-1", "b-1"] });
+  readonly w: World;
+  readonly limit: number;
 
-  static async create(): Promise<Model> {
-    const model = new Model();
+  static async create(limit = 0): Promise<Model> {
+    const model = new Model(limit);
     model.w.register("a-1");
     model.w.register("b-1");
     await model.w.pool.refresh();
@@ -116,8 +40,17 @@ export class Model {
 
   readonly violations: string[] = [];
   #armed: { machine: Machine; event: NodeEvent } | undefined;
+  readonly #inFlight: InFlight = { delete: new Map(), decrease: new Map(), increase: new Map(), run: 0 };
+  /** Machines CA asked to delete since their plug last went on: only their power-offs may cut. */
+  readonly #deleteRequested = new Set<string>();
+  /** When each turnOn was sent. */
+  readonly #powerOns: number[] = [];
 
-  constructor() {
+  constructor(limit = 0) {
+    this.limit = limit;
+    const scaleUp: ScaleUpSettings | undefined =
+      limit === 0 ? undefined : { maxPowerOnsPerInterval: limit, powerOnIntervalMs: INTERVAL_MS };
+    this.w = new World({ groups: GROUPS, on: ["a-1", "b-1"], quarantine: QUARANTINE, ...(scaleUp && { scaleUp }) });
     this.w.power.onCall = (call) => {
       const machine = this.w.machines().find((x) => x.plug.url === call.plug.url && x.plug.switch === call.plug.switch);
       if (machine === undefined) {
@@ -125,9 +58,7 @@ export class Model {
         return;
       }
       if (call.op === "turnOff") this.#checkCut(machine);
-      if (call.op === "turnOn" && this.w.cluster.powerOffPod(machine.name) !== undefined) {
-        this.violations.push(`turnOn of ${machine.name} while its power-off pod exists`);
-      }
+      if (call.op === "turnOn") this.#checkOn(machine);
       this.#fireArmed();
     };
     this.w.cluster.onCall = (call) => {
@@ -207,14 +138,29 @@ export class Model {
 
   /** Invariants that hold between steps. */
   check(): void {
+    const { pool, clock } = this.w;
     for (const g of GROUPS) {
-      const instances = this.w.pool.instances(g.id);
-      const target = this.w.pool.targetSize(g.id);
+      const instances = pool.instances(g.id);
+      const target = pool.targetSize(g.id);
       const notDeleting = instances.filter((i) => i.state !== "deleting").length;
       if (target !== notDeleting) this.violations.push(`targetSize(${g.id}) ${target} != ${notDeleting} instances not deleting`);
       const ids = instances.map((i) => i.id);
       if (new Set(ids).size !== ids.length) this.violations.push(`duplicate instance ids in ${g.id}: ${ids.join(",")}`);
       if (ids.some((id) => !g.machines.some((name) => PREFIX + name === id))) this.violations.push(`foreign id in ${g.id}`);
+    }
+    // A held machine is outside CA's view (a power-off still running stops at its next step).
+    for (const machine of this.w.machines()) {
+      if (!this.#held(machine)) continue;
+      const instance = pool.instances(machine.group).find((i) => i.id === PREFIX + machine.name);
+      if (instance !== undefined && instance.state !== "deleting") {
+        this.violations.push(`held ${machine.name} reported to CA as ${instance.state}`);
+      }
+      if (instance === undefined && pool.nodeGroupForNode({ name: machine.name, providerID: PREFIX + machine.name }) !== undefined) {
+        this.violations.push(`held ${machine.name} given a node group`);
+      }
+    }
+    for (const q of pool.quarantine()) {
+      if (q.until <= clock.now() || q.failures < 1) this.violations.push(`stale quarantine entry ${JSON.stringify(q)}`);
     }
   }
 
@@ -228,10 +174,10 @@ export class Model {
     for (let i = 0; i < 300 && wait !== undefined; i++) {
       w.cluster.finishPodDeletion();
       this.#shutdowns();
-      wait = await w.pool.runPowerOffs();
+      wait = await this.#run();
       w.clock.advance(Math.max(wait ?? 0, 1));
     }
-    if (wait !== undefined) this.violations.push("power-offs still running after settling");
+    if (wait !== undefined) this.violations.push("the runner still has work after settling");
     if (w.cluster.pods().length > 0) this.violations.push(`pods left: ${w.cluster.pods().map((p) => p.machine).join(",")}`);
     const marked = w.cluster.nodes().filter((n) => n.annotations[POWER_OFF_ANNOTATION] !== undefined);
     if (marked.length > 0) this.violations.push(`power-off annotations left on ${marked.map((n) => n.name).join(",")}`);
@@ -239,13 +185,14 @@ export class Model {
 
   async #ca(o: CaOp): Promise<void> {
     const { w } = this;
+    const inFlight = this.#inFlight;
     try {
       switch (o.kind) {
         case "increase":
-          await w.pool.increaseSize(o.group, o.delta);
+          await this.#during(inFlight.increase, [o.group], () => w.pool.increaseSize(o.group, o.delta));
           return;
         case "decrease":
-          await w.pool.decreaseTargetSize(o.group, o.delta);
+          await this.#during(inFlight.decrease, [o.group], () => w.pool.decreaseTargetSize(o.group, o.delta));
           return;
         case "delete":
           await this.#delete(o);
@@ -254,7 +201,7 @@ export class Model {
           await w.pool.refresh();
           return;
         case "run":
-          await w.pool.runPowerOffs();
+          await this.#run();
           return;
       }
     } catch (e) {
@@ -272,7 +219,29 @@ export class Model {
       if (node !== undefined && o.taint) this.w.cluster.taint(node.name);
       return node === undefined || o.fake ? { name: PREFIX + x.name, providerID: PREFIX + x.name } : node;
     });
-    await this.w.pool.deleteNodes(machines[0]?.group ?? "a", refs);
+    const names = machines.map((x) => x.name);
+    for (const name of names) this.#deleteRequested.add(name);
+    await this.#during(this.#inFlight.delete, names, () => this.w.pool.deleteNodes(machines[0]?.group ?? "a", refs));
+  }
+
+  /** Runs a CA call with its keys counted as in flight meanwhile. */
+  async #during(counts: Map<string, number>, keys: readonly string[], call: () => Promise<void>): Promise<void> {
+    for (const k of keys) counts.set(k, (counts.get(k) ?? 0) + 1);
+    try {
+      await call();
+    } finally {
+      for (const k of keys) counts.set(k, (counts.get(k) ?? 1) - 1);
+    }
+  }
+
+  /** One pass of the runner, counted as in flight meanwhile. */
+  async #run(): Promise<number | undefined> {
+    this.#inFlight.run++;
+    try {
+      return await this.w.pool.runPowerOffs();
+    } finally {
+      this.#inFlight.run--;
+    }
   }
 
   #register(machine: Machine, mode: "normal" | "name-only" | "foreign"): void {
@@ -314,7 +283,43 @@ export class Model {
     return this.w.cluster.nodes().filter((n) => n.providerID === PREFIX + machine.name || n.name === machine.name);
   }
 
+  #held(machine: Machine): boolean {
+    return machine.hold || this.#nodesOf(machine).some((n) => n.annotations[HOLD_ANNOTATION] !== undefined);
+  }
+
+  /** A plug goes on only for IncreaseSize or the runner, for a machine that may be powered, within the inrush limit. */
+  #checkOn(machine: Machine): void {
+    const { w } = this;
+    const now = w.clock.now();
+    const name = machine.name;
+    if ((this.#inFlight.increase.get(machine.group) ?? 0) === 0 && this.#inFlight.run === 0) {
+      this.violations.push(`turnOn of ${name} outside IncreaseSize and the runner`);
+    }
+    if (w.cluster.powerOffPod(name) !== undefined) this.violations.push(`turnOn of ${name} while its power-off pod exists`);
+    if (this.#held(machine)) this.violations.push(`turnOn of held ${name}`);
+    const nodes = this.#nodesOf(machine);
+    if (nodes.some((n) => n.annotations[POWER_OFF_ANNOTATION] !== undefined || n.taints.some((t) => t.key === TO_BE_DELETED_TAINT))) {
+      this.violations.push(`turnOn of ${name} while its Node is being deleted`);
+    }
+    // A quarantine keeps a machine out of scale-ups; restoring the power of a registered one is still right.
+    if (nodes.length === 0 && w.pool.quarantine().some((q) => q.machine === name)) {
+      this.violations.push(`turnOn of quarantined ${name}`);
+    }
+    this.#powerOns.push(now);
+    const inWindow = this.#powerOns.filter((t) => t > now - INTERVAL_MS).length;
+    if (this.limit > 0 && inWindow > this.limit) {
+      this.violations.push(`turnOn of ${name}: ${inWindow} plug-ons within ${INTERVAL_MS} ms, limit ${this.limit}`);
+    }
+    this.#deleteRequested.delete(name);
+  }
+
   #checkCut(machine: Machine): void {
+    const inFlight = this.#inFlight;
+    const asked =
+      (inFlight.delete.get(machine.name) ?? 0) > 0 ||
+      (inFlight.decrease.get(machine.group) ?? 0) > 0 ||
+      (inFlight.run > 0 && this.#deleteRequested.has(machine.name));
+    if (!asked) this.violations.push(`turnOff of ${machine.name} outside a CA request and a power-off`);
     if (machine.hold) this.violations.push(`turnOff of ${machine.name}, held in config`);
     for (const n of this.#nodesOf(machine)) {
       if (!n.taints.some((t) => t.key === TO_BE_DELETED_TAINT)) {

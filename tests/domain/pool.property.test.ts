@@ -1,7 +1,8 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { Model, op } from "./pool-model.ts";
+import { LIMITS, Model } from "./pool-model.ts";
+import { op } from "./pool-ops.ts";
 
 // A fixed seed keeps runs reproducible; set PLUGPOOL_PROPERTY_SEED to explore others.
 const SEED = Number(process.env.PLUGPOOL_PROPERTY_SEED ?? 20_260_901);
@@ -15,9 +16,9 @@ describe("Pool (model-based)", () => {
     const seen = new Map<string, number>();
     const started = performance.now();
     await fc.assert(
-      fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: MAX_STEPS, size: "max" }), async (ops) => {
+      fc.asyncProperty(fc.constantFrom(...LIMITS), fc.array(op, { minLength: 1, maxLength: MAX_STEPS, size: "max" }), async (limit, ops) => {
         runs++;
-        const model = await Model.create();
+        const model = await Model.create(limit);
         for (const [i, o] of ops.entries()) {
           steps++;
           await model.apply(o);
@@ -36,5 +37,8 @@ describe("Pool (model-based)", () => {
     console.log(`pool property events: ${[...seen].map(([type, n]) => `${type}=${n}`).join(" ")}`);
     assert.ok((seen.get("power-off-finished") ?? 0) > RUNS / 2, "the walks finish power-offs");
     assert.ok((seen.get("power-off-aborted") ?? 0) > 0, "the walks abort power-offs");
+    assert.ok((seen.get("power-on-queued") ?? 0) > RUNS / 4, "the walks queue plug-ons under the inrush limit");
+    assert.ok((seen.get("quarantined") ?? 0) > RUNS / 4, "the walks quarantine machines after failed boots");
+    assert.ok((seen.get("power-restored") ?? 0) > RUNS / 10, "the walks restore lost power");
   });
 });

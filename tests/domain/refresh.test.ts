@@ -64,7 +64,7 @@ describe("Pool.refresh()", () => {
     assert.deepEqual(w.pool.instances("workers"), [{ id: "k3s://worker-1", state: "running" }]);
     assert.deepEqual(
       w.reporter.of("unexpected-power").map((e) => e.detail),
-      ["plug of worker-1 reads off under a Ready node; left alone"],
+      ["plug of worker-1 reads off under a Ready node; switching it back on"],
     );
     await w.pool.refresh();
     assert.equal(w.reporter.of("unexpected-power").length, 1);

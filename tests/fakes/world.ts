@@ -1,5 +1,14 @@
 // A pool wired to fakes, with a small configuration builder, for the domain tests.
-import type { Machine, NodeGroupSpec, NodeTemplate, Pool, PoolConfig, PowerOffSettings } from "../../src/domain/index.ts";
+import type {
+  Machine,
+  NodeGroupSpec,
+  NodeTemplate,
+  Pool,
+  PoolConfig,
+  PowerOffSettings,
+  QuarantineSettings,
+  ScaleUpSettings,
+} from "../../src/domain/index.ts";
 import { TO_BE_DELETED_TAINT, createPool } from "../../src/domain/index.ts";
 import { FakeClock } from "./clock.ts";
 import { FakeCluster } from "./cluster.ts";
@@ -42,6 +51,10 @@ export interface GroupOptions {
 export interface WorldOptions {
   readonly groups?: readonly GroupOptions[];
   readonly powerOff?: Partial<PowerOffSettings>;
+  /** Inrush limit; absent, the config has none and the domain's default (no limit) applies. */
+  readonly scaleUp?: ScaleUpSettings;
+  /** Boot-failure back-off; absent, the config has none and the domain's default applies. */
+  readonly quarantine?: QuarantineSettings;
   /** Plug state at the start (default: all off). */
   readonly on?: readonly string[];
 }
@@ -73,6 +86,8 @@ export function buildConfig(options: WorldOptions = {}): PoolConfig {
     gpuLabel: "example.com/gpu",
     gpuTypes: [],
     powerOff: { ...POWER_OFF, ...options.powerOff },
+    ...(options.scaleUp && { scaleUp: options.scaleUp }),
+    ...(options.quarantine && { quarantine: options.quarantine }),
     groups: specs,
   };
 }

@@ -1,0 +1,128 @@
+// The runner's plug-ons: scale-ups the inrush limit held back (queued by IncreaseSize) and power restores (a
+// plug found off under a Node that should be running). Like the power-off runner it never sleeps: it answers
+// how long to wait before the next pass. It never switches anything off.
+import type { CallOptions } from "./ports.ts";
+import type { Machine, NodeGroupSpec } from "./model.ts";
+import type { PoolContext } from "./state.ts";
+import { POWER_OFF_ANNOTATION } from "./model.ts";
+import { messageOf, nodesOf, stateOf, withGroupLock } from "./state.ts";
+import { hasDeletionTaint, isHeld } from "./matching.ts";
+import { powerOnSlotWait, restorePower, switchOn, takePowerOnSlot } from "./switching.ts";
+import { recordBootFailure } from "./quarantine.ts";
+
+/** A machine's power is restored at most this often: a plug someone keeps switching off is not fought over. */
+export const RESTORE_INTERVAL_MS = 600_000;
+
+/** How soon to look again at a queued machine that must wait (its power-off pod is going, a command is in flight). */
+const QUEUE_POLL_MS = 1000;
+
+/**
+ * The Node under which the machine should be running but its plug reads off, if any: registered (in the
+ * safety sense), not held, no power-off (job, pod, annotation) and no ToBeDeleted taint, no command in flight.
+ */
+export function restoreTarget(ctx: PoolContext, machine: Machine): string | undefined {
+  const st = stateOf(ctx, machine);
+  if (st.plug !== "off" || st.switching !== undefined || st.job !== undefined) return undefined;
+  if (ctx.deps.cluster.powerOffPod(machine.name) !== undefined) return undefined;
+  const nodes = nodesOf(ctx, machine);
+  if (nodes.length === 0 || isHeld(machine, nodes)) return undefined;
+  if (nodes.some((n) => hasDeletionTaint(n) || n.annotations[POWER_OFF_ANNOTATION] !== undefined)) return undefined;
+  return nodes[0]?.name;
+}
+
+/** Milliseconds until the machine's power may be restored again (0: now). */
+export function restoreWait(ctx: PoolContext, machine: Machine): number {
+  const at = stateOf(ctx, machine).restoredAt;
+  return at === undefined ? 0 : Math.max(0, at + RESTORE_INTERVAL_MS - ctx.deps.clock.now());
+}
+
+/**
+ * Restores power and switches on queued machines, each group under its lock (so CA calls on the group see
+ * either queued or switched machines, never one half-way), groups in parallel. A CA call on the group may so
+ * wait for one round of the runner's plug calls, each bounded by the plug timeout (and the call's deadline
+ * still applies). Resolves with the smallest delay after which something is left to do, or undefined when
+ * nothing is.
+ */
+export async function runPowerOns(ctx: PoolContext, options?: CallOptions): Promise<number | undefined> {
+  const busy = ctx.config.groups.filter((g) =>
+    g.machines.some((m) => stateOf(ctx, m).queued !== undefined || restoreTarget(ctx, m) !== undefined),
+  );
+  const waits = await Promise.all(
+    busy.map((g) =>
+      withGroupLock(ctx, g.id, () => powerOnsOf(ctx, g, options), options?.signal).catch(() => QUEUE_POLL_MS),
+    ),
+  );
+  return soonest(waits);
+}
+
+async function powerOnsOf(ctx: PoolContext, group: NodeGroupSpec, options?: CallOptions): Promise<number | undefined> {
+  const waits: (number | undefined)[] = [];
+  const sends: Promise<unknown>[] = [];
+  // Restores first: a registered node without power is worse off than a machine still to come.
+  for (const machine of group.machines) {
+    const node = restoreTarget(ctx, machine);
+    if (node === undefined || restoreWait(ctx, machine) > 0 || !takePowerOnSlot(ctx)) continue;
+    stateOf(ctx, machine).restoredAt = ctx.deps.clock.now();
+    // A failure is reported (power-on-failed) and tried again after the interval.
+    sends.push(restorePower(ctx, machine, node, options).catch(() => undefined));
+  }
+  const queue = group.machines
+    .filter((m) => stateOf(ctx, m).queued !== undefined)
+    .toSorted((a, b) => (stateOf(ctx, a).queued ?? 0) - (stateOf(ctx, b).queued ?? 0));
+  for (const machine of queue) {
+    const next = recheckQueued(ctx, machine);
+    if (next === "wait") {
+      waits.push(QUEUE_POLL_MS);
+      continue;
+    }
+    if (next === "go" && !takePowerOnSlot(ctx)) {
+      waits.push(powerOnSlotWait(ctx));
+      break;
+    }
+    stateOf(ctx, machine).queued = undefined;
+    if (next === "go") sends.push(switchOn(ctx, machine, options).catch((e: unknown) => { queuedOnFailed(ctx, machine, e); }));
+  }
+  await Promise.all(sends);
+  for (const machine of group.machines) {
+    if (restoreTarget(ctx, machine) !== undefined) waits.push(Math.max(restoreWait(ctx, machine), powerOnSlotWait(ctx)));
+  }
+  return soonest(waits);
+}
+
+/**
+ * What to do with a queued machine now, re-checked just before its plug-on: go; wait (a power-off pod or a
+ * command in flight); or leave the queue: it registered meanwhile (it runs), its plug reads on (it was switched
+ * on meanwhile: wanted on from now), it is held (refused).
+ */
+function recheckQueued(ctx: PoolContext, machine: Machine): "go" | "wait" | "dequeued" {
+  const st = stateOf(ctx, machine);
+  const nodes = nodesOf(ctx, machine);
+  if (isHeld(machine, nodes)) {
+    const detail = `${machine.name} is held; its queued plug-on is dropped`;
+    ctx.deps.reporter.report({ type: "refused", machine: machine.name, rule: "held", detail });
+    return "dequeued";
+  }
+  if (nodes.length > 0) return "dequeued";
+  if (st.job !== undefined || st.switching !== undefined || ctx.deps.cluster.powerOffPod(machine.name) !== undefined) {
+    return "wait";
+  }
+  if (st.plug === "on") {
+    st.wantedOn = true;
+    return "dequeued";
+  }
+  return st.plug === "off" ? "go" : "wait";
+}
+
+/** A queued plug-on that failed: the instance stays, now with an error, so cluster-autoscaler drops it and backs off. */
+function queuedOnFailed(ctx: PoolContext, machine: Machine, e: unknown): void {
+  const st = stateOf(ctx, machine);
+  const message = `switching on the plug of ${machine.name} failed: ${messageOf(e)}`;
+  st.wantedOn = true;
+  st.bootFailure = { code: "plug-on-failed", message };
+  recordBootFailure(ctx, machine, message);
+}
+
+function soonest(waits: readonly (number | undefined)[]): number | undefined {
+  const defined = waits.filter((w) => w !== undefined);
+  return defined.length === 0 ? undefined : Math.min(...defined);
+}

@@ -1,0 +1,59 @@
+// Boot-failure quarantine: a machine that was switched on and did not come up is left out of scale-ups for a
+// while, longer after each failure in a row, so cluster-autoscaler's next scale-up takes another machine
+// instead of the same broken one. Kept in memory only: a restart forgets every quarantine (acceptable: the
+// worst case is one more failed boot, which quarantines the machine again).
+import type { Machine, QuarantineEntry, QuarantineSettings } from "./model.ts";
+import type { MachineState, PoolContext } from "./state.ts";
+import { DEFAULT_QUARANTINE } from "./model.ts";
+import { stateOf } from "./state.ts";
+
+/** Beyond this many doublings the back-off is at its maximum anyway; the cap keeps the arithmetic finite. */
+const MAX_DOUBLINGS = 40;
+
+function settings(ctx: PoolContext): QuarantineSettings {
+  return ctx.config.quarantine ?? DEFAULT_QUARANTINE;
+}
+
+/**
+ * Counts one failed boot of `machine` and quarantines it: `initialMs` after the first failure, doubling after
+ * each further one, at most `maxMs`. Reports `quarantined`. Callers count each boot attempt at most once.
+ */
+export function recordBootFailure(ctx: PoolContext, machine: Machine, reason: string): void {
+  const st = stateOf(ctx, machine);
+  const { initialMs, maxMs } = settings(ctx);
+  st.bootFailures += 1;
+  const backOff = Math.min(initialMs * 2 ** Math.min(st.bootFailures - 1, MAX_DOUBLINGS), maxMs);
+  if (backOff <= 0) return;
+  const until = ctx.deps.clock.now() + backOff;
+  st.quarantinedUntil = until;
+  ctx.deps.reporter.report({
+    type: "quarantined",
+    machine: machine.name,
+    group: machine.group,
+    until,
+    failures: st.bootFailures,
+    reason,
+  });
+}
+
+/** The machine registered: its boots work, so the count starts again and any quarantine ends. */
+export function clearBootFailures(st: MachineState): void {
+  st.bootFailures = 0;
+  st.quarantinedUntil = undefined;
+}
+
+/** Left out of scale-ups right now. */
+export function isQuarantined(ctx: PoolContext, machine: Machine): boolean {
+  const until = stateOf(ctx, machine).quarantinedUntil;
+  return until !== undefined && until > ctx.deps.clock.now();
+}
+
+/** The machines quarantined right now, config order. */
+export function quarantineOf(ctx: PoolContext): readonly QuarantineEntry[] {
+  return ctx.machines.flatMap((m) => {
+    const st = stateOf(ctx, m);
+    return st.quarantinedUntil !== undefined && isQuarantined(ctx, m)
+      ? [{ machine: m.name, group: m.group, until: st.quarantinedUntil, failures: st.bootFailures }]
+      : [];
+  });
+}

@@ -1,0 +1,97 @@
+// The operations the property test draws: CA calls, cluster and plug events, time and restarts.
+import fc from "fast-check";
+import type { PowerOp } from "../fakes/power-switch.ts";
+import type { TeardownOp } from "../fakes/cluster.ts";
+
+export const GROUPS = [
+  { id: "a", machines: ["a-1", "a-2", "a-3", "a-4"], hold: ["a-4"] },
+  { id: "b", machines: ["b-1", "b-2", "b-3"], minSize: 1, sensors: ["b-1"] },
+];
+export const NAMES = GROUPS.flatMap((g) => g.machines);
+
+export type NodeEvent = "register" | "taint" | "untaint" | "remove-node";
+
+export type CaOp =
+  | { readonly kind: "increase"; readonly group: string; readonly delta: number }
+  | { readonly kind: "delete"; readonly picks: readonly number[]; readonly fake: boolean; readonly taint: boolean }
+  | { readonly kind: "decrease"; readonly group: string; readonly delta: number }
+  | { readonly kind: "refresh" }
+  | { readonly kind: "run" };
+
+export type Op =
+  | CaOp
+  | { readonly kind: "parallel"; readonly a: CaOp; readonly b: CaOp }
+  | { readonly kind: "register"; readonly m: number; readonly mode: "normal" | "name-only" | "foreign" }
+  | { readonly kind: "node"; readonly m: number; readonly event: NodeEvent }
+  | { readonly kind: "ready"; readonly m: number; readonly ready: boolean }
+  | { readonly kind: "hold"; readonly m: number; readonly on: boolean }
+  | { readonly kind: "armed"; readonly m: number; readonly event: NodeEvent }
+  | { readonly kind: "plug-fail-next"; readonly op: PowerOp }
+  | { readonly kind: "plug-fault"; readonly m: number; readonly on: boolean }
+  | { readonly kind: "flip"; readonly m: number; readonly on: boolean }
+  | { readonly kind: "cluster-fail-next"; readonly op: TeardownOp }
+  | { readonly kind: "tick"; readonly ms: number }
+  | { readonly kind: "pods-go" }
+  | { readonly kind: "shutdowns" }
+  | { readonly kind: "restart" };
+
+const m = fc.integer({ min: 0, max: NAMES.length - 1 });
+const group = fc.constantFrom(...GROUPS.map((g) => g.id));
+const nodeEvent = fc.constantFrom<NodeEvent>("register", "taint", "untaint", "remove-node");
+
+const caOp: fc.Arbitrary<CaOp> = fc.oneof(
+  { weight: 3, arbitrary: fc.record({ kind: fc.constant("increase"), group, delta: fc.integer({ min: -1, max: 3 }) }) },
+  {
+    weight: 6,
+    arbitrary: fc.record({
+      kind: fc.constant("delete"),
+      picks: fc.uniqueArray(m, { minLength: 1, maxLength: 2 }),
+      fake: fc.boolean(),
+      taint: fc.constantFrom(true, true, true, false),
+    }),
+  },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant("decrease"), group, delta: fc.integer({ min: -3, max: 0 }) }) },
+  { weight: 4, arbitrary: fc.constant({ kind: "refresh" as const }) },
+  { weight: 3, arbitrary: fc.constant({ kind: "run" as const }) },
+);
+
+export const op: fc.Arbitrary<Op> = fc.oneof(
+  { weight: 14, arbitrary: caOp },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant("parallel"), a: caOp, b: caOp }) },
+  {
+    weight: 8,
+    arbitrary: fc.record({
+      kind: fc.constant("register"),
+      m,
+      mode: fc.constantFrom<"normal" | "name-only" | "foreign">("normal", "normal", "normal", "name-only", "foreign"),
+    }),
+  },
+  { weight: 4, arbitrary: fc.record({ kind: fc.constant("node"), m, event: nodeEvent }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant("ready"), m, ready: fc.boolean() }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant("hold"), m, on: fc.boolean() }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant("armed"), m, event: nodeEvent }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ kind: fc.constant("plug-fail-next"), op: fc.constantFrom<PowerOp>("read", "turnOn", "turnOff") }),
+  },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant("plug-fault"), m, on: fc.constantFrom(true, false, false) }) },
+  // Mostly off: a plug rebooting with restore_mode ALWAYS_OFF under a running node.
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant("flip"), m, on: fc.constantFrom(false, false, true) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant("cluster-fail-next"),
+      op: fc.constantFrom<TeardownOp>("markPowerOff", "clearPowerOffMark", "createPowerOffPod", "deletePowerOffPod", "deleteNode"),
+    }),
+  },
+  {
+    weight: 6,
+    arbitrary: fc.record({
+      kind: fc.constant("tick"),
+      ms: fc.constantFrom(0, 500, 1000, 2000, 5000, 10_000, 60_000, 130_000, 310_000),
+    }),
+  },
+  { weight: 2, arbitrary: fc.constant({ kind: "pods-go" as const }) },
+  { weight: 2, arbitrary: fc.constant({ kind: "shutdowns" as const }) },
+  { weight: 1, arbitrary: fc.constant({ kind: "restart" as const }) },
+);
