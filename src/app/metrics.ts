@@ -36,6 +36,16 @@ export function createMetrics(): Metrics {
       }
     },
   });
+  new Gauge({
+    name: "plugpool_quarantined_machines",
+    help: "Machines left out of scale-ups after failed boots, with the failures in a row as the value.",
+    labelNames: ["machine"],
+    registers,
+    collect() {
+      this.reset();
+      for (const q of source?.pool.quarantine() ?? []) this.set({ machine: q.machine }, q.failures);
+    },
+  });
   return {
     registry,
     rpcDuration: new Histogram({

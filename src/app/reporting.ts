@@ -21,6 +21,8 @@ export function createReporter(options: {
       const fields: LogFields = { event: type, group: groupOf.get(event.machine), ...flatten(rest) };
       switch (event.type) {
         case "powered-on":
+        case "power-on-queued":
+        case "power-restored":
         case "power-off-started":
         case "node-deleted":
         case "power-off-finished":
@@ -35,6 +37,7 @@ export function createReporter(options: {
         case "power-on-failed":
         case "power-off-aborted":
         case "refused":
+        case "quarantined":
           action(event.machine, event.type);
           logger.warn(describe(event), fields);
           break;
@@ -89,7 +92,13 @@ function describe(event: PoolEvent): string {
       return `node ${event.machine} has providerID "${event.providerID}", expected "${event.expected}": not matched`;
     case "unexpected-power":
       return `unexpected power state of ${event.machine}: ${event.detail}`;
-    default:
-      return `${(event as { type: string }).type} on ${(event as { machine: string }).machine}`;
+    case "power-on-queued":
+      return `queued the plug-on of ${event.machine} (inrush limit)`;
+    case "power-restored":
+      return `switched the plug of ${event.machine} back on: it was off under running node ${event.node}`;
+    case "quarantined":
+      return `${event.machine} failed to boot (${event.failures} in a row): skipped by scale-ups until ${new Date(event.until).toISOString()}: ${event.reason}`;
+    case "template-slices-differ":
+      return `machines of group ${event.group} publish different devices: ${event.detail}`;
   }
 }
