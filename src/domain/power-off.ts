@@ -48,11 +48,17 @@ export function startPowerOff(ctx: PoolContext, machine: Machine, node: string, 
 export async function beginPowerOff(ctx: PoolContext, machine: Machine, options?: CallOptions): Promise<void> {
   const startedAt = ctx.deps.clock.now();
   const nodes = nodesOf(ctx, machine);
-  await Promise.all(
-    nodes
-      .filter((n) => n.annotations[POWER_OFF_ANNOTATION] === undefined)
-      .map((n) => ctx.deps.teardown.markPowerOff(n.name, startedAt, options)),
-  );
+  const st = stateOf(ctx, machine);
+  st.beginning = true;
+  try {
+    await Promise.all(
+      nodes
+        .filter((n) => n.annotations[POWER_OFF_ANNOTATION] === undefined)
+        .map((n) => ctx.deps.teardown.markPowerOff(n.name, startedAt, options)),
+    );
+  } finally {
+    st.beginning = false;
+  }
   startPowerOff(ctx, machine, nodes[0]?.name ?? "", startedAt, false);
 }
 
@@ -62,7 +68,8 @@ export async function beginPowerOff(ctx: PoolContext, machine: Machine, options?
  */
 export function resumePowerOffs(ctx: PoolContext): void {
   for (const machine of ctx.machines) {
-    if (stateOf(ctx, machine).job !== undefined) continue;
+    const st = stateOf(ctx, machine);
+    if (st.job !== undefined || st.beginning) continue;
     const pod = ctx.deps.cluster.powerOffPod(machine.name);
     const nodes = nodesOf(ctx, machine);
     const marked = nodes.find((n) => n.annotations[POWER_OFF_ANNOTATION] !== undefined);

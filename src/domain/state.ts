@@ -71,6 +71,8 @@ export interface MachineState {
   /** When plugpool last switched it back on under a Node that should be running (rate limit). */
   restoredAt: number | undefined;
   job: PowerOffJob | undefined;
+  /** DeleteNodes is recording a power-off on the Node: the runner must not take that record for an earlier run's. */
+  beginning: boolean;
   /** Once-per-change memory for reports. */
   notedPower: string | undefined;
   notedProviderID: string | undefined;
@@ -131,6 +133,7 @@ function newMachineState(): MachineState {
     job: undefined,
     notedPower: undefined,
     notedProviderID: undefined,
+    beginning: false,
   };
 }
 
