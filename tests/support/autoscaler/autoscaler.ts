@@ -1,0 +1,85 @@
+// The real cluster-autoscaler for cluster-facing tests: the binary built by build.sh beside this
+// file, started with the externalgrpc cloud provider against a kubeconfig and a gRPC address.
+import { createHash } from "node:crypto";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import { startProcess, type ManagedProcess } from "../control-plane/process.ts";
+import { freePorts } from "../control-plane/readiness.ts";
+
+const moduleDir = import.meta.dirname;
+
+/** Where build.sh puts the binary pinned by the current go.mod and go.sum (whether or not it is built). */
+export function autoscalerBinaryPath(): string {
+  // Same key as build.sh: sha256(go.mod + go.sum), first 16 hex digits.
+  const key = createHash("sha256")
+    .update(readFileSync(join(moduleDir, "go.mod")))
+    .update(readFileSync(join(moduleDir, "go.sum")))
+    .digest("hex")
+    .slice(0, 16);
+  // As in build.sh and .ci/node-env.sh, an empty PLUGPOOL_CACHE counts as unset.
+  const configured = process.env.PLUGPOOL_CACHE;
+  const cache = configured !== undefined && configured !== "" ? configured : join(homedir(), ".cache", "plugpool");
+  return join(cache, "bin", key, "cluster-autoscaler");
+}
+
+/** Undefined when the binary is there; otherwise why not, and how to build it. */
+export function autoscalerMissing(): string | undefined {
+  const path = autoscalerBinaryPath();
+  return existsSync(path) ? undefined : `cluster-autoscaler is not built at ${path}: run tests/support/autoscaler/build.sh`;
+}
+
+export interface AutoscalerOptions {
+  /** A kubeconfig whose identity may read the cluster and write in `namespace` (status ConfigMap). */
+  readonly kubeconfigPath: string;
+  /** host:port of the externalgrpc server; plaintext h2c, as with no `cert` in the cloud-config. */
+  readonly grpcAddress: string;
+  /** Folder for the cloud-config and the log; the caller removes it. */
+  readonly dir: string;
+  /** How often CA runs its loop (--scan-interval); default 1s, so tests see loops quickly. */
+  readonly scanInterval?: string;
+  /** Where CA keeps its status ConfigMap (--namespace); default kube-system. */
+  readonly namespace?: string;
+  /** Per-RPC deadline in the cloud-config (grpc_timeout); default CA's own (5s). */
+  readonly grpcTimeout?: string;
+  /** Further flags, e.g. --scale-down-unneeded-time=10s; a later flag overrides an earlier one. */
+  readonly extraArgs?: readonly string[];
+}
+
+export interface RunningAutoscaler {
+  readonly process: ManagedProcess;
+  /** http://127.0.0.1:<port>: /metrics and /health-check. */
+  readonly metricsUrl: string;
+  /** The flags CA was started with, for error messages. */
+  readonly args: readonly string[];
+}
+
+/**
+ * Starts cluster-autoscaler; it returns at once, since CA has no readiness endpoint worth
+ * polling: wait for its first Refresh on the gRPC server instead. Stopping it (SIGTERM) makes CA
+ * delete its status ConfigMap and call Cleanup.
+ */
+export async function startAutoscaler(options: AutoscalerOptions): Promise<RunningAutoscaler> {
+  const missing = autoscalerMissing();
+  if (missing !== undefined) throw new Error(missing);
+  const cloudConfig = join(options.dir, "cloud-config.yaml");
+  const lines = [`address: "${options.grpcAddress}"`];
+  if (options.grpcTimeout !== undefined) lines.push(`grpc_timeout: "${options.grpcTimeout}"`);
+  writeFileSync(cloudConfig, lines.join("\n") + "\n");
+  const { metrics } = await freePorts(["metrics"]);
+  const args = [
+    "--cloud-provider=externalgrpc",
+    `--cloud-config=${cloudConfig}`,
+    `--kubeconfig=${options.kubeconfigPath}`,
+    `--namespace=${options.namespace ?? "kube-system"}`,
+    // A single instance: no Lease to win first, so the loop starts at once.
+    "--leader-elect=false",
+    `--scan-interval=${options.scanInterval ?? "1s"}`,
+    // Metrics and health-check listen on all interfaces by default (:8085); loopback only here.
+    `--address=127.0.0.1:${metrics}`,
+    "--v=2",
+    ...(options.extraArgs ?? []),
+  ];
+  const child = startProcess("cluster-autoscaler", autoscalerBinaryPath(), args, join(options.dir, "cluster-autoscaler.log"));
+  return { process: child, metricsUrl: `http://127.0.0.1:${metrics}`, args };
+}

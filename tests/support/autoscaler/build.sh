@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Builds the cluster-autoscaler pinned in go.mod, with only its externalgrpc cloud provider (build
+# tag externalgrpc: no other cloud's SDK is compiled), into
+# ${PLUGPOOL_CACHE:-$HOME/.cache/plugpool}/bin/<key>/, outside the repo. The key hashes go.mod and
+# go.sum, so a version bump builds into a new folder; a binary already there is kept. Needs Go and
+# the module proxy. Prints the binary's path as its last line.
+#
+# Where the module proxy does not serve k8s.io/autoscaler/cluster-autoscaler (it refuses it on the
+# project's machines), set PLUGPOOL_AUTOSCALER_GIT to a git clone of the kubernetes/autoscaler
+# repository that has the commit named by go.mod's pseudo-version: that commit's cluster-autoscaler
+# folder (with the apis module inside it) is exported into the cache and stands in for the two
+# downloads; every other module still comes from go.mod and go.sum.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+cache="${PLUGPOOL_CACHE:-$HOME/.cache/plugpool}"
+# tests/support/autoscaler/autoscaler.ts derives the same key: sha256(go.mod + go.sum), first 16 hex digits.
+key="$(cat "$here/go.mod" "$here/go.sum" | sha256sum | cut -c1-16)"
+out="$cache/bin/$key"
+binary="$out/cluster-autoscaler"
+module=k8s.io/autoscaler/cluster-autoscaler
+# Its version as go.mod states it, in a one-line require or in a require block.
+version="$(awk -v m="$module" '$1 == "require" && $2 == m { print $3 } $1 == m { print $2 }' "$here/go.mod" | head -1)"
+commit="${version##*-}"
+
+if [ -x "$binary" ]; then
+  echo "cluster-autoscaler $version: already built" >&2
+  echo "$binary"
+  exit 0
+fi
+mkdir -p "$out"
+cd "$here"
+
+modflags=()
+if [ -n "${PLUGPOOL_AUTOSCALER_GIT:-}" ]; then
+  src="$cache/src/autoscaler-$commit"
+  if [ ! -d "$src/cluster-autoscaler" ]; then
+    if ! git -C "$PLUGPOOL_AUTOSCALER_GIT" cat-file -e "$commit^{commit}" 2>/dev/null; then
+      echo "cluster-autoscaler: $PLUGPOOL_AUTOSCALER_GIT has no commit $commit" >&2
+      exit 1
+    fi
+    rm -rf "$src.tmp"
+    mkdir -p "$src.tmp"
+    git -C "$PLUGPOOL_AUTOSCALER_GIT" archive "$commit" cluster-autoscaler | tar -x -C "$src.tmp"
+    mv "$src.tmp" "$src"
+  fi
+  # A copy of go.mod that points the two modules at the export; -modfile reads the go.sum beside it.
+  modfile="$src/tool.mod"
+  cp go.mod "$modfile"
+  cp go.sum "$src/tool.sum"
+  go mod edit -replace="$module=$src/cluster-autoscaler" -replace="$module/apis=$src/cluster-autoscaler/apis" "$modfile"
+  modflags=(-modfile="$modfile")
+  echo "cluster-autoscaler $version: source from $PLUGPOOL_AUTOSCALER_GIT" >&2
+fi
+
+echo "cluster-autoscaler $version -> $out" >&2
+started=$SECONDS
+# Static binary: builds faster and needs no C toolchain. Built beside the target and renamed, so an
+# interrupted build never leaves a binary that looks done.
+if ! CGO_ENABLED=0 go build "${modflags[@]}" -tags externalgrpc -trimpath -ldflags="-s -w" \
+  -o "$out/.cluster-autoscaler.tmp" "$module"; then
+  [ -z "${PLUGPOOL_AUTOSCALER_GIT:-}" ] &&
+    echo "cluster-autoscaler: if $module could not be downloaded, set PLUGPOOL_AUTOSCALER_GIT (see the top of $0)" >&2
+  exit 1
+fi
+mv -f "$out/.cluster-autoscaler.tmp" "$binary"
+echo "cluster-autoscaler: built in $((SECONDS - started))s" >&2
+echo "$binary"
