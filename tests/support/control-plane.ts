@@ -41,10 +41,17 @@ const serviceAccountIssuer = "https://kubernetes.default.svc.cluster.local";
 
 /** The folder where build.sh puts the binaries pinned by the current go.mod and go.sum. */
 export function binaryDir(): string {
-  // Same key as build.sh: sha256(go.mod + go.sum), first 16 hex digits.
+  return toolBinaryDir(moduleDir);
+}
+
+/**
+ * Where a Go tool module's build.sh puts its binaries: keyed, as build.sh does it, by the first 16 hex digits
+ * of sha256(go.mod + go.sum), so a version bump builds into a new folder.
+ */
+export function toolBinaryDir(toolModuleDir: string): string {
   const key = createHash("sha256")
-    .update(readFileSync(join(moduleDir, "go.mod")))
-    .update(readFileSync(join(moduleDir, "go.sum")))
+    .update(readFileSync(join(toolModuleDir, "go.mod")))
+    .update(readFileSync(join(toolModuleDir, "go.sum")))
     .digest("hex")
     .slice(0, 16);
   // As in build.sh and .ci/node-env.sh, an empty PLUGPOOL_CACHE counts as unset.

@@ -1,9 +1,8 @@
 // The real cluster-autoscaler for cluster-facing tests: the binary built by build.sh beside this
 // file, started with the externalgrpc cloud provider against a kubeconfig and a gRPC address.
-import { createHash } from "node:crypto";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { homedir } from "node:os";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { toolBinaryDir } from "../control-plane.ts";
 import { startProcess, type ManagedProcess } from "../control-plane/process.ts";
 import { freePorts } from "../control-plane/readiness.ts";
 
@@ -11,16 +10,7 @@ const moduleDir = import.meta.dirname;
 
 /** Where build.sh puts the binary pinned by the current go.mod and go.sum (whether or not it is built). */
 export function autoscalerBinaryPath(): string {
-  // Same key as build.sh: sha256(go.mod + go.sum), first 16 hex digits.
-  const key = createHash("sha256")
-    .update(readFileSync(join(moduleDir, "go.mod")))
-    .update(readFileSync(join(moduleDir, "go.sum")))
-    .digest("hex")
-    .slice(0, 16);
-  // As in build.sh and .ci/node-env.sh, an empty PLUGPOOL_CACHE counts as unset.
-  const configured = process.env.PLUGPOOL_CACHE;
-  const cache = configured !== undefined && configured !== "" ? configured : join(homedir(), ".cache", "plugpool");
-  return join(cache, "bin", key, "cluster-autoscaler");
+  return join(toolBinaryDir(moduleDir), "cluster-autoscaler");
 }
 
 /** Undefined when the binary is there; otherwise why not, and how to build it. */
