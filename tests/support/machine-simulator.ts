@@ -5,7 +5,8 @@
  * apiserver (as admin):
  * - relay on → boots for `bootDelayMs`, then registers its Node (providerID `<prefix><name>`, Ready, capacity
  *   and labels as given) and heartbeats (Node Ready condition and its Lease) every `heartbeatMs`;
- * - pods bound to it are reported Running (plugpool's power-off pod excepted);
+ * - pods bound to it are reported Running (plugpool's power-off pod excepted); a pod marked for deletion on it
+ *   while it is up is removed at once (its containers stopped), as the kubelet finishes a graceful deletion;
  * - plugpool's power-off pod bound to it → the OS shuts down: after `shutdownDelayMs` the pod Succeeded,
  *   heartbeats stop and the Node is reported NotReady; the draw falls to standby;
  * - relay off → the machine is gone at once (no heartbeats; the Node stays until someone deletes it).
@@ -14,7 +15,7 @@
  * its relay is on and it is off).
  * Power draw (for plugs with a sensor): off/halted 2 W (standby), booting 120 W, running 80 W, hung 45 W.
  */
-import { CoordinationV1Api, CoreV1Api, Watch, type KubeConfig, type V1Pod } from "@kubernetes/client-node";
+import { ApiException, CoordinationV1Api, CoreV1Api, Watch, type KubeConfig, type V1Pod } from "@kubernetes/client-node";
 import { callOptions } from "../../src/adapters/kubernetes/api-errors.ts";
 import type { EmulatedPlug } from "./plug-emulator/index.ts";
 
@@ -190,6 +191,16 @@ export function startMachineSimulator(options: MachineSimulatorOptions): Machine
     );
   }
 
+  // The kubelet's part of a graceful deletion (kubectl delete, CA's evictions): the containers are stopped, so
+  // the pod goes at once. A machine that is down leaves it Terminating, as a real one would.
+  async function confirmDeletion(pod: V1Pod): Promise<void> {
+    const name = pod.metadata?.name ?? "";
+    const namespace = pod.metadata?.namespace ?? "";
+    await core.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: 0 }).catch((e: unknown) => {
+      if (!(e instanceof ApiException && e.code === 404)) throw e;
+    });
+  }
+
   for (const spec of options.machines) {
     const sim: Sim = { spec, state: "off", timers: new Set(), hung: false, readySince: new Date() };
     sims.set(spec.name, sim);
@@ -224,7 +235,11 @@ export function startMachineSimulator(options: MachineSimulatorOptions): Machine
       (phase: string, pod: V1Pod) => {
         const node = pod.spec?.nodeName;
         const sim = node === undefined ? undefined : sims.get(node);
-        if (sim === undefined || phase === "DELETED" || pod.metadata?.deletionTimestamp !== undefined) return;
+        if (sim === undefined || phase === "DELETED") return;
+        if (pod.metadata?.deletionTimestamp !== undefined) {
+          if (sim.state === "running" || sim.state === "shutting-down") confirmDeletion(pod).catch((e: unknown) => failures.push(e));
+          return;
+        }
         const key = `${pod.metadata?.namespace ?? ""}/${pod.metadata?.name ?? ""}/${pod.metadata?.uid ?? ""}`;
         if (pod.metadata?.labels?.[POWER_OFF_LABEL] === "power-off") {
           if (!seen.has(key)) {

@@ -1,0 +1,235 @@
+// The whole site on loopback, as production wires it: a real control plane (with controller-manager and
+// scheduler), emulated ESPHome plugs with simulated machines behind them, plugpool's `serve`, and the real
+// cluster-autoscaler talking to it over externalgrpc. plugpool and CA act as the example ServiceAccount of
+// deploy/examples/rbac.yaml; the simulated kubelets act as admin.
+import { rmSync } from "node:fs";
+import { join } from "node:path";
+import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
+import { loadConfig, type AppConfig } from "../../../src/app/config.ts";
+import { serve, type Served } from "../../../src/app/serve.ts";
+import { TEMPLATE_SLICES_CONFIGMAP } from "../../../src/adapters/kubernetes/template-slices.ts";
+import type { DeviceSlice } from "../../../src/domain/model.ts";
+import { startAutoscaler, type AutoscalerProcess } from "../../support/autoscaler-process.ts";
+import { autoscalerMissing } from "../../support/autoscaler/autoscaler.ts";
+import { startControlPlane, type ControlPlane } from "../../support/control-plane.ts";
+import { tokenKubeConfig } from "../../support/control-plane/credentials.ts";
+import { createOwnedTempDir, onAbruptExit } from "../../support/control-plane/process.ts";
+import { freePorts } from "../../support/control-plane/readiness.ts";
+import { createCloudProviderClient, type CloudProviderClient } from "../../support/grpc-client.ts";
+import { startMachineSimulator, type MachineSimulator, type MachineState } from "../../support/machine-simulator.ts";
+import { startPlugEmulator, type EmulatedPlug, type Platform, type Version } from "../../support/plug-emulator/index.ts";
+import { apply, exampleManifest } from "../../adapters/kubernetes/support.ts";
+import { createFileLogger, type FileLogger, type LogLine } from "./plugpool-log.ts";
+
+export const PREFIX = "k3s://";
+export const POOL_LABEL = { "example.com/pool": "workers" } as const;
+export const NAMESPACE = "plugpool";
+const SERVICE_ACCOUNT = "cluster-autoscaler";
+
+export interface MachineSpec {
+  readonly name: string;
+  /** The plug's ESPHome version and platform (emulator defaults: 2026.7 on esp32). */
+  readonly version?: Version;
+  readonly platform?: Platform;
+  /** The plug has a power sensor ("Power") and plugpool is configured to read it. */
+  readonly powerSensor?: boolean;
+  /** Power on, nothing ever registers. */
+  readonly neverBoots?: boolean;
+}
+
+export interface EnvironmentOptions {
+  readonly machines: readonly MachineSpec[];
+  /** Overrides of tests/support/autoscaler-process.ts AUTOSCALER_FLAGS. */
+  readonly autoscalerFlags?: Readonly<Record<string, string>>;
+  /** DRA slices per machine, stored in plugpool's ConfigMap before it starts. */
+  readonly templateSlices?: Readonly<Record<string, readonly DeviceSlice[]>>;
+  /** How long a machine's OS takes to shut down once its power-off pod runs (default 500 ms). */
+  readonly shutdownDelayMs?: number;
+  readonly onMachineChange?: (machine: string, state: MachineState) => void;
+  readonly onPlugpoolLog?: (line: LogLine) => void;
+}
+
+export interface Environment {
+  readonly plane: ControlPlane;
+  /** Admin client. */
+  readonly core: CoreV1Api;
+  readonly machines: MachineSimulator;
+  readonly autoscaler: AutoscalerProcess;
+  /** A grpc-js client of plugpool, as a second caller next to CA. */
+  readonly client: CloudProviderClient;
+  readonly plugpoolLog: FileLogger;
+  /** The lines of CA's log so far that match `pattern`. */
+  caLog(pattern: RegExp): string[];
+  plug(machine: string): EmulatedPlug;
+  /** Every state the machine went through, in order. */
+  history(machine: string): readonly MachineState[];
+  /** plugpool's domain events so far (log lines with an `event` field), optionally of one type. */
+  events(type?: string): readonly LogLine["fields"][];
+  /** The running plugpool; undefined while stopped. */
+  served(): Served | undefined;
+  stopPlugpool(): Promise<void>;
+  /** Starts plugpool again with the same config and the same gRPC port. */
+  startPlugpool(): Promise<void>;
+  /** Tails of CA's and plugpool's logs, and the simulator's failed calls. */
+  diagnostics(): string;
+  stop(): Promise<void>;
+}
+
+export async function startEnvironment(options: EnvironmentOptions): Promise<Environment> {
+  // Before anything starts: the one binary that a fresh machine is most likely to lack.
+  const missing = autoscalerMissing();
+  if (missing !== undefined) throw new Error(missing);
+  const cleanups: (() => Promise<void> | void)[] = [];
+  const stop = async (): Promise<void> => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  };
+  try {
+    return await start(options, cleanups, stop);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+async function start(
+  options: EnvironmentOptions,
+  cleanups: (() => Promise<void> | void)[],
+  stop: () => Promise<void>,
+): Promise<Environment> {
+  const dir = createOwnedTempDir("plugpool-e2e-");
+  const unregister = onAbruptExit(() => { rmSync(dir, { recursive: true, force: true }); });
+  cleanups.push(() => { rmSync(dir, { recursive: true, force: true }); unregister(); });
+
+  const plane = await startControlPlane({ controllerManager: true, scheduler: true });
+  cleanups.push(() => plane.stop());
+  const admin = plane.admin();
+  const core = admin.makeApiClient(CoreV1Api);
+  await apply(admin, [...exampleManifest("namespace.yaml"), ...exampleManifest("rbac.yaml")]);
+  const identity = await serviceAccount(plane, admin);
+  if (options.templateSlices !== undefined) {
+    const data = Object.fromEntries(Object.entries(options.templateSlices).map(([m, slices]) => [m, JSON.stringify(slices)]));
+    await core.createNamespacedConfigMap({ namespace: NAMESPACE, body: { metadata: { name: TEMPLATE_SLICES_CONFIGMAP }, data } });
+  }
+
+  const plugs = new Map<string, EmulatedPlug>();
+  for (const m of options.machines) {
+    const plug = await startPlugEmulator({
+      ...(m.version && { version: m.version }),
+      ...(m.platform && { platform: m.platform }),
+      switches: [{ name: "Relay", ...(m.powerSensor === true && { powerSensor: "Power" }) }],
+    });
+    plugs.set(m.name, plug);
+    cleanups.push(() => plug.close());
+  }
+  const plug = (machine: string): EmulatedPlug => {
+    const found = plugs.get(machine);
+    if (found === undefined) throw new Error(`no plug for ${machine}`);
+    return found;
+  };
+
+  const histories = new Map<string, MachineState[]>(options.machines.map((m) => [m.name, []]));
+  const machines = startMachineSimulator({
+    kubeConfig: admin,
+    providerIDPrefix: PREFIX,
+    machines: options.machines.map((m) => ({ name: m.name, plug: plug(m.name), switchName: "Relay", neverBoots: m.neverBoots === true })),
+    capacity: { cpu: "4", memory: "8Gi", pods: "110" },
+    labels: POOL_LABEL,
+    bootDelayMs: 1000,
+    shutdownDelayMs: options.shutdownDelayMs ?? 500,
+    heartbeatMs: 1000,
+    onChange: (machine, state) => {
+      histories.get(machine)?.push(state);
+      options.onMachineChange?.(machine, state);
+    },
+  });
+  cleanups.push(() => machines.stop());
+
+  const lines: LogLine[] = [];
+  const plugpoolLog = createFileLogger(join(dir, "plugpool.log"), (line) => {
+    lines.push(line);
+    options.onPlugpoolLog?.(line);
+  });
+  const { grpc } = await freePorts(["grpc"]);
+  const config = plugpoolConfig(grpc, options.machines, plugs);
+  let served: Served | undefined;
+  const stopPlugpool = async (): Promise<void> => {
+    const running = served;
+    served = undefined;
+    await running?.stop();
+  };
+  const startPlugpool = async (): Promise<void> => {
+    served ??= await serve(config, { kubeConfig: identity, logger: plugpoolLog, version: "e2e" });
+  };
+  await startPlugpool();
+  cleanups.push(stopPlugpool);
+
+  const grpcAddress = `127.0.0.1:${grpc}`;
+  const autoscaler = await startAutoscaler({
+    kubeconfigPath: await plane.kubeconfigFor(identity),
+    grpcAddress,
+    ...(options.autoscalerFlags && { flags: options.autoscalerFlags }),
+  });
+  // Stopped before plugpool, which answers its Cleanup.
+  cleanups.push(() => autoscaler.stop());
+  const client = createCloudProviderClient(grpcAddress);
+  cleanups.push(() => { client.close(); });
+
+  return {
+    plane,
+    core,
+    machines,
+    autoscaler,
+    client,
+    plugpoolLog,
+    caLog: (pattern) => autoscaler.log().split("\n").filter((line) => pattern.test(line)),
+    plug,
+    history: (machine) => histories.get(machine) ?? [],
+    events: (type) => lines.map((l) => l.fields).filter((f) => f.event !== undefined && (type === undefined || f.event === type)),
+    served: () => served,
+    stopPlugpool,
+    startPlugpool,
+    diagnostics: () =>
+      [
+        `--- cluster-autoscaler (${autoscaler.logPath}) ---`, autoscaler.logTail(80),
+        `--- plugpool ---`, plugpoolLog.tail(40),
+        `--- simulator failures ---`, machines.failures().map(String).join("\n") || "(none)",
+      ].join("\n"),
+    stop,
+  };
+}
+
+/** Short timings: a power-off takes seconds. Machines in the order given, all in group `workers`. */
+function plugpoolConfig(grpcPort: number, machines: readonly MachineSpec[], plugs: ReadonlyMap<string, EmulatedPlug>): AppConfig {
+  const node = (m: MachineSpec): string =>
+    `      - { name: ${m.name}, plug: { url: "${plugs.get(m.name)?.url ?? ""}", switch: Relay${m.powerSensor === true ? ", powerSensor: Power" : ""} } }`;
+  return loadConfig(
+    [
+      `listen: 127.0.0.1:${grpcPort}`,
+      "opsListen: 127.0.0.1:0",
+      `providerIDPrefix: "${PREFIX}"`,
+      "plugs: { timeout: 1s }",
+      `powerOff: { namespace: ${NAMESPACE}, notReadyTimeout: 20s, grace: 1s, standbyWatts: 5, standbyWindow: 500ms }`,
+      "nodeGroups:",
+      "  - id: workers",
+      `    maxSize: ${machines.length}`,
+      `    template: { cpu: '4', memory: 8Gi, labels: { ${Object.entries(POOL_LABEL).map(([k, v]) => `${k}: ${v}`).join(", ")} } }`,
+      "    nodes:",
+      ...machines.map(node),
+    ].join("\n"),
+    {},
+  );
+}
+
+/** The example ServiceAccount with a token for a week (the sandbox may run that long). */
+async function serviceAccount(plane: ControlPlane, admin: KubeConfig): Promise<KubeConfig> {
+  const core = admin.makeApiClient(CoreV1Api);
+  const request = await core.createNamespacedServiceAccountToken({
+    namespace: NAMESPACE,
+    name: SERVICE_ACCOUNT,
+    body: { spec: { audiences: [], expirationSeconds: 7 * 24 * 3600 } },
+  });
+  const token = request.status?.token;
+  const caData = admin.getCurrentCluster()?.caData;
+  if (token === undefined || caData === undefined) throw new Error("no token for the example ServiceAccount");
+  return tokenKubeConfig(plane.server, Buffer.from(caData, "base64").toString("utf8"), `system:serviceaccount:${NAMESPACE}:${SERVICE_ACCOUNT}`, token);
+}

@@ -1,0 +1,94 @@
+// The sandbox (tests/sandbox.ts, `scripts/dev.sh sandbox`) as a user runs it: a child process that reaches a
+// scale-up, and that leaves no process and no file behind however it stops.
+import { after, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { eventually } from "../support/eventually.ts";
+
+const repo = join(import.meta.dirname, "..", "..");
+
+interface Run {
+  readonly child: ChildProcess;
+  output(): string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+const runs: Run[] = [];
+
+function startSandbox(args: readonly string[]): Run {
+  const child = spawn(process.execPath, ["tests/sandbox.ts", ...args], { cwd: repo, stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  child.stdout.on("data", (chunk: Buffer) => { output += chunk.toString(); });
+  child.stderr.on("data", (chunk: Buffer) => { output += chunk.toString(); });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.once("exit", (code, signal) => { resolve({ code, signal }); });
+  });
+  const run = { child, output: () => output, exited };
+  runs.push(run);
+  return run;
+}
+
+/** The sandbox's folders, read from what it printed (the kubeconfig and the two logs). */
+function foldersOf(output: string): string[] {
+  const kubeconfig = /export KUBECONFIG=(\S+)/.exec(output)?.[1];
+  const caLog = /Logs: cluster-autoscaler (\S+)/.exec(output)?.[1];
+  const plugpoolLog = /^\s+plugpool\s+(\/\S+)$/m.exec(output)?.[1];
+  assert.ok(kubeconfig !== undefined && caLog !== undefined && plugpoolLog !== undefined, output);
+  return [dirname(kubeconfig), dirname(caLog), dirname(plugpoolLog)];
+}
+
+/** Processes whose command line mentions one of `folders`: they belong to the sandbox. */
+function processesUsing(folders: readonly string[]): string[] {
+  const found: string[] = [];
+  for (const pid of readdirSync("/proc").filter((e) => /^\d+$/.test(e))) {
+    let cmdline: string;
+    try {
+      cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " ");
+    } catch {
+      continue; // gone meanwhile
+    }
+    if (folders.some((f) => cmdline.includes(f))) found.push(`${pid}: ${cmdline}`);
+  }
+  return found;
+}
+
+async function assertNothingLeft(folders: readonly string[]): Promise<void> {
+  await eventually("no sandbox process left", () => {
+    assert.deepEqual(processesUsing(folders), []);
+  }, 5_000);
+  for (const folder of folders) assert.equal(existsSync(folder), false, `${folder} removed`);
+}
+
+describe("the sandbox", () => {
+  after(() => {
+    for (const run of runs) run.child.kill("SIGKILL");
+  });
+
+  it("scales up for its pending pod and, with --exit-after-scale-up, stops everything and exits 0", async () => {
+    const started = performance.now();
+    const run = startSandbox(["--exit-after-scale-up"]);
+    const { code } = await run.exited;
+    console.log(`sandbox smoke run: ${((performance.now() - started) / 1000).toFixed(1)} s`);
+    assert.equal(code, 0, run.output());
+    assert.match(run.output(), /plugpool\s+switched on the plug of worker-1/);
+    assert.match(run.output(), /cluster-autoscaler Scale-up: setting group workers size to 1/);
+    assert.match(run.output(), /scaled up: pod demo runs on worker-1/);
+    await assertNothingLeft(foldersOf(run.output()));
+  });
+
+  it("stops everything on SIGTERM, leaving no process and no file behind", async () => {
+    const run = startSandbox([]);
+    await eventually("the scale-up", () => {
+      assert.match(run.output(), /scaled up/);
+    }, 120_000, 250);
+    const folders = foldersOf(run.output());
+    assert.notDeepEqual(processesUsing(folders), [], "the sandbox's processes run");
+    run.child.kill("SIGTERM");
+    const { signal } = await run.exited;
+    assert.equal(signal, "SIGTERM");
+    assert.match(run.output(), /sandbox: SIGTERM, stopping everything/);
+    await assertNothingLeft(folders);
+  });
+});

@@ -1,0 +1,134 @@
+// `bash scripts/dev.sh sandbox`: plugpool on a laptop. A real control plane (with controller-manager and
+// scheduler), three emulated ESPHome plugs with simulated machines behind them, plugpool serving and the real
+// cluster-autoscaler, all on loopback, with a pending pod to start things off. It tells on stdout what CA
+// decides, what plugpool does with the plugs, and what the machines do, until Ctrl-C.
+//
+//   node tests/sandbox.ts [--exit-after-scale-up]    (or PLUGPOOL_SANDBOX_EXIT_AFTER_SCALE_UP=1)
+import { setTimeout as sleep } from "node:timers/promises";
+import { parseArgs } from "node:util";
+import type { MachineState } from "./support/machine-simulator.ts";
+import { emulatedObjectId } from "./support/plug-emulator/index.ts";
+import { followLog, isDecision, parseKlog } from "./e2e/autoscaler/ca-log.ts";
+import { startEnvironment, type Environment, type MachineSpec } from "./e2e/autoscaler/environment.ts";
+import type { LogLine } from "./e2e/autoscaler/plugpool-log.ts";
+import { createPoolPod, readPod } from "./e2e/autoscaler/scenario.ts";
+
+const { values } = parseArgs({ options: { "exit-after-scale-up": { type: "boolean", default: false } } });
+const exitAfterScaleUp = values["exit-after-scale-up"] || process.env.PLUGPOOL_SANDBOX_EXIT_AFTER_SCALE_UP === "1";
+const started = performance.now();
+
+const machines: readonly MachineSpec[] = [
+  { name: "worker-1", version: "2026.7", platform: "esp32", powerSensor: true },
+  { name: "worker-2", version: "2026.1", platform: "esp32" },
+  { name: "worker-3", version: "2025.12", platform: "esp8266" },
+];
+
+const MACHINE_STATES: Readonly<Record<MachineState, string>> = {
+  booting: "power on: booting (no Node yet)",
+  running: "booted: Node registered and Ready",
+  "shutting-down": "plugpool's power-off pod runs: the OS shuts down",
+  halted: "OS halted, Node NotReady (the board still draws standby power)",
+  off: "no power",
+};
+
+function say(who: string, what: string): void {
+  const seconds = ((performance.now() - started) / 1000).toFixed(1).padStart(6);
+  console.log(`[${seconds}s] ${who.padEnd(18)} ${what}`);
+}
+
+function narratePlugpool(line: LogLine): void {
+  if (line.level === "debug") return;
+  const detail = line.fields.error ?? line.fields.detail;
+  say("plugpool", `${line.message}${line.fields.event === undefined && detail !== undefined ? `: ${String(detail)}` : ""}`);
+}
+
+// CA repeats some decisions every loop (an unschedulable pod, say): each is told once a minute at most.
+const toldAt = new Map<string, number>();
+function narrateAutoscaler(raw: string): void {
+  const line = parseKlog(raw);
+  if (line === undefined || !isDecision(line)) return;
+  const now = performance.now();
+  if (now - (toldAt.get(line.message) ?? -Infinity) < 60_000) return;
+  toldAt.set(line.message, now);
+  say("cluster-autoscaler", `${line.level === "I" ? "" : `(${line.level}) `}${line.message}`);
+}
+
+function instructions(env: Environment): string {
+  const served = env.served();
+  return [
+    "",
+    "The sandbox is up. In another terminal (with kubectl):",
+    `  export KUBECONFIG=${env.plane.kubeconfigPath}`,
+    "  kubectl get nodes -L example.com/pool -w        # machines joining and leaving",
+    "  kubectl get pods -o wide                         # the pod 'demo' waits for a machine",
+    "  kubectl delete pod demo                          # empty node: scale-down after 30 s unneeded",
+    "  kubectl apply -f - <<'EOF'                       # a pod that needs a machine of its own",
+    "  apiVersion: v1",
+    "  kind: Pod",
+    "  metadata: { name: big }",
+    "  spec:",
+    "    nodeSelector: { example.com/pool: workers }",
+    "    containers: [{ name: app, image: registry.k8s.io/pause:3.10, resources: { requests: { cpu: 3500m } } }]",
+    "  EOF",
+    "Without kubectl:",
+    ...machines.map((m) => {
+      // ESPHome before 2026.1 knows the entity by its object_id only.
+      const entity = m.version === "2025.12" ? emulatedObjectId("Relay") : "Relay";
+      return `  curl ${env.plug(m.name).url}/switch/${entity}     # the plug of ${m.name} (ESPHome ${m.version ?? ""})`;
+    }),
+    `  curl ${env.plug("worker-1").url}/sensor/Power      # worker-1's power draw`,
+    `  curl http://127.0.0.1:${String(served?.opsPort ?? "")}/metrics     # plugpool's metrics`,
+    `Logs: cluster-autoscaler ${env.autoscaler.logPath}`,
+    `      plugpool           ${env.plugpoolLog.path}`,
+    "Ctrl-C stops everything.",
+    "",
+  ].join("\n");
+}
+
+/** Resolves once the pod runs, with its node. */
+async function waitUntilRunning(env: Environment, name: string): Promise<string> {
+  for (;;) {
+    const pod = await readPod(env.core, name).catch(() => undefined);
+    if (pod?.status?.phase === "Running") return pod.spec?.nodeName ?? "";
+    await sleep(500);
+  }
+}
+
+// Ctrl-C reaches every process of the terminal's group; the control plane's own handlers then kill whatever
+// is left and remove their files. This only says so, then gets out of the way.
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  const onSignal = (): void => {
+    process.off(signal, onSignal);
+    console.log(`\nsandbox: ${signal}, stopping everything`);
+    if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
+  };
+  process.prependListener(signal, onSignal);
+}
+
+say("sandbox", "starting the control plane, plugs, machines, plugpool and cluster-autoscaler…");
+const env = await startEnvironment({
+  machines,
+  // Long enough to watch CA's DeletionCandidate taint before the node goes.
+  autoscalerFlags: { "scale-down-unneeded-time": "30s" },
+  onMachineChange: (machine, state) => { say(machine, MACHINE_STATES[state]); },
+  onPlugpoolLog: narratePlugpool,
+}).catch((error: unknown) => {
+  console.error(`sandbox: could not start: ${error instanceof Error ? error.message : String(error)}`);
+  process.exit(1);
+});
+const follower = followLog(env.autoscaler.logPath, narrateAutoscaler);
+console.log(instructions(env));
+
+const created = performance.now();
+await createPoolPod(env.core, "demo");
+say("sandbox", "created pod default/demo (1 CPU, nodeSelector example.com/pool=workers): no machine is on, it is pending");
+const node = await waitUntilRunning(env, "demo");
+say("sandbox", `scaled up: pod demo runs on ${node}, ${((performance.now() - created) / 1000).toFixed(1)} s after it was created`);
+
+if (exitAfterScaleUp) {
+  follower.stop();
+  await env.stop();
+  say("sandbox", "stopped");
+} else {
+  say("sandbox", "try `kubectl delete pod demo` to watch the scale-down; Ctrl-C stops everything");
+}

@@ -1,0 +1,118 @@
+// The real cluster-autoscaler as the end-to-end suite and the sandbox run it, with plugpool as its externalgrpc
+// cloud provider: flags shortened for a tiny test cluster, its own folder for the cloud-config and the log, and a
+// wait until it serves. The binary and the connection flags come from tests/support/autoscaler/autoscaler.ts.
+import { readFileSync, rmSync } from "node:fs";
+import { autoscalerMissing, startAutoscaler as startAutoscalerBinary, type RunningAutoscaler } from "./autoscaler/autoscaler.ts";
+import { createOwnedTempDir, onAbruptExit } from "./control-plane/process.ts";
+import { answersOk, waitUntilReady } from "./control-plane/readiness.ts";
+
+/**
+ * cluster-autoscaler 1.36's flags for a cluster of a few machines that boot in seconds; `AutoscalerOptions.flags`
+ * overrides one by name. Durations are Go durations. Besides these, CA always gets --cloud-config, --kubeconfig
+ * and a loopback --address (tests/support/autoscaler/autoscaler.ts).
+ */
+export const AUTOSCALER_FLAGS: Readonly<Record<string, string>> = {
+  // plugpool, at the cloud-config's address; node groups come from its NodeGroups answer (no --nodes).
+  "cloud-provider": "externalgrpc",
+  // A single replica: no Lease to win before the first loop.
+  "leader-elect": "false",
+  // Its status ConfigMap lives here; deploy/examples/rbac.yaml grants exactly that.
+  namespace: "plugpool",
+  // Kept on (the default): CA only sends Cleanup on exit when it writes its status ConfigMap.
+  "write-status-configmap": "true",
+  // A loop every 2 s (default 10 s). An unschedulable pod, or a scale-up, starts a loop at once anyway.
+  "scan-interval": "2s",
+  // An empty node is removed after 5 s unneeded (default 10m).
+  "scale-down-unneeded-time": "5s",
+  // Scale-down is considered 5 s after a scale-up (default 10m) ...
+  "scale-down-delay-after-add": "5s",
+  // ... and 5 s after a failed one (default 3m).
+  "scale-down-delay-after-failure": "5s",
+  // A node found unremovable (say, it still ran a pod) is looked at again after 5 s, not 5 min: otherwise
+  // deleting the last pod leaves the node up for minutes.
+  "unremovable-node-recheck-timeout": "5s",
+  // Between CA's ToBeDeleted taint and its DeleteNodes call (default 5 s).
+  "node-delete-delay-after-taint": "1s",
+  // A switched-on machine has 60 s to register its Node (default 15m); then CA gives the scale-up up.
+  "max-node-provision-time": "60s",
+  // A registered node NotReady this long counts as unneeded (default 20m).
+  "scale-down-unready-time": "1m",
+  // Pods with emptyDir volumes do not pin a node (sandbox users' pods often have one).
+  "skip-nodes-with-local-storage": "false",
+  // klog verbosity 2: scale-up plans, unneeded nodes and the reasons behind them, without per-loop noise.
+  v: "2",
+};
+
+export interface AutoscalerOptions {
+  /** kubeconfig file of the identity CA acts as. */
+  readonly kubeconfigPath: string;
+  /** plugpool's gRPC address, host:port. */
+  readonly grpcAddress: string;
+  /** CA's per-RPC deadline (default 10s, as deploy/examples raises it). */
+  readonly grpcTimeout?: string;
+  /** Flags that replace or add to AUTOSCALER_FLAGS, by name (without the dashes). */
+  readonly flags?: Readonly<Record<string, string>>;
+}
+
+export interface AutoscalerProcess {
+  readonly logPath: string;
+  /** http://127.0.0.1:<port>: /metrics and /health-check. */
+  readonly metricsUrl: string;
+  running(): boolean;
+  /** Its whole log so far. */
+  log(): string;
+  /** The last lines of its log, for failure messages. */
+  logTail(lines?: number): string;
+  /** SIGTERM (CA then sends Cleanup), SIGKILL after 10 s; removes its files. Idempotent. */
+  stop(): Promise<void>;
+}
+
+/** Starts cluster-autoscaler; resolves once its health endpoint answers. */
+export async function startAutoscaler(options: AutoscalerOptions): Promise<AutoscalerProcess> {
+  const missing = autoscalerMissing();
+  if (missing !== undefined) throw new Error(missing);
+  const dir = createOwnedTempDir("plugpool-autoscaler-");
+  const unregister = onAbruptExit(() => { rmSync(dir, { recursive: true, force: true }); });
+  const flags = { ...AUTOSCALER_FLAGS, ...options.flags };
+  let started: RunningAutoscaler | undefined;
+  const stop = async (): Promise<void> => {
+    await started?.process.stop(10_000);
+    rmSync(dir, { recursive: true, force: true });
+    unregister();
+  };
+  try {
+    started = await startAutoscalerBinary({
+      kubeconfigPath: options.kubeconfigPath,
+      grpcAddress: options.grpcAddress,
+      dir,
+      grpcTimeout: options.grpcTimeout ?? "10s",
+      ...(flags.namespace !== undefined && { namespace: flags.namespace }),
+      ...(flags["scan-interval"] !== undefined && { scanInterval: flags["scan-interval"] }),
+      // After the connection flags, so these win where both name one.
+      extraArgs: Object.entries(flags).map(([name, value]) => `--${name}=${value}`),
+    });
+    const { process: child, metricsUrl } = started;
+    await waitUntilReady(child, "/health-check", () => answersOk(`${metricsUrl}/health-check`), 60_000);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  const { process: child, metricsUrl } = started;
+  let stopped: Promise<void> | undefined;
+  return {
+    logPath: child.logPath,
+    metricsUrl,
+    running: () => child.running(),
+    log: () => readLog(child.logPath),
+    logTail: (lines = 60) => child.logTail(lines),
+    stop: () => (stopped ??= stop()),
+  };
+}
+
+function readLog(path: string): string {
+  try {
+    return readFileSync(path, "utf8");
+  } catch {
+    return "";
+  }
+}
