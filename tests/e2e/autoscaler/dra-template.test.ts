@@ -10,6 +10,7 @@ import type { DeviceSlice } from "../../../src/domain/model.ts";
 import { eventually } from "../../support/eventually.ts";
 import { startEnvironment, type Environment } from "./environment.ts";
 import { createPoolPod, readPod, scenario } from "./scenario.ts";
+import { autoscalerMissing } from "../../support/autoscaler/autoscaler.ts";
 
 const gpuSlice: DeviceSlice = {
   driver: "gpu.example.com",
@@ -18,7 +19,8 @@ const gpuSlice: DeviceSlice = {
   devices: [{ name: "gpu-0", attributes: { model: { string: "A100" } }, capacity: { memory: "80Gi" } }],
 };
 
-describe("cluster-autoscaler with plugpool: DRA slices in the template", () => {
+// Skipped, with the reason, where cluster-autoscaler cannot be built (tests/support/autoscaler/build.sh).
+describe("cluster-autoscaler with plugpool: DRA slices in the template", { skip: autoscalerMissing() }, () => {
   let env: Environment;
   const diagnostics = (): string => env.diagnostics();
 

@@ -16,7 +16,8 @@ export function autoscalerBinaryPath(): string {
 /** Undefined when the binary is there; otherwise why not, and how to build it. */
 export function autoscalerMissing(): string | undefined {
   const path = autoscalerBinaryPath();
-  return existsSync(path) ? undefined : `cluster-autoscaler is not built at ${path}: run tests/support/autoscaler/build.sh`;
+  return existsSync(path) ? undefined : `cluster-autoscaler is not built at ${path}: the Go module proxy refuses its module, so build it from a clone ` +
+        "of kubernetes/autoscaler with PLUGPOOL_AUTOSCALER_GIT=<clone> bash tests/support/autoscaler/build.sh";
 }
 
 export interface AutoscalerOptions {
