@@ -71,6 +71,19 @@ export function binaryPath(name: string): string {
 
 /** Starts a control plane on free loopback ports; resolves once every process is ready. */
 export async function startControlPlane(options: ControlPlaneOptions = {}): Promise<ControlPlane> {
+  // Free ports are found before the processes bind them, so another program may take one in between
+  // (other suites run beside this one): then the whole plane starts again on new ports.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(options);
+    } catch (error) {
+      const portTaken = error instanceof Error && /address already in use/.test(error.message);
+      if (!portTaken || attempt === 3) throw error;
+    }
+  }
+}
+
+async function startOnce(options: ControlPlaneOptions): Promise<ControlPlane> {
   const binary = {
     etcd: binaryPath("etcd"),
     apiserver: binaryPath("kube-apiserver"),
