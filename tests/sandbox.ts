@@ -1,13 +1,16 @@
 // `bash scripts/dev.sh sandbox`: plugpool on a laptop. A real control plane (with controller-manager and
 // scheduler), three emulated ESPHome plugs with simulated machines behind them, plugpool serving and the real
 // cluster-autoscaler, all on loopback, with a pending pod to start things off. It tells on stdout what CA
-// decides, what plugpool does with the plugs, and what the machines do, until Ctrl-C.
+// decides, what plugpool does with the plugs, and what the machines do, until Ctrl-C. Where cluster-autoscaler
+// is not built, a stand-in takes its place (tests/support/autoscaler-standin.ts), and the sandbox says so.
 //
 //   node tests/sandbox.ts [--exit-after-scale-up]    (or PLUGPOOL_SANDBOX_EXIT_AFTER_SCALE_UP=1)
+//   PLUGPOOL_SANDBOX_AUTOSCALER=auto|real|stand-in   which autoscaler (default auto: the real one when built)
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
 import type { MachineState } from "./support/machine-simulator.ts";
 import { emulatedObjectId } from "./support/plug-emulator/index.ts";
+import { STAND_IN_NOTICE } from "./support/autoscaler-standin.ts";
 import { followLog, isDecision, parseKlog } from "./e2e/autoscaler/ca-log.ts";
 import { startEnvironment, type Environment, type MachineSpec } from "./e2e/autoscaler/environment.ts";
 import type { LogLine } from "./e2e/autoscaler/plugpool-log.ts";
@@ -15,6 +18,11 @@ import { createPoolPod, readPod } from "./e2e/autoscaler/scenario.ts";
 
 const { values } = parseArgs({ options: { "exit-after-scale-up": { type: "boolean", default: false } } });
 const exitAfterScaleUp = values["exit-after-scale-up"] || process.env.PLUGPOOL_SANDBOX_EXIT_AFTER_SCALE_UP === "1";
+const autoscalerMode = process.env.PLUGPOOL_SANDBOX_AUTOSCALER ?? "auto";
+if (autoscalerMode !== "auto" && autoscalerMode !== "real" && autoscalerMode !== "stand-in") {
+  console.error(`sandbox: PLUGPOOL_SANDBOX_AUTOSCALER must be auto, real or stand-in, not "${autoscalerMode}"`);
+  process.exit(2);
+}
 const started = performance.now();
 
 const machines: readonly MachineSpec[] = [
@@ -44,13 +52,13 @@ function narratePlugpool(line: LogLine): void {
 
 // CA repeats some decisions every loop (an unschedulable pod, say): each is told once a minute at most.
 const toldAt = new Map<string, number>();
-function narrateAutoscaler(raw: string): void {
+function narrateAutoscaler(who: string, raw: string): void {
   const line = parseKlog(raw);
   if (line === undefined || !isDecision(line)) return;
   const now = performance.now();
   if (now - (toldAt.get(line.message) ?? -Infinity) < 60_000) return;
   toldAt.set(line.message, now);
-  say("cluster-autoscaler", `${line.level === "I" ? "" : `(${line.level}) `}${line.message}`);
+  say(who, `${line.level === "I" ? "" : `(${line.level}) `}${line.message}`);
 }
 
 function instructions(env: Environment): string {
@@ -78,7 +86,7 @@ function instructions(env: Environment): string {
     }),
     `  curl ${env.plug("worker-1").url}/sensor/Power      # worker-1's power draw`,
     `  curl http://127.0.0.1:${String(served?.opsPort ?? "")}/metrics     # plugpool's metrics`,
-    `Logs: cluster-autoscaler ${env.autoscaler.logPath}`,
+    `Logs: cluster-autoscaler ${env.autoscaler.logPath}${env.autoscalerKind === "stand-in" ? "   (its stand-in's)" : ""}`,
     `      plugpool           ${env.plugpoolLog.path}`,
     "Ctrl-C stops everything.",
     "",
@@ -108,6 +116,7 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
 say("sandbox", "starting the control plane, plugs, machines, plugpool and cluster-autoscaler…");
 const env = await startEnvironment({
   machines,
+  autoscaler: autoscalerMode,
   // Long enough to watch CA's DeletionCandidate taint before the node goes.
   autoscalerFlags: { "scale-down-unneeded-time": "30s" },
   onMachineChange: (machine, state) => { say(machine, MACHINE_STATES[state]); },
@@ -116,7 +125,13 @@ const env = await startEnvironment({
   console.error(`sandbox: could not start: ${error instanceof Error ? error.message : String(error)}`);
   process.exit(1);
 });
-const follower = followLog(env.autoscaler.logPath, narrateAutoscaler);
+if (env.autoscalerKind === "stand-in") {
+  say("sandbox", `${STAND_IN_NOTICE} (tests/support/autoscaler-standin.ts; tests/support/autoscaler/build.sh tells how to build the real one)`);
+} else {
+  say("sandbox", "the real cluster-autoscaler drives plugpool");
+}
+const who = env.autoscalerKind === "stand-in" ? "ca stand-in" : "cluster-autoscaler";
+const follower = followLog(env.autoscaler.logPath, (line) => { narrateAutoscaler(who, line); });
 console.log(instructions(env));
 
 const created = performance.now();

@@ -1,10 +1,13 @@
 // The sandbox (tests/sandbox.ts, `scripts/dev.sh sandbox`) as a user runs it: a child process that reaches a
-// scale-up, and that leaves no process and no file behind however it stops.
+// scale-up, and that leaves no process and no file behind however it stops. With the stand-in for
+// cluster-autoscaler it runs on any machine; with the real CA only where its binary is built.
 import { after, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
+import { autoscalerMissing } from "../support/autoscaler/autoscaler.ts";
+import { STAND_IN_NOTICE } from "../support/autoscaler-standin.ts";
 import { eventually } from "../support/eventually.ts";
 
 const repo = join(import.meta.dirname, "..", "..");
@@ -17,8 +20,12 @@ interface Run {
 
 const runs: Run[] = [];
 
-function startSandbox(args: readonly string[]): Run {
-  const child = spawn(process.execPath, ["tests/sandbox.ts", ...args], { cwd: repo, stdio: ["ignore", "pipe", "pipe"] });
+function startSandbox(autoscaler: "real" | "stand-in", args: readonly string[]): Run {
+  const child = spawn(process.execPath, ["tests/sandbox.ts", ...args], {
+    cwd: repo,
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, PLUGPOOL_SANDBOX_AUTOSCALER: autoscaler },
+  });
   let output = "";
   child.stdout.on("data", (chunk: Buffer) => { output += chunk.toString(); });
   child.stderr.on("data", (chunk: Buffer) => { output += chunk.toString(); });
@@ -66,20 +73,35 @@ describe("the sandbox", () => {
     for (const run of runs) run.child.kill("SIGKILL");
   });
 
-  it("scales up for its pending pod and, with --exit-after-scale-up, stops everything and exits 0", async () => {
+  /** Runs the sandbox with --exit-after-scale-up to its end; resolves with its output once it has exited 0. */
+  async function runToScaleUp(autoscaler: "real" | "stand-in"): Promise<string> {
     const started = performance.now();
-    const run = startSandbox(["--exit-after-scale-up"]);
+    const run = startSandbox(autoscaler, ["--exit-after-scale-up"]);
     const { code } = await run.exited;
-    console.log(`sandbox smoke run: ${((performance.now() - started) / 1000).toFixed(1)} s`);
+    console.log(`sandbox smoke run (${autoscaler}): ${((performance.now() - started) / 1000).toFixed(1)} s`);
     assert.equal(code, 0, run.output());
     assert.match(run.output(), /plugpool\s+switched on the plug of worker-1/);
-    assert.match(run.output(), /cluster-autoscaler Scale-up: setting group workers size to 1/);
     assert.match(run.output(), /scaled up: pod demo runs on worker-1/);
     await assertNothingLeft(foldersOf(run.output()));
+    return run.output();
+  }
+
+  it("with the real cluster-autoscaler, scales up for its pending pod and, with --exit-after-scale-up, exits 0", { skip: autoscalerMissing() }, async () => {
+    const output = await runToScaleUp("real");
+    assert.match(output, /the real cluster-autoscaler drives plugpool/);
+    assert.match(output, /cluster-autoscaler Scale-up: setting group workers size to 1/);
+    assert.doesNotMatch(output, /stand-in/);
+  });
+
+  it("with the stand-in for cluster-autoscaler, says so, scales up and, with --exit-after-scale-up, exits 0", async () => {
+    const output = await runToScaleUp("stand-in");
+    assert.ok(output.includes(STAND_IN_NOTICE), output);
+    assert.match(output, /ca stand-in\s+Pod default\/demo is unschedulable/);
+    assert.match(output, /ca stand-in\s+Scale-up: setting group workers size to 1/);
   });
 
   it("stops everything on SIGTERM, leaving no process and no file behind", async () => {
-    const run = startSandbox([]);
+    const run = startSandbox("stand-in", []);
     await eventually("the scale-up", () => {
       assert.match(run.output(), /scaled up/);
     }, 120_000, 250);

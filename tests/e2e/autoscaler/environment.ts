@@ -1,6 +1,7 @@
 // The whole site on loopback, as production wires it: a real control plane (with controller-manager and
 // scheduler), emulated ESPHome plugs with simulated machines behind them, plugpool's `serve`, and the real
-// cluster-autoscaler talking to it over externalgrpc. plugpool and CA act as the example ServiceAccount of
+// cluster-autoscaler talking to it over externalgrpc (or, for the sandbox on a machine without CA, a stand-in:
+// tests/support/autoscaler-standin.ts). plugpool and CA act as the example ServiceAccount of
 // deploy/examples/rbac.yaml; the simulated kubelets act as admin.
 import { rmSync } from "node:fs";
 import { join } from "node:path";
@@ -9,7 +10,9 @@ import { loadConfig, type AppConfig } from "../../../src/app/config.ts";
 import { serve, type Served } from "../../../src/app/serve.ts";
 import { TEMPLATE_SLICES_CONFIGMAP } from "../../../src/adapters/kubernetes/template-slices.ts";
 import type { DeviceSlice } from "../../../src/domain/model.ts";
-import { startAutoscaler, type AutoscalerProcess } from "../../support/autoscaler-process.ts";
+import { parseDuration } from "../../../src/app/duration.ts";
+import { AUTOSCALER_FLAGS, startAutoscaler, type AutoscalerProcess } from "../../support/autoscaler-process.ts";
+import { startAutoscalerStandIn } from "../../support/autoscaler-standin.ts";
 import { autoscalerMissing } from "../../support/autoscaler/autoscaler.ts";
 import { startControlPlane, type ControlPlane } from "../../support/control-plane.ts";
 import { tokenKubeConfig } from "../../support/control-plane/credentials.ts";
@@ -39,7 +42,15 @@ export interface MachineSpec {
 
 export interface EnvironmentOptions {
   readonly machines: readonly MachineSpec[];
-  /** Overrides of tests/support/autoscaler-process.ts AUTOSCALER_FLAGS. */
+  /**
+   * Which autoscaler drives plugpool: "real" (the default) requires cluster-autoscaler's binary; "stand-in"
+   * runs tests/support/autoscaler-standin.ts, which is not CA; "auto" takes the real one when it is built.
+   */
+  readonly autoscaler?: "real" | "stand-in" | "auto";
+  /**
+   * Overrides of tests/support/autoscaler-process.ts AUTOSCALER_FLAGS. The stand-in honours scan-interval,
+   * scale-down-unneeded-time and max-node-provision-time of the result.
+   */
   readonly autoscalerFlags?: Readonly<Record<string, string>>;
   /** DRA slices per machine, stored in plugpool's ConfigMap before it starts. */
   readonly templateSlices?: Readonly<Record<string, readonly DeviceSlice[]>>;
@@ -55,6 +66,8 @@ export interface Environment {
   readonly core: CoreV1Api;
   readonly machines: MachineSimulator;
   readonly autoscaler: AutoscalerProcess;
+  /** Which one `autoscaler` is. */
+  readonly autoscalerKind: "real" | "stand-in";
   /** A grpc-js client of plugpool, as a second caller next to CA. */
   readonly client: CloudProviderClient;
   readonly plugpoolLog: FileLogger;
@@ -78,13 +91,15 @@ export interface Environment {
 export async function startEnvironment(options: EnvironmentOptions): Promise<Environment> {
   // Before anything starts: the one binary that a fresh machine is most likely to lack.
   const missing = autoscalerMissing();
-  if (missing !== undefined) throw new Error(missing);
+  const mode = options.autoscaler ?? "real";
+  if (mode === "real" && missing !== undefined) throw new Error(missing);
+  const kind = mode === "stand-in" || (mode === "auto" && missing !== undefined) ? "stand-in" : "real";
   const cleanups: (() => Promise<void> | void)[] = [];
   const stop = async (): Promise<void> => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
   };
   try {
-    return await start(options, cleanups, stop);
+    return await start(options, kind, cleanups, stop);
   } catch (error) {
     await stop();
     throw error;
@@ -93,6 +108,7 @@ export async function startEnvironment(options: EnvironmentOptions): Promise<Env
 
 async function start(
   options: EnvironmentOptions,
+  autoscalerKind: "real" | "stand-in",
   cleanups: (() => Promise<void> | void)[],
   stop: () => Promise<void>,
 ): Promise<Environment> {
@@ -164,11 +180,18 @@ async function start(
   cleanups.push(stopPlugpool);
 
   const grpcAddress = `127.0.0.1:${grpc}`;
-  const autoscaler = await startAutoscaler({
-    kubeconfigPath: await plane.kubeconfigFor(identity),
-    grpcAddress,
-    ...(options.autoscalerFlags && { flags: options.autoscalerFlags }),
-  });
+  const kubeconfigPath = await plane.kubeconfigFor(identity);
+  const flags = { ...AUTOSCALER_FLAGS, ...options.autoscalerFlags };
+  const ms = (flag: string): number | undefined => parseDuration(flags[flag] ?? "");
+  const autoscaler = autoscalerKind === "stand-in"
+    ? startAutoscalerStandIn({
+      kubeconfigPath,
+      grpcAddress,
+      intervalMs: ms("scan-interval"),
+      unneededMs: ms("scale-down-unneeded-time"),
+      provisionMs: ms("max-node-provision-time"),
+    })
+    : await startAutoscaler({ kubeconfigPath, grpcAddress, ...(options.autoscalerFlags && { flags: options.autoscalerFlags }) });
   // Stopped before plugpool, which answers its Cleanup.
   cleanups.push(() => autoscaler.stop());
   const client = createCloudProviderClient(grpcAddress);
@@ -179,6 +202,7 @@ async function start(
     core,
     machines,
     autoscaler,
+    autoscalerKind,
     client,
     plugpoolLog,
     caLog: (pattern) => autoscaler.log().split("\n").filter((line) => pattern.test(line)),
