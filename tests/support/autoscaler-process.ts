@@ -1,28 +1,42 @@
 // The real cluster-autoscaler as the end-to-end suite and the sandbox run it, with plugpool as its externalgrpc
-// cloud provider: flags shortened for a tiny test cluster, its own folder for the cloud-config and the log, and a
+// cloud provider: the example Deployment's flags, with timings shortened for a tiny test cluster, its own folder for the cloud-config and the log, and a
 // wait until it serves. The binary and the connection flags come from tests/support/autoscaler/autoscaler.ts.
 import { readFileSync, rmSync } from "node:fs";
+import type { V1ConfigMap, V1Deployment } from "@kubernetes/client-node";
+import { exampleManifest } from "../adapters/kubernetes/support.ts";
 import { autoscalerMissing, startAutoscaler as startAutoscalerBinary, type RunningAutoscaler } from "./autoscaler/autoscaler.ts";
 import { createOwnedTempDir, onAbruptExit } from "./control-plane/process.ts";
 import { answersOk, waitUntilReady } from "./control-plane/readiness.ts";
 
+/** The example Deployment's cluster-autoscaler container: its flags by name, and its cloud-config's grpc_timeout. */
+function exampleDeployment(): { flags: Record<string, string>; grpcTimeout: string } {
+  const [deployment] = exampleManifest("deployment.yaml") as V1Deployment[];
+  const container = deployment?.spec?.template.spec?.containers.find((c) => c.name === "cluster-autoscaler");
+  if (container?.args === undefined) throw new Error("deploy/examples/deployment.yaml has no cluster-autoscaler container args");
+  const flags: Record<string, string> = {};
+  for (const arg of container.args) {
+    const match = /^--([^=]+)=(.*)$/.exec(arg);
+    if (match?.[1] === undefined || match[2] === undefined) throw new Error(`unexpected cluster-autoscaler arg ${arg}`);
+    flags[match[1]] = match[2];
+  }
+  // The test writes its own cloud-config (plugpool's port differs per run).
+  delete flags["cloud-config"];
+  const [cloudConfig] = exampleManifest("cloud-config.yaml") as V1ConfigMap[];
+  const timeout = /grpc_timeout:\s*(\S+)/.exec(cloudConfig?.data?.["cloud-config"] ?? "")?.[1];
+  if (timeout === undefined) throw new Error("deploy/examples/cloud-config.yaml sets no grpc_timeout");
+  return { flags, grpcTimeout: timeout };
+}
+
+const example = exampleDeployment();
+
 /**
- * cluster-autoscaler 1.36's flags for a cluster of a few machines that boot in seconds; `AutoscalerOptions.flags`
- * overrides one by name. Durations are Go durations. Besides these, CA always gets --cloud-config, --kubeconfig
- * and a loopback --address (tests/support/autoscaler/autoscaler.ts).
+ * What the end-to-end suite changes in the example Deployment's flags, for a cluster of a few machines that
+ * boot in seconds. Everything else runs as deploy/examples/deployment.yaml says.
  */
-export const AUTOSCALER_FLAGS: Readonly<Record<string, string>> = {
-  // plugpool, at the cloud-config's address; node groups come from its NodeGroups answer (no --nodes).
-  "cloud-provider": "externalgrpc",
-  // A single replica: no Lease to win before the first loop.
-  "leader-elect": "false",
-  // Its status ConfigMap lives here; deploy/examples/rbac.yaml grants exactly that.
-  namespace: "plugpool",
-  // Kept on (the default): CA only sends Cleanup on exit when it writes its status ConfigMap.
-  "write-status-configmap": "true",
+export const SPEED_OVERRIDES: Readonly<Record<string, string>> = {
   // A loop every 2 s (default 10 s). An unschedulable pod, or a scale-up, starts a loop at once anyway.
   "scan-interval": "2s",
-  // An empty node is removed after 5 s unneeded (default 10m).
+  // An empty node is removed after 5 s unneeded (example: 30m).
   "scale-down-unneeded-time": "5s",
   // Scale-down is considered 5 s after a scale-up (default 10m) ...
   "scale-down-delay-after-add": "5s",
@@ -33,22 +47,27 @@ export const AUTOSCALER_FLAGS: Readonly<Record<string, string>> = {
   "unremovable-node-recheck-timeout": "5s",
   // Between CA's ToBeDeleted taint and its DeleteNodes call (default 5 s).
   "node-delete-delay-after-taint": "1s",
-  // A switched-on machine has 60 s to register its Node (default 15m); then CA gives the scale-up up.
+  // A switched-on machine has 60 s to register its Node (example: 15m); then CA gives the scale-up up.
   "max-node-provision-time": "60s",
   // A registered node NotReady this long counts as unneeded (default 20m).
   "scale-down-unready-time": "1m",
   // Pods with emptyDir volumes do not pin a node (sandbox users' pods often have one).
   "skip-nodes-with-local-storage": "false",
-  // klog verbosity 2: scale-up plans, unneeded nodes and the reasons behind them, without per-loop noise.
-  v: "2",
 };
+
+/**
+ * cluster-autoscaler's flags in the end-to-end suite: the example Deployment's, with SPEED_OVERRIDES;
+ * `AutoscalerOptions.flags` overrides one by name. Besides these, CA always gets --cloud-config, --kubeconfig
+ * and a loopback --address (tests/support/autoscaler/autoscaler.ts).
+ */
+export const AUTOSCALER_FLAGS: Readonly<Record<string, string>> = { ...example.flags, ...SPEED_OVERRIDES };
 
 export interface AutoscalerOptions {
   /** kubeconfig file of the identity CA acts as. */
   readonly kubeconfigPath: string;
   /** plugpool's gRPC address, host:port. */
   readonly grpcAddress: string;
-  /** CA's per-RPC deadline (default 10s, as deploy/examples raises it). */
+  /** CA's per-RPC deadline (default: the example cloud-config's grpc_timeout). */
   readonly grpcTimeout?: string;
   /** Flags that replace or add to AUTOSCALER_FLAGS, by name (without the dashes). */
   readonly flags?: Readonly<Record<string, string>>;
@@ -85,7 +104,7 @@ export async function startAutoscaler(options: AutoscalerOptions): Promise<Autos
       kubeconfigPath: options.kubeconfigPath,
       grpcAddress: options.grpcAddress,
       dir,
-      grpcTimeout: options.grpcTimeout ?? "10s",
+      grpcTimeout: options.grpcTimeout ?? example.grpcTimeout,
       ...(flags.namespace !== undefined && { namespace: flags.namespace }),
       ...(flags["scan-interval"] !== undefined && { scanInterval: flags["scan-interval"] }),
       // After the connection flags, so these win where both name one.
