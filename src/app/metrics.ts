@@ -18,7 +18,7 @@ export interface Metrics {
 
 export function createMetrics(): Metrics {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: "plugpool_process_" });
+  collectDefaultMetrics({ register: registry, prefix: "plugpool_" });
   const registers = [registry];
   let source: { pool: Pool; config: PoolConfig } | undefined;
   new Gauge({

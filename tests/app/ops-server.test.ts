@@ -19,7 +19,7 @@ describe("startOpsServer()", () => {
       assert.equal((await fetch(`${base}/readyz`)).status, 200);
       const text = await (await fetch(`${base}/metrics`)).text();
       assert.match(text, /plugpool_rpc_duration_seconds_count\{method="Refresh",code="ok"\} 1/);
-      assert.match(text, /plugpool_process_/);
+      assert.match(text, /^plugpool_process_resident_memory_bytes \d+/m);
       assert.equal((await fetch(`${base}/nope`)).status, 404);
       assert.equal((await fetch(`${base}/metrics`, { method: "POST" })).status, 405);
     } finally {

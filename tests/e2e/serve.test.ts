@@ -44,7 +44,7 @@ describe("plugpool serve (real apiserver, emulated plugs, simulated machines)", 
         "opsListen: 127.0.0.1:0",
         `providerIDPrefix: "${PREFIX}"`,
         "plugs: { timeout: 1s }",
-        "powerOff: { notReadyTimeout: 20s, grace: 1s, standbyWatts: 5, standbyWindow: 500ms }",
+        "powerOff: { notReadyTimeout: 20s, grace: 10s, standbyWatts: 5, standbyWindow: 500ms }",
         "nodeGroups:",
         "  - id: workers",
         "    maxSize: 2",
@@ -58,7 +58,8 @@ describe("plugpool serve (real apiserver, emulated plugs, simulated machines)", 
     machines = startMachineSimulator({
       kubeConfig: plane.admin(),
       providerIDPrefix: PREFIX,
-      machines: plugs.map((plug, i) => ({ name: `worker-${i + 1}`, plug, switchName: "Relay" })),
+      // worker-2 powers up but never boots (a dead disk, a BIOS stuck on a prompt).
+      machines: plugs.map((plug, i) => ({ name: `worker-${i + 1}`, plug, switchName: "Relay", neverBoots: i === 1 })),
       capacity: { cpu: "4", memory: "8Gi", pods: "110" },
       labels: { "example.com/pool": "workers" },
       bootDelayMs: 500,
@@ -154,6 +155,38 @@ describe("plugpool serve (real apiserver, emulated plugs, simulated machines)", 
     for (const reason of ["PoweredOn", "PowerOffStarted", "PlugOff", "NodeDeleted"]) {
       assert.ok(reasons.includes(reason), `Event ${reason} in ${reasons.join(", ")}`);
     }
+    const metrics = await (await fetch(`http://127.0.0.1:${served.opsPort}/metrics`)).text();
+    // worker-1's plug has a power sensor: the cut came when the draw reached standby, not after the full grace.
+    assert.match(metrics, /plugpool_power_off_grace_ended_total\{how="standby"\} 1/);
     assert.deepEqual(machines.failures(), []);
+  });
+
+  it("cuts a machine that never booted when CA drops it, and leaves it out of the next scale-up", async () => {
+    assert.equal((await client.call("refresh", {})).error, undefined);
+    assert.equal((await client.call("nodeGroupIncreaseSize", { id: "workers", delta: 2 })).error, undefined);
+    await eventually("worker-1 running, worker-2 still creating", async () => {
+      const { response } = await client.call("nodeGroupNodes", { id: "workers" });
+      assert.deepEqual(
+        response?.instances.map((i) => [i.id, i.status?.instanceState]),
+        [
+          [`${PREFIX}worker-1`, InstanceStatus_InstanceState.instanceRunning],
+          [`${PREFIX}worker-2`, InstanceStatus_InstanceState.instanceCreating],
+        ],
+      );
+    });
+    // What CA sends after --max-node-provision-time: its fake node for the instance.
+    const dropped = await client.call("nodeGroupDeleteNodes", {
+      id: "workers",
+      nodes: [{ name: `${PREFIX}worker-2`, providerID: `${PREFIX}worker-2`, annotations: { "k8s.io/cluster-autoscaler/fake-node-reason": "unregistered" } }],
+    });
+    assert.equal(dropped.error, undefined);
+    assert.equal(plugs[1]?.state("Relay"), false);
+    assert.equal((await client.call("nodeGroupTargetSize", { id: "workers" })).response?.targetSize, 1);
+    const metrics = await (await fetch(`http://127.0.0.1:${served.opsPort}/metrics`)).text();
+    assert.match(metrics, /plugpool_quarantined_machines\{machine="worker-2"\} 1/);
+    const again = await client.call("nodeGroupIncreaseSize", { id: "workers", delta: 1 });
+    assert.equal(again.error?.code, status.FAILED_PRECONDITION);
+    assert.match(again.error.details, /worker-2/);
+    assert.equal(plugs[1].state("Relay"), false);
   });
 });

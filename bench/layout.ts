@@ -1,0 +1,81 @@
+// The simulated site for N machines: groups of up to 100, half the machines registered (Ready Node, plug
+// on), one in ten plugs faulty (dead or slow, alternately), ESP32 and ESP8266 devices alternately. Derived
+// from the index only, so every run and every size has the same shape.
+import type { Platform } from "../tests/support/plug-emulator/index.ts";
+import type { PlugFault } from "./fleet.ts";
+
+export const PROVIDER_ID_PREFIX = "k3s://";
+export const GROUP_SIZE = 100;
+export const PLUG_TIMEOUT = "1s";
+export const PLUG_TIMEOUT_MS = 1000;
+export const SLOW_PLUG_MS = 300;
+
+export interface BenchMachine {
+  readonly name: string;
+  readonly group: string;
+  readonly registered: boolean;
+  readonly platform: Platform;
+  readonly fault?: PlugFault;
+}
+
+export interface Layout {
+  readonly machines: readonly BenchMachine[];
+  readonly groups: readonly string[];
+  readonly labels: (group: string) => Readonly<Record<string, string>>;
+}
+
+function faultAt(i: number): PlugFault | undefined {
+  // One machine in each block of ten: dead and slow alternate by block, registered (even index) and
+  // unregistered (odd) alternate by pair of blocks: 4 dead, 14 slow, 29 dead, 39 slow, 44 dead…
+  const block = Math.floor(i / 10);
+  if (i % 10 !== (Math.floor(block / 2) % 2 === 0 ? 4 : 9)) return undefined;
+  return block % 2 === 0 ? "dead" : "slow";
+}
+
+export function layout(count: number): Layout {
+  const groups = Array.from({ length: Math.ceil(count / GROUP_SIZE) }, (_, g) => `group-${g + 1}`);
+  const machines = Array.from({ length: count }, (_, i): BenchMachine => {
+    const fault = faultAt(i);
+    return {
+      name: `machine-${String(i).padStart(3, "0")}`,
+      group: groups[Math.floor(i / GROUP_SIZE)] ?? "",
+      registered: i % 2 === 0,
+      platform: i % 4 < 2 ? "esp32" : "esp8266",
+      ...(fault && { fault }),
+    };
+  });
+  return { machines, groups, labels: (group) => ({ "example.com/pool": group }) };
+}
+
+/** The configuration file plugpool is started with (gRPC and ops on free loopback ports). */
+export function configYaml(site: Layout, urls: readonly string[]): string {
+  const lines = [
+    "listen: 127.0.0.1:0",
+    "opsListen: 127.0.0.1:0",
+    `providerIDPrefix: "${PROVIDER_ID_PREFIX}"`,
+    `plugs: { timeout: ${PLUG_TIMEOUT} }`,
+    "nodeGroups:",
+  ];
+  for (const group of site.groups) {
+    const members = site.machines.map((m, i) => ({ m, url: urls[i] ?? "" })).filter(({ m }) => m.group === group);
+    lines.push(
+      `  - id: ${group}`,
+      `    maxSize: ${members.length}`,
+      `    template: { cpu: "4", memory: 8Gi, labels: { example.com/pool: ${group} } }`,
+      "    nodes:",
+      ...members.map(({ m, url }) => `      - { name: ${m.name}, plug: { url: "${url}", switch: Relay } }`),
+    );
+  }
+  return `${lines.join("\n")}\n`;
+}
+
+export function summary(site: Layout): { machines: number; groups: number; registered: number; dead: number; slow: number } {
+  const count = (p: (m: BenchMachine) => boolean): number => site.machines.filter(p).length;
+  return {
+    machines: site.machines.length,
+    groups: site.groups.length,
+    registered: count((m) => m.registered),
+    dead: count((m) => m.fault === "dead"),
+    slow: count((m) => m.fault === "slow"),
+  };
+}
