@@ -1,18 +1,9 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { HOLD_ANNOTATION, POWER_OFF_ANNOTATION } from "../../src/domain/index.ts";
-import type { WorldOptions } from "../fakes/world.ts";
-import { World } from "../fakes/world.ts";
+import { World, deletingWorker1 } from "../fakes/world.ts";
 
-/** worker-1 registered, tainted and asked to be deleted; worker-2 registered and running. */
-async function deleting(options: WorldOptions = {}): Promise<World> {
-  const w = new World({ on: ["worker-1", "worker-2"], ...options });
-  w.registerTainted("worker-1");
-  w.register("worker-2");
-  await w.pool.refresh();
-  await w.pool.deleteNodes("workers", [w.ref("worker-1")]);
-  return w;
-}
+const deleting = deletingWorker1;
 
 /** One pass of the runner in a cluster that behaves: a power-off pod shuts its node down, pods go when deleted. */
 async function pass(w: World): Promise<number | undefined> {

@@ -171,3 +171,13 @@ export class World {
     );
   }
 }
+
+/** worker-1 registered, tainted and asked to be deleted; worker-2 registered and running. */
+export async function deletingWorker1(options: WorldOptions = {}): Promise<World> {
+  const w = new World({ on: ["worker-1", "worker-2"], ...options });
+  w.registerTainted("worker-1");
+  w.register("worker-2");
+  await w.pool.refresh();
+  await w.pool.deleteNodes("workers", [w.ref("worker-1")]);
+  return w;
+}
