@@ -8,6 +8,7 @@ import { apiserverReason, statusOf } from "../adapters/kubernetes/api-errors.ts"
 import { powerOffPodManifest } from "../adapters/kubernetes/power-off-pod.ts";
 import { TEMPLATE_SLICES_CONFIGMAP } from "../adapters/kubernetes/template-slices.ts";
 import type { AppConfig } from "./config.ts";
+import { checkRunningInstance } from "./doctor-running.ts";
 
 type Status = "ok" | "warn" | "FAIL";
 
@@ -65,8 +66,12 @@ export async function doctor(config: AppConfig, deps: DoctorDeps): Promise<Docto
       detail: `${config.pool.groups.length} group(s), ${machines.length} machine(s); gRPC on ${config.listen.host}:${config.listen.port}${config.tls ? " (mTLS)" : ""}; credentials ${config.credentials ? "set" : "not set"}`,
     },
   ];
-  const [plugRows, clusterRows] = await Promise.all([checkPlugs(config, machines, deps), checkCluster(config, machines, deps.kubeConfig)]);
-  rows.push(...plugRows, ...clusterRows);
+  const [plugRows, clusterRows, runningRows] = await Promise.all([
+    checkPlugs(config, machines, deps),
+    checkCluster(config, machines, deps.kubeConfig),
+    checkRunningInstance(config),
+  ]);
+  rows.push(...plugRows, ...clusterRows, ...runningRows);
   const ok = rows.every((r) => r.status !== "FAIL");
   return { ok, rows, text: render(rows, ok) };
 }

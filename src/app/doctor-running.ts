@@ -1,0 +1,51 @@
+// What doctor can learn from a plugpool already serving beside it (same pod: `kubectl exec … doctor`): the
+// quarantine lives in that process's memory, so it is read from its /metrics.
+import type { AppConfig } from "./config.ts";
+
+export interface RunningRow {
+  readonly area: "running";
+  readonly subject: string;
+  readonly status: "ok" | "warn";
+  readonly detail: string;
+}
+
+const QUARANTINED = /^plugpool_quarantined_machines\{machine="([^"]+)"\} (\d+)/gm;
+const INSTANCES = /^plugpool_instances\{group="([^"]+)",state="([^"]+)"\} (\d+)/gm;
+
+/** The ops address to ask: a wildcard listen address is reached on loopback. */
+export function opsUrl(config: AppConfig): string {
+  const { host, port } = config.opsListen;
+  const reach = host === "0.0.0.0" ? "127.0.0.1" : host === "::" ? "[::1]" : host.includes(":") ? `[${host}]` : host;
+  return `http://${reach}:${port}/metrics`;
+}
+
+/**
+ * Reads the running instance's metrics (within `timeoutMs`) and reports its instances and every quarantined
+ * machine. Nothing answering is not a problem: doctor may run before plugpool is deployed.
+ */
+export async function checkRunningInstance(config: AppConfig, timeoutMs = 1000): Promise<RunningRow[]> {
+  const url = opsUrl(config);
+  let text: string;
+  try {
+    const response = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
+    if (!response.ok) throw new Error(`HTTP ${response.status}`);
+    text = await response.text();
+  } catch {
+    return [{ area: "running", subject: url, status: "ok", detail: "no plugpool answers here (quarantines are known only to a running plugpool)" }];
+  }
+  const counts = [...text.matchAll(INSTANCES)]
+    .filter((m) => m[3] !== "0")
+    .map((m) => `${m[1] ?? ""}: ${m[3] ?? ""} ${m[2] ?? ""}`);
+  const rows: RunningRow[] = [
+    { area: "running", subject: url, status: "ok", detail: `serving; instances ${counts.length === 0 ? "none" : counts.join(", ")}` },
+  ];
+  for (const m of text.matchAll(QUARANTINED)) {
+    rows.push({
+      area: "running",
+      subject: `machine ${m[1] ?? ""}`,
+      status: "warn",
+      detail: `quarantined after ${m[2] ?? ""} failed boot(s) in a row: left out of scale-ups until the back-off ends or it registers`,
+    });
+  }
+  return rows;
+}
