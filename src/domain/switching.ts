@@ -2,7 +2,7 @@
 // even after the call that sent it has given up waiting (SPEC §8: every switch answer updates the state).
 import type { CallOptions } from "./ports.ts";
 import type { Machine, PlugReading } from "./model.ts";
-import type { PoolContext } from "./state.ts";
+import type { MachineState, PoolContext } from "./state.ts";
 import { DEFAULT_SCALE_UP } from "./model.ts";
 import { messageOf, stateOf } from "./state.ts";
 import { PlugpoolError } from "./errors.ts";
@@ -77,10 +77,7 @@ function sendOn(ctx: PoolContext, machine: Machine, options: CallOptions | undef
   st.switching = "on";
   return ctx.deps.power.turnOn(machine.plug, options).then(
     (reading) => {
-      st.switching = undefined;
-      st.version += 1;
-      st.plug = reading.on ? "on" : "off";
-      st.watts = reading.watts;
+      applySwitchAnswer(st, reading);
       if (!reading.on) {
         const error = `plug of ${machine.name} still reads off after turn_on`;
         reporter.report({ type: "power-on-failed", machine: machine.name, group: machine.group, error });
@@ -115,10 +112,7 @@ export function switchOff(ctx: PoolContext, machine: Machine, cut: CutReport, op
   st.switching = "off";
   return ctx.deps.power.turnOff(machine.plug, options).then(
     (reading) => {
-      st.switching = undefined;
-      st.version += 1;
-      st.plug = reading.on ? "on" : "off";
-      st.watts = reading.watts;
+      applySwitchAnswer(st, reading);
       if (reading.on) throw new PlugpoolError("plug-bad-answer", `plug of ${machine.name} still reads on after turn_off`);
       const dropped = cut.reason === "unregistered" && st.wantedOn && st.bootFailure === undefined;
       st.wantedOn = false;
@@ -157,4 +151,12 @@ export async function readPlug(ctx: PoolContext, machine: Machine, options?: Cal
   if (reading.on) st.poweredOnAt ??= ctx.deps.clock.now();
   else if (!st.wantedOn) st.poweredOnAt = undefined;
   return reading;
+}
+
+/** A switch command's answer is the plug's newest state: reads started before it are stale from now on. */
+function applySwitchAnswer(st: MachineState, reading: PlugReading): void {
+  st.switching = undefined;
+  st.version += 1;
+  st.plug = reading.on ? "on" : "off";
+  st.watts = reading.watts;
 }
