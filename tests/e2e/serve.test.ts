@@ -12,7 +12,7 @@ import { InstanceStatus_InstanceState } from "../../gen/clusterautoscaler/cloudp
 import { startControlPlane, type ControlPlane } from "../support/control-plane.ts";
 import { startPlugEmulator, type EmulatedPlug } from "../support/plug-emulator/index.ts";
 import { startMachineSimulator, type MachineSimulator } from "../support/machine-simulator.ts";
-import { createCloudProviderClient, type CloudProviderClient } from "../support/grpc-client.ts";
+import { createCloudProviderClient, type CallResult, type CloudProviderClient } from "../support/grpc-client.ts";
 import { eventually } from "../support/eventually.ts";
 
 const PREFIX = "k3s://";
@@ -25,6 +25,7 @@ describe("plugpool serve (real apiserver, emulated plugs, simulated machines)", 
   let client: CloudProviderClient;
   let core: CoreV1Api;
   let syncedToFirstAnswerMs = 0;
+  let first: CallResult<"nodeGroups"> | undefined;
 
   before(async () => {
     plane = await startControlPlane();
@@ -69,9 +70,8 @@ describe("plugpool serve (real apiserver, emulated plugs, simulated machines)", 
     served = await serve(config, { kubeConfig: plane.admin(), logger: createLogger({ level: process.env.PLUGPOOL_TEST_LOG ?? "info", silent: process.env.PLUGPOOL_TEST_LOG === undefined }), version: "test" });
     const synced = performance.now();
     client = createCloudProviderClient(`127.0.0.1:${served.grpcPort}`);
-    const first = await client.call("nodeGroups", {});
+    first = await client.call("nodeGroups", {});
     syncedToFirstAnswerMs = performance.now() - synced;
-    assert.equal(first.error, undefined);
   });
 
   after(async () => {
@@ -83,8 +83,11 @@ describe("plugpool serve (real apiserver, emulated plugs, simulated machines)", 
   });
 
   it("answers its first RPC right after the cluster view has synced", () => {
+    // serve() resolves once the cluster view has synced and gRPC listens; the figure is for the note, the
+    // goal (≤ 2 s) is measured by `npm run bench`.
     console.log(`serve: first RPC answered ${syncedToFirstAnswerMs.toFixed(0)} ms after serve() returned`);
-    assert.ok(syncedToFirstAnswerMs >= 0);
+    assert.equal(first?.error, undefined);
+    assert.deepEqual(first?.response?.nodeGroups.map((g) => g.id), ["workers"]);
   });
 
   it("is ready on /readyz and exports metrics", async () => {
