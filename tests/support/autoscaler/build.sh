@@ -31,8 +31,26 @@ fi
 mkdir -p "$out"
 cd "$here"
 
+# The source archive that ships beside the repository (shared/vendor, one folder above the clone): the
+# cluster-autoscaler module cut down to what this build compiles. Used whenever no clone is named.
+archive="${PLUGPOOL_AUTOSCALER_ARCHIVE:-$here/../../../../shared/vendor/cluster-autoscaler-1.36.1-externalgrpc-src.tar.gz}"
+
 modflags=()
-if [ -n "${PLUGPOOL_AUTOSCALER_GIT:-}" ]; then
+if [ -z "${PLUGPOOL_AUTOSCALER_GIT:-}" ] && [ -f "$archive" ]; then
+  src="$cache/src/autoscaler-archive-$commit"
+  if [ ! -d "$src/cluster-autoscaler" ]; then
+    rm -rf "$src.tmp"
+    mkdir -p "$src.tmp"
+    tar -xzf "$archive" -C "$src.tmp" --strip-components=1
+    mv "$src.tmp" "$src"
+  fi
+  modfile="$src/tool.mod"
+  cp go.mod "$modfile"
+  cp go.sum "$src/tool.sum"
+  go mod edit -replace="$module=$src/cluster-autoscaler" -replace="$module/apis=$src/cluster-autoscaler/apis" "$modfile"
+  modflags=(-modfile="$modfile")
+  echo "cluster-autoscaler $version: source from $archive" >&2
+elif [ -n "${PLUGPOOL_AUTOSCALER_GIT:-}" ]; then
   src="$cache/src/autoscaler-$commit"
   if [ ! -d "$src/cluster-autoscaler" ]; then
     if ! git -C "$PLUGPOOL_AUTOSCALER_GIT" cat-file -e "$commit^{commit}" 2>/dev/null; then
