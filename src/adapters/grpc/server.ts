@@ -1,7 +1,16 @@
 import http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import type { ConnectRouter, Interceptor } from "@connectrpc/connect";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { connectNodeAdapter, type ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
+import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import { boundedMessage } from "./errors.ts";
+
+/**
+ * Largest request message accepted: gRPC's usual server default (grpc-go's defaultServerMaxReceiveMessageSize).
+ * cluster-autoscaler's requests are a few KiB; without a bound, Connect would buffer up to 4 GiB for one.
+ */
+export const READ_MAX_BYTES = 4 * 1024 * 1024;
 
 export interface GrpcServerOptions {
   readonly host: string;
@@ -19,6 +28,23 @@ export interface GrpcServer {
 }
 
 /**
+ * Answers a call to a method this server does not have as gRPC servers do: a trailers-only response with
+ * status Unimplemented (Connect's default is a bare HTTP 404, which clients only guess to mean that).
+ * Anything that is not a gRPC call still gets the 404.
+ */
+const unknownMethod: NonNullable<ConnectNodeAdapterOptions["fallback"]> = (req, res) => {
+  if (!(res instanceof http2.Http2ServerResponse) || !/^application\/grpc(\+|;|$)/.test(req.headers["content-type"] ?? "")) {
+    res.writeHead(404);
+    res.end();
+    return;
+  }
+  const status = new Headers({ "content-type": "application/grpc" });
+  setTrailerStatus(status, new ConnectError(boundedMessage(`unknown method ${req.url}`), Code.Unimplemented));
+  // Trailers-only: the status must arrive on the HEADERS frame that ends the stream.
+  res.stream.respond({ ":status": 200, ...Object.fromEntries(status) }, { endStream: true });
+};
+
+/**
  * Serves the gRPC protocol over HTTP/2: h2c (prior knowledge) without TLS, which is what CA's client
  * speaks when its cloud-config has no `cert`; with TLS, client certificates are required (CA's mTLS).
  */
@@ -31,6 +57,8 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
     grpc: true,
     grpcWeb: false,
     connect: false,
+    readMaxBytes: READ_MAX_BYTES,
+    fallback: unknownMethod,
     // Answers travel over loopback: compressing them (as Connect does above 1 KiB when the client accepts
     // gzip) only costs CPU.
     acceptCompression: [],
