@@ -79,11 +79,13 @@ function buildPool(raw: RawConfig): PoolConfig {
     },
     machines: group.nodes.map((node): Machine => {
       const url = normalisePlugUrl(node.plug.url);
+      const { url: base, device } = validated(url.ok ? url : undefined);
       return {
         name: node.name,
         group: group.id,
         plug: {
-          url: validated(url.ok ? url.url : undefined),
+          url: base,
+          device,
           switch: node.plug.switch,
           ...(node.plug.powerSensor !== undefined && { powerSensor: node.plug.powerSensor }),
         },

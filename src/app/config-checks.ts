@@ -112,9 +112,9 @@ export function checkConfig(root: unknown, schemaErrorPointers: readonly string[
       if (url?.ok === false) report([...node, "plug", "url"], url.expected);
       const relay = read.string([...node, "plug", "switch"]);
       if (url?.ok === true && relay !== undefined) {
-        const key = `${url.url} ${switchObjectId(relay)}`;
+        const key = `${url.device} ${switchObjectId(relay)}`;
         const what = (first: string) =>
-          `is the same plug as ${first} (${url.url}, switch "${relay}"); each machine needs its own plug`;
+          `is the same plug as ${first} (device ${url.device}, switch "${relay}"); each machine needs its own plug`;
         firstOrReport(plugs, key, [...node, "plug"], what, report);
       }
     });

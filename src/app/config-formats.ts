@@ -61,8 +61,11 @@ export function isWildcard(host: string): boolean {
   return host === "0.0.0.0" || (isIP(host) === 6 && /^[0:]+$/.test(host));
 }
 
-/** A plug URL, normalised, or why it was refused. The refusal never repeats the URL (it may hold credentials). */
-export type PlugUrl = { readonly ok: true; readonly url: string } | { readonly ok: false; readonly expected: string };
+/**
+ * A plug URL, normalised, with the device it reaches (see `PlugAddress.device`), or why it was refused. The
+ * refusal never repeats the URL (it may hold credentials).
+ */
+export type PlugUrl = { readonly ok: true; readonly url: string; readonly device: string } | { readonly ok: false; readonly expected: string };
 
 const PLUG_URL_EXAMPLE = "e.g. http://plug-1.local";
 
@@ -85,7 +88,27 @@ export function normalisePlugUrl(text: string): PlugUrl {
   if (url.pathname !== "/" || text.includes("?") || text.includes("#")) {
     return { ok: false, expected: `must be the device's base URL, without a path, query or fragment (${PLUG_URL_EXAMPLE})` };
   }
-  return { ok: true, url: url.origin };
+  return { ok: true, url: url.origin, device: deviceOf(url) };
+}
+
+// The URL parser has already lower-cased the host, written IPv4 in dotted decimal and dropped a default port;
+// it writes [::ffff:10.0.0.5] as [::ffff:a00:5].
+const MAPPED_IPV4 = /^\[::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})\]$/u;
+
+/**
+ * One name per physical device, so that two spellings of it share one request queue and count as one plug:
+ * the scheme is left out (http://h and https://h:443 are the same machine), as are a trailing dot and the
+ * IPv6 form of an IPv4 address.
+ */
+function deviceOf(url: URL): string {
+  const mapped = MAPPED_IPV4.exec(url.hostname);
+  const host = mapped ? ipv4Of(mapped[1] ?? "", mapped[2] ?? "") : url.hostname.replace(/\.$/u, "");
+  return url.port === "" ? host : `${host}:${url.port}`;
+}
+
+function ipv4Of(high: string, low: string): string {
+  const [h, l] = [Number.parseInt(high, 16), Number.parseInt(low, 16)];
+  return [h >> 8, h & 255, l >> 8, l & 255].join(".");
 }
 
 /**

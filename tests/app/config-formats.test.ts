@@ -87,7 +87,28 @@ describe("normalisePlugUrl()", () => {
   ];
   for (const [text, url] of same) {
     it(`normalises ${text} to ${url}`, () => {
-      assert.deepEqual(normalisePlugUrl(text), { ok: true, url });
+      assert.deepEqual(normalisePlugUrl(text), { ok: true, url, device: url.replace(/^https?:\/\//, "") });
+    });
+  }
+
+  const devices: readonly [string, string][] = [
+    ["http://plug.example.", "plug.example"],
+    ["http://Plug.Example.:8080/", "plug.example:8080"],
+    ["http://PLUG.example", "plug.example"],
+    ["http://[::ffff:10.0.0.5]", "10.0.0.5"],
+    ["http://[::ffff:a00:5]", "10.0.0.5"],
+    ["http://[0:0:0:0:0:FFFF:0A00:0005]:8080", "10.0.0.5:8080"],
+    ["https://[::ffff:10.0.0.5]:443", "10.0.0.5"],
+    ["http://plug.example:80", "plug.example"],
+    ["https://plug.example:443", "plug.example"],
+    ["https://plug.example:80", "plug.example:80"],
+    ["http://plug.example:443", "plug.example:443"],
+    ["http://[2001:DB8::1]:8080", "[2001:db8::1]:8080"],
+  ];
+  for (const [text, device] of devices) {
+    it(`names the device of ${text} ${device}`, () => {
+      const result = normalisePlugUrl(text);
+      assert.equal(result.ok && result.device, device);
     });
   }
 

@@ -13,7 +13,7 @@ describe("loadConfig() rejection rules", () => {
         ]),
       ]);
       assert.deepEqual(issuesOf(doc), [
-        'nodeGroups[0].nodes[1].plug: is the same plug as nodeGroups[0].nodes[0].plug (http://plug.example, switch "relay"); each machine needs its own plug',
+        'nodeGroups[0].nodes[1].plug: is the same plug as nodeGroups[0].nodes[0].plug (device plug.example, switch "relay"); each machine needs its own plug',
       ]);
     });
 
@@ -23,8 +23,30 @@ describe("loadConfig() rejection rules", () => {
         group("b", [node("b-1", { url: "https://strip.example", switch: "outlet_1" })]),
       ]);
       assert.deepEqual(issuesOf(doc), [
-        'nodeGroups[1].nodes[0].plug: is the same plug as nodeGroups[0].nodes[0].plug (https://strip.example, switch "outlet_1"); each machine needs its own plug',
+        'nodeGroups[1].nodes[0].plug: is the same plug as nodeGroups[0].nodes[0].plug (device strip.example, switch "outlet_1"); each machine needs its own plug',
       ]);
+    });
+
+    const spellings: readonly [string, string, string][] = [
+      ["a trailing dot", "http://plug.example", "http://plug.example."],
+      ["an IPv4-mapped IPv6 address", "http://10.0.0.5", "http://[::ffff:10.0.0.5]"],
+      ["the hex form of a mapped address", "http://[::ffff:10.0.0.5]", "http://[::ffff:a00:5]"],
+      ["a default port", "http://plug.example", "http://plug.example:80"],
+      ["http and https", "http://plug.example", "https://plug.example:443"],
+      ["upper case", "http://plug.example:8080", "http://PLUG.Example:8080"],
+    ];
+    for (const [how, first, second] of spellings) {
+      it(`rejects two nodes on the same device and switch spelled with ${how}`, () => {
+        const doc = config([group("workers", [node("worker-1", { url: first }), node("worker-2", { url: second })])]);
+        const issues = issuesOf(doc);
+        assert.equal(issues.length, 1);
+        assert.match(issues[0] ?? "", /^nodeGroups\[0\]\.nodes\[1\]\.plug: is the same plug as nodeGroups\[0\]\.nodes\[0\]\.plug \(device /);
+      });
+    }
+
+    it("accepts one host on two ports as two devices", () => {
+      const doc = config([group("workers", [node("worker-1", { url: "http://plug.example" }), node("worker-2", { url: "http://plug.example:8080" })])]);
+      assert.deepEqual(load(doc).pool.groups[0]?.machines.map((m) => m.plug.device), ["plug.example", "plug.example:8080"]);
     });
 
     it("accepts two relays of one device, and one switch name on two devices", () => {

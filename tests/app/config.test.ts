@@ -33,7 +33,7 @@ describe("loadConfig()", () => {
         group: "workers",
         index,
         hold: false,
-        plug: { url: `http://plug-${name}.example`, switch: "Relay" },
+        plug: { url: `http://plug-${name}.example`, device: `plug-${name}.example`, switch: "Relay" },
       });
       const expected: AppConfig = {
         listen: { host: "127.0.0.1", port: 8086 },
@@ -133,12 +133,12 @@ describe("loadConfig()", () => {
       );
     });
 
-    it("normalises plug URLs and keeps switch and power sensor names as written", () => {
+    it("normalises plug URLs, names their devices and keeps switch and power sensor names as written", () => {
       const plugs = loaded.pool.groups.flatMap((g) => g.machines.map((m) => m.plug));
       assert.deepEqual(plugs, [
-        { url: "http://plug-worker-1.example", switch: "Relay" },
-        { url: "https://plug-worker-2.example:8443", switch: "Relay", powerSensor: "Power" },
-        { url: "http://strip.example", switch: "Outlet 1" },
+        { url: "http://plug-worker-1.example", device: "plug-worker-1.example", switch: "Relay" },
+        { url: "https://plug-worker-2.example:8443", device: "plug-worker-2.example:8443", switch: "Relay", powerSensor: "Power" },
+        { url: "http://strip.example", device: "strip.example", switch: "Outlet 1" },
       ]);
     });
 
