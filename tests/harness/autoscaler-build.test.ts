@@ -10,7 +10,13 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { CloudProvider } from "../../gen/clusterautoscaler/cloudprovider/v1/externalgrpc/externalgrpc_pb.ts";
 import { startGrpcServer, type GrpcServer } from "../../src/adapters/grpc/server.ts";
-import { autoscalerMissing, startAutoscaler, type RunningAutoscaler } from "../support/autoscaler/autoscaler.ts";
+import {
+  autoscalerArchive,
+  autoscalerMissing,
+  autoscalerNotBuilt,
+  startAutoscaler,
+  type RunningAutoscaler,
+} from "../support/autoscaler/autoscaler.ts";
 import { startControlPlane, type ControlPlane } from "../support/control-plane.ts";
 
 interface Call {
@@ -64,6 +70,14 @@ class CallLog {
 
 const group = { id: "stub-pool", minSize: 0, maxSize: 2, debug: "stub" };
 const firstLoopMs = 90_000;
+
+// Where the source archive ships, every scenario with the real CA must run: an unbuilt binary fails here,
+// by name, rather than skipping them quietly.
+it("cluster-autoscaler is built wherever its source archive ships", {
+  skip: autoscalerArchive() === undefined && "no cluster-autoscaler source archive here (shared/vendor beside the repository)",
+}, () => {
+  assert.equal(autoscalerNotBuilt(), undefined);
+});
 
 describe("cluster-autoscaler built by tests/support/autoscaler/build.sh", { skip: autoscalerMissing() }, () => {
   let plane: ControlPlane;

@@ -4,7 +4,7 @@
 import { readFileSync, rmSync } from "node:fs";
 import type { V1ConfigMap, V1Deployment } from "@kubernetes/client-node";
 import { exampleManifest } from "../adapters/kubernetes/support.ts";
-import { autoscalerMissing, startAutoscaler as startAutoscalerBinary, type RunningAutoscaler } from "./autoscaler/autoscaler.ts";
+import { autoscalerNotBuilt, startAutoscaler as startAutoscalerBinary, type RunningAutoscaler } from "./autoscaler/autoscaler.ts";
 import { createOwnedTempDir, onAbruptExit } from "./control-plane/process.ts";
 import { answersOk, waitUntilReady } from "./control-plane/readiness.ts";
 
@@ -88,7 +88,7 @@ export interface AutoscalerProcess {
 
 /** Starts cluster-autoscaler; resolves once its health endpoint answers. */
 export async function startAutoscaler(options: AutoscalerOptions): Promise<AutoscalerProcess> {
-  const missing = autoscalerMissing();
+  const missing = autoscalerNotBuilt();
   if (missing !== undefined) throw new Error(missing);
   const dir = createOwnedTempDir("plugpool-autoscaler-");
   const unregister = onAbruptExit(() => { rmSync(dir, { recursive: true, force: true }); });

@@ -13,7 +13,7 @@ import type { DeviceSlice } from "../../../src/domain/model.ts";
 import { parseDuration } from "../../../src/app/duration.ts";
 import { AUTOSCALER_FLAGS, startAutoscaler, type AutoscalerProcess } from "../../support/autoscaler-process.ts";
 import { startAutoscalerStandIn } from "../../support/autoscaler-standin.ts";
-import { autoscalerMissing } from "../../support/autoscaler/autoscaler.ts";
+import { autoscalerMissing, autoscalerNotBuilt } from "../../support/autoscaler/autoscaler.ts";
 import { startControlPlane, type ControlPlane } from "../../support/control-plane.ts";
 import { tokenKubeConfig } from "../../support/control-plane/credentials.ts";
 import { createOwnedTempDir, onAbruptExit } from "../../support/control-plane/process.ts";
@@ -89,11 +89,12 @@ export interface Environment {
 }
 
 export async function startEnvironment(options: EnvironmentOptions): Promise<Environment> {
-  // Before anything starts: the one binary that a fresh machine is most likely to lack.
-  const missing = autoscalerMissing();
+  // Before anything starts: the one binary that a fresh machine is most likely to lack. "auto" falls back to
+  // the stand-in only where CA cannot be built; where its source ships, an unbuilt CA is an error.
   const mode = options.autoscaler ?? "real";
-  if (mode === "real" && missing !== undefined) throw new Error(missing);
-  const kind = mode === "stand-in" || (mode === "auto" && missing !== undefined) ? "stand-in" : "real";
+  const kind = mode === "stand-in" || (mode === "auto" && autoscalerMissing() !== undefined) ? "stand-in" : "real";
+  const notBuilt = autoscalerNotBuilt();
+  if (kind === "real" && notBuilt !== undefined) throw new Error(notBuilt);
   const cleanups: (() => Promise<void> | void)[] = [];
   const stop = async (): Promise<void> => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();

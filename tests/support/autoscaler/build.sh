@@ -77,7 +77,7 @@ started=$SECONDS
 # interrupted build never leaves a binary that looks done.
 if ! CGO_ENABLED=0 go build "${modflags[@]}" -tags externalgrpc -trimpath -ldflags="-s -w" \
   -o "$out/.cluster-autoscaler.tmp" "$module"; then
-  [ -z "${PLUGPOOL_AUTOSCALER_GIT:-}" ] &&
+  [ ${#modflags[@]} -eq 0 ] &&
     echo "cluster-autoscaler: if $module could not be downloaded, set PLUGPOOL_AUTOSCALER_GIT (see the top of $0)" >&2
   exit 1
 fi
