@@ -10,10 +10,25 @@ export interface Logger {
   error(message: string, fields?: LogFields): void;
 }
 
-/** JSON lines on stdout (one object per line: time, level, message, fields). */
+/** The levels plugpool logs at, most severe first. */
+export const LOG_LEVELS = ["error", "warn", "info", "debug"] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** A level by name, in any letter case (`INFO` is `info`); undefined for anything else. */
+export function parseLogLevel(text: string): LogLevel | undefined {
+  const lower = text.toLowerCase();
+  return LOG_LEVELS.find((level) => level === lower);
+}
+
+/**
+ * JSON lines on stdout (one object per line: time, level, message, fields). Throws on an unknown level:
+ * winston would take it and log nothing at all.
+ */
 export function createLogger(options: { level?: string; silent?: boolean } = {}): Logger {
+  const level = parseLogLevel(options.level ?? "info");
+  if (level === undefined) throw new Error(`unknown log level ${JSON.stringify(options.level)}; expected ${LOG_LEVELS.join(", ")}`);
   const logger = winston.createLogger({
-    level: options.level ?? "info",
+    level,
     silent: options.silent ?? false,
     format: winston.format.combine(winston.format.timestamp(), winston.format.json()),
     transports: [new winston.transports.Console()],

@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { KubeConfig } from "@kubernetes/client-node";
 import { ConfigError, loadConfigFile } from "./config.ts";
-import { createLogger } from "./logger.ts";
+import { createLogger, LOG_LEVELS, parseLogLevel } from "./logger.ts";
 import { serve } from "./serve.ts";
 import { doctor } from "./doctor.ts";
 
@@ -19,7 +19,7 @@ Usage:
 Options:
   --config FILE       configuration file (default /etc/plugpool/config.yaml)
   --kubeconfig FILE   kubeconfig to use (default: $KUBECONFIG, ~/.kube/config, or the in-cluster ServiceAccount)
-  --log-level LEVEL   error, warn, info or debug (default info)
+  --log-level LEVEL   error, warn, info or debug, in any letter case (default info)
 
 Environment:
   PLUGPOOL_PLUG_USERNAME, PLUGPOOL_PLUG_PASSWORD   plug credentials (both or neither)
@@ -43,6 +43,19 @@ function kubeConfig(file: string | undefined): KubeConfig {
   if (file) kc.loadFromFile(file);
   else kc.loadFromDefault();
   return kc;
+}
+
+/** Loads the configuration; problems with the command line's options are reported with the file's, at once. */
+function withOptionIssues<T>(issues: readonly string[], load: () => T): T {
+  let loaded: T;
+  try {
+    loaded = load();
+  } catch (error) {
+    if (error instanceof ConfigError && issues.length > 0) throw new ConfigError([...issues, ...error.issues]);
+    throw error;
+  }
+  if (issues.length > 0) throw new ConfigError(issues);
+  return loaded;
 }
 
 async function main(argv: readonly string[]): Promise<number> {
@@ -70,14 +83,18 @@ async function main(argv: readonly string[]): Promise<number> {
     process.stderr.write(`plugpool: unknown command "${positionals.join(" ")}"\n\n${HELP}`);
     return 2;
   }
-  const config = loadConfigFile(values.config, process.env);
+  const level = parseLogLevel(values["log-level"]);
+  const config = withOptionIssues(
+    level === undefined ? [`--log-level: must be one of ${LOG_LEVELS.join(", ")} (found ${JSON.stringify(values["log-level"])})`] : [],
+    () => loadConfigFile(values.config, process.env),
+  );
   const kc = kubeConfig(values.kubeconfig);
   if (command === "doctor") {
     const report = await doctor(config, { kubeConfig: kc });
     process.stdout.write(report.text);
     return report.ok ? 0 : 1;
   }
-  const logger = createLogger({ level: values["log-level"] });
+  const logger = createLogger({ level });
   const running = await serve(config, { kubeConfig: kc, logger, version: version() });
   await new Promise<void>((resolve) => {
     process.once("SIGTERM", resolve);

@@ -4,8 +4,17 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { stringify } from "yaml";
+import { config } from "./fixtures/config-builders.ts";
 
 const main = new URL("../../src/app/main.ts", import.meta.url).pathname;
+
+/** A valid configuration file in a fresh temp dir. */
+function validConfigFile(): string {
+  const file = join(mkdtempSync(join(tmpdir(), "plugpool-cli-")), "config.yaml");
+  writeFileSync(file, stringify(config()));
+  return file;
+}
 
 function plugpool(args: readonly string[], env: Record<string, string> = {}) {
   const result = spawnSync(process.execPath, [main, ...args], {
@@ -65,5 +74,27 @@ describe("plugpool (command line)", () => {
     const { code, stderr } = plugpool(["doctor", "--config", "/nonexistent/plugpool.yaml"]);
     assert.equal(code, 2);
     assert.match(stderr, /\/nonexistent\/plugpool\.yaml/);
+  });
+
+  it("refuses an invalid --log-level like a configuration problem: listed, exit code 2, no stack trace", () => {
+    const { code, stderr } = plugpool(["serve", "--config", validConfigFile(), "--log-level", "bogus"]);
+    assert.equal(code, 2);
+    assert.equal(stderr, 'plugpool: invalid configuration:\n  --log-level: must be one of error, warn, info, debug (found "bogus")\n');
+  });
+
+  it("lists an invalid --log-level together with the configuration file's problems", () => {
+    const { code, stderr } = plugpool(["doctor", "--config", "/nonexistent/plugpool.yaml", "--log-level", "verbose"]);
+    assert.equal(code, 2);
+    assert.match(stderr, /^ {2}--log-level: .*"verbose"/m);
+    assert.match(stderr, /^ {2}\/nonexistent\/plugpool\.yaml: /m);
+    assert.doesNotMatch(stderr, /\n\s+at /);
+  });
+
+  it("accepts a log level in any letter case, and says so in --help", () => {
+    assert.match(plugpool(["--help"]).stdout, /--log-level LEVEL +error, warn, info or debug, in any letter case/);
+    // Past the option checks, serve stops at the missing kubeconfig: the level was taken.
+    const { code, stderr } = plugpool(["serve", "--config", validConfigFile(), "--log-level", "INFO", "--kubeconfig", "/nonexistent/kubeconfig"]);
+    assert.equal(code, 1);
+    assert.doesNotMatch(stderr, /log-level|invalid configuration/);
   });
 });
