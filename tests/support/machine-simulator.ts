@@ -3,20 +3,30 @@
  *
  * Each machine is attached to the relay of an emulated ESPHome plug and acts as a kubelet would, through the
  * apiserver (as admin):
- * - relay on → boots for `bootDelayMs`, then registers its Node (providerID `<prefix><name>`, Ready, capacity
- *   and labels as given) and heartbeats (Node Ready condition and its Lease) every `heartbeatMs`;
+ * - relay on → boots for `bootDelayMs`, then registers its Node (named as the machine unless `nodeName` says
+ *   otherwise, providerID `<prefix><node name>`, Ready, capacity and labels as given) and heartbeats (Node Ready
+ *   condition and its Lease) every `heartbeatMs`; a heartbeat that fails is tried again at the next one, but
+ *   once its Node is deleted the kubelet stops until it restarts (`restartKubelet`), as a real one does;
  * - pods bound to it are reported Running (plugpool's power-off pod excepted); a pod marked for deletion on it
  *   while it is up is removed at once (its containers stopped), as the kubelet finishes a graceful deletion;
  * - plugpool's power-off pod bound to it → the OS shuts down: after `shutdownDelayMs` the pod Succeeded,
  *   heartbeats stop and the Node is reported NotReady; the draw falls to standby;
  * - relay off → the machine is gone at once (no heartbeats; the Node stays until someone deletes it).
  * Faults: `neverBoots` (power on, nothing registers), `hangsAtPowerOff` (the OS halts but the board keeps
- * drawing power, so a sensor never sees standby), and `pressPowerButton` (boots without being asked, when
- * its relay is on and it is off).
+ * drawing power, so a sensor never sees standby), `nodeName` (a kubelet configured with another name), and
+ * `pressPowerButton` (boots without being asked, when its relay is on and it is off).
  * Power draw (for plugs with a sensor): off/halted 2 W (standby), booting 120 W, running 80 W, hung 45 W.
  */
-import { ApiException, CoordinationV1Api, CoreV1Api, Watch, type KubeConfig, type V1Pod } from "@kubernetes/client-node";
-import { callOptions } from "../../src/adapters/kubernetes/api-errors.ts";
+import {
+  ApiException,
+  CoordinationV1Api,
+  CoreV1Api,
+  PatchStrategy,
+  setHeaderOptions,
+  Watch,
+  type KubeConfig,
+  type V1Pod,
+} from "@kubernetes/client-node";
 import type { EmulatedPlug } from "./plug-emulator/index.ts";
 
 export type MachineState = "off" | "booting" | "running" | "shutting-down" | "halted";
@@ -27,6 +37,8 @@ export interface SimulatedMachineSpec {
   readonly switchName: string;
   readonly neverBoots?: boolean;
   readonly hangsAtPowerOff?: boolean;
+  /** The name its kubelet registers the Node under (default: the machine's name), e.g. a typo in its config. */
+  readonly nodeName?: string;
 }
 
 export interface MachineSimulatorOptions {
@@ -46,6 +58,8 @@ export interface MachineSimulator {
   state(machine: string): MachineState;
   /** Someone presses the machine's power button: it boots if its relay is on and it is not running. */
   pressPowerButton(machine: string): void;
+  /** The kubelet of a running machine restarts: it registers its Node again (if deleted) and heartbeats. */
+  restartKubelet(machine: string): void;
   /** Calls to the apiserver that failed (a test can assert there were none). */
   failures(): readonly unknown[];
   stop(): Promise<void>;
@@ -53,10 +67,12 @@ export interface MachineSimulator {
 
 const POWER_OFF_LABEL = "app.kubernetes.io/component";
 const STANDBY_WATTS = 2;
-const MERGE = callOptions({ contentType: "application/merge-patch+json" });
+const MERGE = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 
 interface Sim {
   readonly spec: SimulatedMachineSpec;
+  /** The Node name its kubelet uses. */
+  readonly node: string;
   state: MachineState;
   timers: Set<NodeJS.Timeout>;
   hung: boolean;
@@ -71,6 +87,7 @@ export function startMachineSimulator(options: MachineSimulatorOptions): Machine
   const shutdownDelayMs = options.shutdownDelayMs ?? 1000;
   const heartbeatMs = options.heartbeatMs ?? 2000;
   const sims = new Map<string, Sim>();
+  const byNode = new Map<string, Sim>();
   const failures: unknown[] = [];
   let stopped = false;
 
@@ -109,22 +126,39 @@ export function startMachineSimulator(options: MachineSimulatorOptions): Machine
   }
 
   async function register(sim: Sim): Promise<void> {
-    const { name } = sim.spec;
+    if (sim.state !== "running") return;
+    const name = sim.node;
     const body = nodeBody(name, true);
     try {
-      await core.createNode({ body });
-    } catch {
-      // Re-registering after a reboot: the Node may still be there, so refresh its status instead.
-      await core.patchNodeStatus({ name, body: { status: body.status } }, MERGE);
+      try {
+        await core.createNode({ body });
+      } catch (error) {
+        if (!(error instanceof ApiException && error.code === 409)) throw error;
+        // Re-registering after a reboot: the Node may still be there, so refresh its status instead.
+        await core.patchNodeStatus({ name, body: { status: body.status } }, MERGE);
+      }
+    } catch (error) {
+      // The apiserver may be restarting: the kubelet tries again shortly.
+      failures.push(error);
+      later(sim, heartbeatMs, () => register(sim));
+      return;
     }
     await heartbeat(sim);
   }
 
   async function heartbeat(sim: Sim): Promise<void> {
     if (sim.state !== "running") return;
-    const { name } = sim.spec;
+    const name = sim.node;
     const now = new Date();
-    await core.patchNodeStatus({ name, body: { status: { conditions: [readyCondition(true, now, sim.readySince)] } } }, MERGE);
+    try {
+      await core.patchNodeStatus({ name, body: { status: { conditions: [readyCondition(true, now, sim.readySince)] } } }, MERGE);
+    } catch (error) {
+      if (error instanceof ApiException && error.code === 404) return;
+      // The apiserver may be restarting: the kubelet tries again at its next heartbeat.
+      failures.push(error);
+      later(sim, heartbeatMs, () => heartbeat(sim));
+      return;
+    }
     const lease = { metadata: { name, namespace: "kube-node-lease" }, spec: { holderIdentity: name, leaseDurationSeconds: 40, renewTime: now } };
     try {
       await leases.replaceNamespacedLease({ name, namespace: "kube-node-lease", body: lease });
@@ -158,7 +192,7 @@ export function startMachineSimulator(options: MachineSimulatorOptions): Machine
     setState(sim, "shutting-down");
     cancel(sim);
     later(sim, shutdownDelayMs, async () => {
-      const { name } = sim.spec;
+      const name = sim.node;
       sim.hung = sim.spec.hangsAtPowerOff === true;
       setState(sim, "halted");
       const podName = pod.metadata?.name ?? "";
@@ -202,8 +236,9 @@ export function startMachineSimulator(options: MachineSimulatorOptions): Machine
   }
 
   for (const spec of options.machines) {
-    const sim: Sim = { spec, state: "off", timers: new Set(), hung: false, readySince: new Date() };
+    const sim: Sim = { spec, node: spec.nodeName ?? spec.name, state: "off", timers: new Set(), hung: false, readySince: new Date() };
     sims.set(spec.name, sim);
+    byNode.set(sim.node, sim);
     spec.plug.attachMachine(spec.switchName, {
       powerChanged: (on) => {
         if (on) boot(sim);
@@ -234,7 +269,7 @@ export function startMachineSimulator(options: MachineSimulatorOptions): Machine
       {},
       (phase: string, pod: V1Pod) => {
         const node = pod.spec?.nodeName;
-        const sim = node === undefined ? undefined : sims.get(node);
+        const sim = node === undefined ? undefined : byNode.get(node);
         if (sim === undefined || phase === "DELETED") return;
         if (pod.metadata?.deletionTimestamp !== undefined) {
           if (sim.state === "running" || sim.state === "shutting-down") confirmDeletion(pod).catch((e: unknown) => failures.push(e));
@@ -267,6 +302,12 @@ export function startMachineSimulator(options: MachineSimulatorOptions): Machine
     pressPowerButton: (machine) => {
       const sim = sims.get(machine);
       if (sim !== undefined && sim.spec.plug.state(sim.spec.switchName)) boot(sim);
+    },
+    restartKubelet: (machine) => {
+      const sim = sims.get(machine);
+      if (sim?.state !== "running") return;
+      cancel(sim);
+      register(sim).catch((e: unknown) => failures.push(e));
     },
     failures: () => failures,
     stop: async () => {

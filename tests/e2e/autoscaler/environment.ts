@@ -38,6 +38,8 @@ export interface MachineSpec {
   readonly powerSensor?: boolean;
   /** Power on, nothing ever registers. */
   readonly neverBoots?: boolean;
+  /** The Node name (and providerID suffix) its kubelet registers, when not the machine's name. */
+  readonly nodeName?: string;
 }
 
 export interface EnvironmentOptions {
@@ -148,7 +150,13 @@ async function start(
   const machines = startMachineSimulator({
     kubeConfig: admin,
     providerIDPrefix: PREFIX,
-    machines: options.machines.map((m) => ({ name: m.name, plug: plug(m.name), switchName: "Relay", neverBoots: m.neverBoots === true })),
+    machines: options.machines.map((m) => ({
+      name: m.name,
+      plug: plug(m.name),
+      switchName: "Relay",
+      neverBoots: m.neverBoots === true,
+      ...(m.nodeName !== undefined && { nodeName: m.nodeName }),
+    })),
     capacity: { cpu: "4", memory: "8Gi", pods: "110" },
     labels: POOL_LABEL,
     bootDelayMs: 1000,

@@ -1,8 +1,9 @@
 // What every autoscaler scenario shares: its duration printed (the suite's time budget is watched), the logs'
 // tails on failure, and the workload pods.
 import assert from "node:assert/strict";
-import type { CoreV1Api, V1Pod } from "@kubernetes/client-node";
+import type { CoreV1Api, CoreV1Event, V1Pod } from "@kubernetes/client-node";
 import { eventually } from "../../support/eventually.ts";
+import type { CallRecord, EmulatedPlug } from "../../support/plug-emulator/index.ts";
 import { POOL_LABEL } from "./environment.ts";
 
 /**
@@ -67,4 +68,16 @@ export async function readPod(core: CoreV1Api, name: string): Promise<V1Pod> {
 /** Names of the Nodes that exist now. */
 export async function nodeNames(core: CoreV1Api): Promise<string[]> {
   return (await core.listNode()).items.map((n) => n.metadata?.name ?? "").sort();
+}
+
+/** Every switch-off request that reached the plug (whatever the answer): `/switch/<relay>/turn_off`. */
+export function turnOffRequests(plug: EmulatedPlug): readonly CallRecord[] {
+  return plug.calls.filter((c) => /^\/switch\/[^/?]+\/turn_off(\?|$)/.test(c.path));
+}
+
+/** The Warning Events with this reason, in any namespace, about `name` (their object, or named in the message). */
+export async function warningsAbout(core: CoreV1Api, reason: string, name: string): Promise<CoreV1Event[]> {
+  const { items } = await core.listEventForAllNamespaces({ fieldSelector: `reason=${reason}` });
+  const named = new RegExp(`(^|[^\\w-])${name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}($|[^\\w-])`);
+  return items.filter((e) => e.type === "Warning" && (e.involvedObject.name === name || named.test(e.message ?? "")));
 }

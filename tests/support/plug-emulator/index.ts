@@ -22,8 +22,8 @@
  *   http500, drop (destroys the socket), flap (relay flips by itself), reboot (drops connections,
  *   refuses them for `bootMs`, outputs drop then restore_mode applies; `powerLoss` on esp8266 also
  *   loses the RTC-saved state), down (listener closed: connections refused).
- * - A call log (method, raw path, auth scheme, Content-Length, status) and the highest number of
- *   requests seen in flight at once (`maxConcurrency`).
+ * - A call log (method, raw path, auth scheme, Content-Length, status), a hook as each request arrives
+ *   (`onRequest`), and the highest number of requests seen in flight at once (`maxConcurrency`).
  *
  * Not emulated: `/events` (SSE) and `?detail=all` bodies, sub-devices, interlock, `inverted`,
  * `assumed_state`, Origin checks, socket budgets/LRU purge, the 60 s flash write batching, latency
@@ -49,6 +49,8 @@ export interface PlugEmulatorOptions {
   readonly switchDelayMs?: number;
   /** Listen on this port (default 0: any); lets a test "reflash" a device at the same URL. */
   readonly port?: number;
+  /** Called as each request arrives, before any fault or answer: an observer sees a command reach the device. */
+  readonly onRequest?: (record: Readonly<CallRecord>) => void;
 }
 
 /** Faults of requests: for `times` requests (default: until cleared), optionally one domain or method only. */
@@ -216,6 +218,7 @@ export async function startPlugEmulator(opts: PlugEmulatorOptions = {}): Promise
       status: undefined,
     };
     calls.push(record);
+    opts.onRequest?.(record);
     inFlight += 1;
     maxConcurrency = Math.max(maxConcurrency, inFlight);
     const closed = new Promise<void>((resolve) => {
