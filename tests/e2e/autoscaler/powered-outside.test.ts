@@ -1,0 +1,103 @@
+// Machines powered outside plugpool, with the real cluster-autoscaler beside it: a plug switched on by hand, with
+// no Node that plugpool can match, is not an instance for CA, is reported once as a PoweredOutside Warning, and is
+// never switched off, however long it stays without a Node. plugpool cuts only what it switched on itself.
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { setTimeout as sleep } from "node:timers/promises";
+import { eventually } from "../../support/eventually.ts";
+import { autoscalerMissing } from "../../support/autoscaler/autoscaler.ts";
+import { PREFIX, startEnvironment, type Environment } from "./environment.ts";
+import { scenario, turnOffRequests, warningsAbout } from "./scenario.ts";
+
+/** CA's --max-node-provision-time here: what CA would give a machine of its own to register. */
+const PROVISION_MS = 15_000;
+
+// Skipped, with the reason, where cluster-autoscaler cannot be built (tests/support/autoscaler/build.sh).
+describe("cluster-autoscaler with plugpool: machines powered outside plugpool", { skip: autoscalerMissing() }, () => {
+  let env: Environment;
+  const diagnostics = (): string => env.diagnostics();
+  const loops = (): number => env.caLog(/Autoscaler loop triggered/).length;
+
+  before(async () => {
+    env = await startEnvironment({
+      machines: [
+        // Boots but never registers a Node.
+        { name: "worker-1", neverBoots: true },
+        // Its kubelet is configured with a typo: Node wroker-2, providerID k3s://wroker-2.
+        { name: "worker-2", nodeName: "wroker-2" },
+        { name: "worker-3" },
+      ],
+      autoscalerFlags: {
+        "max-node-provision-time": `${PROVISION_MS / 1000}s`,
+        "initial-node-group-backoff-duration": "5s",
+      },
+    });
+  });
+  after(async () => {
+    await env.stop();
+  });
+
+  /** Switches the machine's plug on by hand, once plugpool has read it off. */
+  async function switchOnByHand(machine: string): Promise<number> {
+    await eventually(`${machine}'s plug read by plugpool`, () => {
+      assert.ok(env.plug(machine).calls.some((c) => c.status === 200));
+    }, 20_000);
+    env.plug(machine).setState("Relay", true);
+    return performance.now();
+  }
+
+  /** Waits past CA's provisioning timeout since `since`, and then three more CA loops. */
+  async function outlastProvisioning(since: number): Promise<void> {
+    await sleep(Math.max(0, since + PROVISION_MS - performance.now()));
+    const loopsBefore = loops();
+    await eventually("three more CA loops after the provisioning timeout", () => {
+      assert.ok(loops() >= loopsBefore + 3, `${loops() - loopsBefore} loops`);
+    }, 30_000, 250);
+  }
+
+  /** What CA must never have seen or done about the machine, and that its plug is still on. */
+  async function assertLeftAlone(machine: string): Promise<void> {
+    assert.deepEqual(turnOffRequests(env.plug(machine)), [], `no switch-off ever reached ${machine}'s plug`);
+    assert.equal(env.plug(machine).state("Relay"), true);
+    const { response, error } = await env.client.call("nodeGroupNodes", { id: "workers" });
+    assert.equal(error, undefined);
+    assert.deepEqual(response?.instances.map((i) => i.id), [], "no instance for CA");
+    const target = await env.client.call("nodeGroupTargetSize", { id: "workers" });
+    assert.equal(target.response?.targetSize, 0);
+    assert.deepEqual(env.caLog(new RegExp(`${PREFIX}${machine}\\b`)), [], "CA never named the machine");
+    assert.deepEqual(env.caLog(/unregistered node/), []);
+    assert.ok(env.autoscaler.running());
+  }
+
+  it("never switches off, nor shows CA, a machine switched on by hand that has no Node", scenario("switched on by hand, no Node", diagnostics, async () => {
+    const machine = "worker-1";
+    const switchedOn = await switchOnByHand(machine);
+    await eventually(`a PoweredOutside Warning about ${machine}`, async () => {
+      assert.notDeepEqual(await warningsAbout(env.core, "PoweredOutside", machine), []);
+    }, 30_000, 250);
+    await outlastProvisioning(switchedOn);
+    await assertLeftAlone(machine);
+    assert.equal(env.machines.state(machine), "booting", "still powered, never registered");
+    assert.deepEqual(env.history(machine), ["booting"]);
+  }));
+
+  it("never switches off a machine switched on by hand whose Node registered under a typo'd name", scenario("Node under a typo'd name", diagnostics, async () => {
+    const machine = "worker-2";
+    const switchedOn = await switchOnByHand(machine);
+    await eventually("Node wroker-2 registered and Ready", async () => {
+      const node = await env.core.readNode({ name: "wroker-2" });
+      assert.equal(node.spec?.providerID, `${PREFIX}wroker-2`);
+      assert.ok(node.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"));
+    }, 30_000, 250);
+    await eventually(`a PoweredOutside Warning about ${machine}`, async () => {
+      assert.notDeepEqual(await warningsAbout(env.core, "PoweredOutside", machine), []);
+    }, 30_000, 250);
+    await outlastProvisioning(switchedOn);
+    await assertLeftAlone(machine);
+    assert.equal(env.machines.state(machine), "running");
+    assert.deepEqual(env.history(machine), ["booting", "running"]);
+    const group = await env.client.call("nodeGroupForNode", { node: { name: "wroker-2", providerID: `${PREFIX}wroker-2` } });
+    assert.equal(group.error, undefined);
+    assert.equal(group.response?.nodeGroup?.id ?? "", "", "Node wroker-2 belongs to no group");
+  }));
+});
