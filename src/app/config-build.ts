@@ -7,7 +7,7 @@ import { parseDuration } from "./duration.ts";
 /** The file's shape once the schema accepted it and filled in defaults (see config.schema.json). */
 export interface RawConfig {
   readonly listen: string;
-  readonly tls?: { readonly cert: string; readonly key: string; readonly cacert: string };
+  readonly tls?: { readonly cert: string; readonly key: string; readonly cacert: string; readonly clientNames?: readonly string[] };
   readonly opsListen: string;
   readonly providerIDPrefix: string;
   readonly gpuLabel: string;
@@ -54,12 +54,21 @@ export const POWER_OFF_MAX_RETRY_MS = 120_000;
 export function buildConfig(raw: RawConfig, credentials: AppConfig["credentials"]): AppConfig {
   return {
     listen: validated(parseHostPort(raw.listen)),
-    ...(raw.tls && { tls: { certFile: raw.tls.cert, keyFile: raw.tls.key, caFile: raw.tls.cacert } }),
+    ...(raw.tls && { tls: buildTls(raw.tls) }),
     opsListen: validated(parseHostPort(raw.opsListen)),
     plugTimeoutMs: duration(raw.plugs.timeout),
     ...(credentials && { credentials }),
     powerOffPod: { namespace: raw.powerOff.namespace, image: raw.powerOff.image },
     pool: buildPool(raw),
+  };
+}
+
+function buildTls(tls: NonNullable<RawConfig["tls"]>): NonNullable<AppConfig["tls"]> {
+  return {
+    certFile: tls.cert,
+    keyFile: tls.key,
+    caFile: tls.cacert,
+    ...(tls.clientNames && { clientNames: [...tls.clientNames] }),
   };
 }
 

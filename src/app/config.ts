@@ -14,8 +14,16 @@ import { Secret } from "./secret.ts";
 export interface AppConfig {
   /** gRPC server for cluster-autoscaler. */
   readonly listen: { readonly host: string; readonly port: number };
-  /** Mutual TLS for the gRPC server; absent means plaintext (only allowed on loopback). */
-  readonly tls?: { readonly certFile: string; readonly keyFile: string; readonly caFile: string };
+  /**
+   * Mutual TLS for the gRPC server; absent means plaintext (only allowed on loopback). `clientNames`: the
+   * subjectAltNames (DNS or URI) a client certificate must carry one of; absent means any the CA signed.
+   */
+  readonly tls?: {
+    readonly certFile: string;
+    readonly keyFile: string;
+    readonly caFile: string;
+    readonly clientNames?: readonly string[];
+  };
   /** Plain-HTTP server for /healthz, /readyz and /metrics. */
   readonly opsListen: { readonly host: string; readonly port: number };
   readonly plugTimeoutMs: number;

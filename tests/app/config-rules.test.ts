@@ -207,6 +207,18 @@ describe("loadConfig() rejection rules", () => {
       assert.deepEqual(issuesOf(config(undefined, { tls: { cert: "/tls/tls.crt" } })), ["tls.key: is required", "tls.cacert: is required"]);
     });
 
+    it("rejects an empty tls.clientNames, an empty name and a name listed twice", () => {
+      const tls = (clientNames: unknown) => config(undefined, { tls: { cert: "c", key: "k", cacert: "a", clientNames } });
+      assert.deepEqual(issuesOf(tls([])), ["tls.clientNames: must list at least one entry"]);
+      assert.deepEqual(issuesOf(tls(["ca.example", ""])), ["tls.clientNames[1]: must not be empty"]);
+      assert.deepEqual(issuesOf(tls(["ca.example", "ca.example"])), ["tls.clientNames[1]: is the same as tls.clientNames[0]; list each value once"]);
+      assert.deepEqual(issuesOf(tls("ca.example")), ["tls.clientNames: must be a list, not a string"]);
+    });
+
+    it("leaves tls.clientNames out when it is not set: any certificate the CA signed may call", () => {
+      assert.deepEqual(load(config(undefined, { tls: { cert: "c", key: "k", cacert: "a" } })).tls, { certFile: "c", keyFile: "k", caFile: "a" });
+    });
+
     it("rejects an opsListen on the port of listen", () => {
       assert.deepEqual(issuesOf(config(undefined, { opsListen: "0.0.0.0:8086" })), [
         "opsListen: port 8086 is already used by listen; choose another port",
@@ -246,7 +258,7 @@ describe("loadConfig() rejection rules", () => {
         "nodeGroups[0].nodes[0].holds: unknown key (did you mean hold?)",
         "nodeGroups[0].maxsize: unknown key (did you mean maxSize?)",
         "powerOff.gracePeriod: unknown key (did you mean grace?)",
-        "tls.ca: unknown key (expected one of cert, key, cacert)",
+        "tls.ca: unknown key (expected one of cert, key, cacert, clientNames)",
       ]);
     });
   });

@@ -76,6 +76,7 @@ describe("loadConfig()", () => {
         certFile: "/etc/plugpool/tls/tls.crt",
         keyFile: "/etc/plugpool/tls/tls.key",
         caFile: "/etc/plugpool/tls/ca.crt",
+        clientNames: ["cluster-autoscaler.plugpool.svc", "spiffe://cluster.local/ns/plugpool/sa/cluster-autoscaler"],
       });
       assert.equal(loaded.plugTimeoutMs, 1_500);
     });

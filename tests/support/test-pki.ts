@@ -17,6 +17,8 @@ export interface Pki {
   readonly strangerCert: string;
   readonly strangerKey: string;
   read(path: string): Buffer;
+  /** Issues a client certificate from the configured CA with this subjectAltName (e.g. "DNS:a,URI:b"). */
+  issueClient(name: string, subjectAltName: string): { readonly cert: string; readonly key: string };
 }
 
 function openssl(dir: string, args: readonly string[]): void {
@@ -51,5 +53,9 @@ export function createPki(): Pki {
     strangerCert: at("stranger.crt"),
     strangerKey: at("stranger.key"),
     read: (path) => readFileSync(path),
+    issueClient: (name, subjectAltName) => {
+      issue(dir, name, "ca", `/CN=${name}`, `subjectAltName=${subjectAltName}\nextendedKeyUsage=clientAuth\n`);
+      return { cert: at(`${name}.crt`), key: at(`${name}.key`) };
+    },
   };
 }

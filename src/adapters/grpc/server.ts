@@ -1,9 +1,11 @@
 import http2 from "node:http2";
 import type { AddressInfo } from "node:net";
+import type { TLSSocket } from "node:tls";
 import type { ConnectRouter, Interceptor } from "@connectrpc/connect";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { connectNodeAdapter, type ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import { clientNameRefusal } from "./client-names.ts";
 import { boundedMessage } from "./errors.ts";
 
 /**
@@ -15,8 +17,17 @@ export const READ_MAX_BYTES = 4 * 1024 * 1024;
 export interface GrpcServerOptions {
   readonly host: string;
   readonly port: number;
-  /** mTLS: server certificate and key, and the CA that client certificates must chain to. */
-  readonly tls?: { readonly cert: Buffer; readonly key: Buffer; readonly ca: Buffer };
+  /**
+   * mTLS: server certificate and key, and the CA that client certificates must chain to. With
+   * `clientNames`, a client certificate must also carry one of these names in its subjectAltName (DNS or
+   * URI), else every call on its connection answers PermissionDenied.
+   */
+  readonly tls?: {
+    readonly cert: Buffer;
+    readonly key: Buffer;
+    readonly ca: Buffer;
+    readonly clientNames?: readonly string[];
+  };
   readonly routes: (router: ConnectRouter) => void;
   readonly interceptors: readonly Interceptor[];
 }
@@ -25,6 +36,14 @@ export interface GrpcServer {
   readonly port: number;
   /** Stops accepting, lets in-flight calls finish (up to `graceMs`), then closes every connection. */
   close(graceMs?: number): Promise<void>;
+}
+
+/** Ends a gRPC call with `error`'s status and no message, before any handler ran. */
+function respondStatus(stream: http2.ServerHttp2Stream, error: ConnectError): void {
+  const status = new Headers({ "content-type": "application/grpc" });
+  setTrailerStatus(status, error);
+  // Trailers-only: the status must arrive on the HEADERS frame that ends the stream.
+  stream.respond({ ":status": 200, ...Object.fromEntries(status) }, { endStream: true });
 }
 
 /**
@@ -38,15 +57,13 @@ const unknownMethod: NonNullable<ConnectNodeAdapterOptions["fallback"]> = (req, 
     res.end();
     return;
   }
-  const status = new Headers({ "content-type": "application/grpc" });
-  setTrailerStatus(status, new ConnectError(boundedMessage(`unknown method ${req.url}`), Code.Unimplemented));
-  // Trailers-only: the status must arrive on the HEADERS frame that ends the stream.
-  res.stream.respond({ ":status": 200, ...Object.fromEntries(status) }, { endStream: true });
+  respondStatus(res.stream, new ConnectError(boundedMessage(`unknown method ${req.url}`), Code.Unimplemented));
 };
 
 /**
  * Serves the gRPC protocol over HTTP/2: h2c (prior knowledge) without TLS, which is what CA's client
- * speaks when its cloud-config has no `cert`; with TLS, client certificates are required (CA's mTLS).
+ * speaks when its cloud-config has no `cert`; with TLS, client certificates are required (CA's mTLS), and
+ * with `tls.clientNames` they must name an allowed client.
  */
 export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcServer> {
   const shutdown = new AbortController();
@@ -63,16 +80,30 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
     // gzip) only costs CPU.
     acceptCompression: [],
   });
-  const server = options.tls
+  // Why a session's client certificate may not call (tls.clientNames), decided once per connection.
+  const refusals = new WeakMap<http2.Http2Session, string>();
+  const listener = (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse): void => {
+    const refusal = req.stream.session && refusals.get(req.stream.session);
+    // PermissionDenied rather than a dropped connection: the certificate is valid, and CA logs the status's
+    // message, which names what the certificate carries.
+    if (refusal !== undefined) respondStatus(res.stream, new ConnectError(boundedMessage(refusal), Code.PermissionDenied));
+    else handler(req, res);
+  };
+  const { tls } = options;
+  const server = tls
     ? http2.createSecureServer(
-        { ...options.tls, requestCert: true, rejectUnauthorized: true, allowHTTP1: false, ALPNProtocols: ["h2"] },
-        handler,
+        { cert: tls.cert, key: tls.key, ca: tls.ca, requestCert: true, rejectUnauthorized: true, allowHTTP1: false, ALPNProtocols: ["h2"] },
+        listener,
       )
-    : http2.createServer(handler);
+    : http2.createServer(listener);
   const sessions = new Set<http2.ServerHttp2Session>();
   server.on("session", (session: http2.ServerHttp2Session) => {
     sessions.add(session);
     session.once("close", () => sessions.delete(session));
+    if (tls?.clientNames !== undefined) {
+      const refusal = clientNameRefusal((session.socket as TLSSocket).getPeerCertificate(), tls.clientNames);
+      if (refusal !== undefined) refusals.set(session, refusal);
+    }
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);

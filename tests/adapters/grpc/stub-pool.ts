@@ -48,6 +48,7 @@ export function stubPool(overrides: Partial<Pool> = {}): Pool {
     refresh: (options) => untilAborted(new Promise<void>(() => undefined), options?.signal),
     runPowerOffs: () => Promise.resolve(undefined),
     quarantine: () => [],
+    poweredOutside: () => [],
     ...overrides,
   };
 }
