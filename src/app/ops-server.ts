@@ -2,20 +2,29 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Registry } from "prom-client";
 
+/** 200 "ok" without problems, else 503 naming them. */
+function answer(res: http.ServerResponse, problems: readonly string[], what: string): void {
+  res
+    .writeHead(problems.length === 0 ? 200 : 503, { "content-type": "text/plain" })
+    .end(problems.length === 0 ? "ok\n" : `${what}: ${problems.join(", ")}\n`);
+}
+
 export interface OpsServer {
   readonly port: number;
   close(): Promise<void>;
 }
 
 /**
- * /healthz: the process answers. /readyz: the cluster view is synced and gRPC is serving (names what is
- * missing otherwise). /metrics: Prometheus text format.
+ * /healthz: the process answers and `liveness` names no problem (else 503 naming them, and the kubelet
+ * restarts the container). /readyz: `readiness` names nothing missing (else 503 naming it). /metrics:
+ * Prometheus text format.
  */
 export async function startOpsServer(options: {
   host: string;
   port: number;
   registry: Registry;
   readiness: () => readonly string[];
+  liveness: () => readonly string[];
 }): Promise<OpsServer> {
   const server = http.createServer((req, res) => {
     const path = (req.url ?? "/").split("?")[0];
@@ -24,12 +33,9 @@ export async function startOpsServer(options: {
       return;
     }
     if (path === "/healthz") {
-      res.writeHead(200, { "content-type": "text/plain" }).end("ok\n");
+      answer(res, options.liveness(), "unhealthy");
     } else if (path === "/readyz") {
-      const missing = options.readiness();
-      res
-        .writeHead(missing.length === 0 ? 200 : 503, { "content-type": "text/plain" })
-        .end(missing.length === 0 ? "ok\n" : `not ready: ${missing.join(", ")}\n`);
+      answer(res, options.readiness(), "not ready");
     } else if (path === "/metrics") {
       options.registry.metrics().then(
         (text) => res.writeHead(200, { "content-type": options.registry.contentType }).end(text),

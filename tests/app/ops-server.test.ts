@@ -8,7 +8,7 @@ describe("startOpsServer()", () => {
     const metrics = createMetrics();
     metrics.rpcDuration.observe({ method: "Refresh", code: "ok" }, 0.001);
     let missing: string[] = ["cluster view not synced"];
-    const ops = await startOpsServer({ host: "127.0.0.1", port: 0, registry: metrics.registry, readiness: () => missing });
+    const ops = await startOpsServer({ host: "127.0.0.1", port: 0, registry: metrics.registry, readiness: () => missing, liveness: () => [] });
     try {
       const base = `http://127.0.0.1:${ops.port}`;
       assert.equal((await fetch(`${base}/healthz`)).status, 200);
@@ -22,6 +22,23 @@ describe("startOpsServer()", () => {
       assert.match(text, /^plugpool_process_resident_memory_bytes \d+/m);
       assert.equal((await fetch(`${base}/nope`)).status, 404);
       assert.equal((await fetch(`${base}/metrics`, { method: "POST" })).status, 405);
+    } finally {
+      await ops.close();
+    }
+  });
+
+  it("answers /healthz 503 naming each liveness problem, and 200 once there is none", async () => {
+    let problems: string[] = ["power-off pass running for 301 s (more than 300 s)", "something else"];
+    const ops = await startOpsServer({ host: "127.0.0.1", port: 0, registry: createMetrics().registry, readiness: () => [], liveness: () => problems });
+    try {
+      const healthz = () => fetch(`http://127.0.0.1:${ops.port}/healthz`);
+      const unhealthy = await healthz();
+      assert.equal(unhealthy.status, 503);
+      assert.equal(await unhealthy.text(), "unhealthy: power-off pass running for 301 s (more than 300 s), something else\n");
+      problems = [];
+      const healthy = await healthz();
+      assert.equal(healthy.status, 200);
+      assert.equal(await healthy.text(), "ok\n");
     } finally {
       await ops.close();
     }

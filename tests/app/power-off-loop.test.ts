@@ -1,7 +1,9 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { Pool } from "../../src/domain/index.ts";
-import { startPowerOffLoop } from "../../src/app/power-off-loop.ts";
+import { STALLED_PASS_MS, powerOffLoopLiveness, startPowerOffLoop } from "../../src/app/power-off-loop.ts";
+import { startOpsServer } from "../../src/app/ops-server.ts";
+import { createMetrics } from "../../src/app/metrics.ts";
 import { createLogger } from "../../src/app/logger.ts";
 
 const logger = createLogger({ silent: true });
@@ -81,5 +83,88 @@ describe("startPowerOffLoop()", () => {
     t.mock.timers.tick(60_000);
     await flush();
     assert.equal(state.runs, 1);
+  });
+});
+
+/** A pool whose passes hang until the test lets the current one end. */
+function hangingPool() {
+  let finish = (): void => undefined;
+  const pool = {
+    runPowerOffs: () =>
+      new Promise<undefined>((resolve) => {
+        finish = () => {
+          resolve(undefined);
+        };
+      }),
+  } as unknown as Pool;
+  return {
+    pool,
+    finish: () => {
+      finish();
+    },
+  };
+}
+
+describe("the power-off loop's watchdog", () => {
+  it("records when a pass ended, and how long the pass in progress has been running", async (t) => {
+    t.mock.timers.enable({ apis: ["setTimeout"] });
+    const clock = { ms: 1_000, now: () => clock.ms };
+    const { pool, finish } = hangingPool();
+    const loop = startPowerOffLoop(pool, logger, clock);
+    assert.equal(loop.lastProgress(), undefined);
+    clock.ms = 61_000;
+    assert.equal(loop.stalledFor(clock.now()), 60_000);
+    finish();
+    await flush();
+    assert.equal(loop.lastProgress(), 61_000);
+    assert.equal(loop.stalledFor(clock.now() + 10_000), 0, "nothing runs between passes");
+    clock.ms = 91_000;
+    t.mock.timers.tick(30_000);
+    await flush();
+    assert.equal(loop.stalledFor(92_000), 1_000);
+    finish();
+    await loop.stop();
+  });
+
+  it("names a pass running for longer than the bound (5 minutes unless told) as a liveness problem", async (t) => {
+    t.mock.timers.enable({ apis: ["setTimeout"] });
+    assert.equal(STALLED_PASS_MS, 300_000);
+    const clock = { ms: 0, now: () => clock.ms };
+    const { pool, finish } = hangingPool();
+    const loop = startPowerOffLoop(pool, logger, clock);
+    assert.deepEqual(powerOffLoopLiveness(loop, STALLED_PASS_MS), []);
+    assert.deepEqual(powerOffLoopLiveness(loop, STALLED_PASS_MS + 1_000), ["power-off pass running for 301 s (more than 300 s)"]);
+    assert.deepEqual(powerOffLoopLiveness(loop, 2_500, 2_000), ["power-off pass running for 3 s (more than 2 s)"]);
+    finish();
+    await flush();
+    assert.deepEqual(powerOffLoopLiveness(loop, STALLED_PASS_MS * 10), []);
+    await loop.stop();
+  });
+
+  it("turns /healthz unhealthy while a pass hangs past the bound, and healthy again once it ends", async () => {
+    const clock = { ms: 0, now: () => clock.ms };
+    const { pool, finish } = hangingPool();
+    const loop = startPowerOffLoop(pool, logger, clock);
+    const ops = await startOpsServer({
+      host: "127.0.0.1",
+      port: 0,
+      registry: createMetrics().registry,
+      readiness: () => [],
+      liveness: () => powerOffLoopLiveness(loop, clock.now(), 2_000),
+    });
+    try {
+      const healthz = () => fetch(`http://127.0.0.1:${ops.port}/healthz`);
+      assert.equal((await healthz()).status, 200);
+      clock.ms = 3_000;
+      const unhealthy = await healthz();
+      assert.equal(unhealthy.status, 503);
+      assert.equal(await unhealthy.text(), "unhealthy: power-off pass running for 3 s (more than 2 s)\n");
+      finish();
+      await flush();
+      assert.equal((await healthz()).status, 200);
+    } finally {
+      await loop.stop();
+      await ops.close();
+    }
   });
 });
