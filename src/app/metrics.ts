@@ -14,6 +14,8 @@ export interface Metrics {
   readonly watchErrors: Counter;
   /** Wires the instances gauge to the pool (read at scrape time, not maintained). */
   observePool(pool: Pool, config: PoolConfig): void;
+  /** Wires the cluster-view gauge to the view's health (read at scrape time). */
+  observeView(current: () => boolean): void;
 }
 
 export function createMetrics(): Metrics {
@@ -21,6 +23,25 @@ export function createMetrics(): Metrics {
   collectDefaultMetrics({ register: registry, prefix: "plugpool_" });
   const registers = [registry];
   let source: { pool: Pool; config: PoolConfig } | undefined;
+  let viewCurrent: (() => boolean) | undefined;
+  new Gauge({
+    name: "plugpool_powered_outside_machines",
+    help: "Machines whose plug is on with no Node and no record of plugpool switching them on: left alone, never cut.",
+    labelNames: ["machine"],
+    registers,
+    collect() {
+      this.reset();
+      for (const machine of source?.pool.poweredOutside() ?? []) this.set({ machine }, 1);
+    },
+  });
+  new Gauge({
+    name: "plugpool_cluster_view_current",
+    help: "1 while the cluster view's watches have heard from the apiserver recently; while 0 no power is cut.",
+    registers,
+    collect() {
+      this.set(viewCurrent === undefined ? 0 : Number(viewCurrent()));
+    },
+  });
   new Gauge({
     name: "plugpool_instances",
     help: "Instances reported to cluster-autoscaler, by group and state.",
@@ -98,6 +119,9 @@ export function createMetrics(): Metrics {
     }),
     observePool(pool, config) {
       source = { pool, config };
+    },
+    observeView(current) {
+      viewCurrent = current;
     },
   };
 }

@@ -38,6 +38,8 @@ export function createReporter(options: {
         case "power-off-aborted":
         case "refused":
         case "quarantined":
+        case "powered-outside":
+        case "hard-cut":
           action(event.machine, event.type);
           logger.warn(describe(event), fields);
           break;
@@ -49,6 +51,7 @@ export function createReporter(options: {
           else logger.debug(describe(event), fields);
           break;
         case "provider-id-mismatch":
+        case "duplicate-nodes":
           metrics.configErrors.inc({ kind: event.type });
           logger.warn(describe(event), fields);
           break;
@@ -69,7 +72,7 @@ function flatten(rest: object): LogFields {
 function describe(event: PoolEvent): string {
   switch (event.type) {
     case "powered-on":
-      return `switched on the plug of ${event.machine}`;
+      return `switched on the plug of ${event.machine}${event.confirmed ? "" : " (unconfirmed: its answer was lost)"}`;
     case "power-on-failed":
       return `could not switch on the plug of ${event.machine}: ${event.error}`;
     case "power-off-started":
@@ -100,5 +103,11 @@ function describe(event: PoolEvent): string {
       return `${event.machine} failed to boot (${event.failures} in a row): skipped by scale-ups until ${new Date(event.until).toISOString()}: ${event.reason}`;
     case "template-slices-differ":
       return `machines of group ${event.group} publish different devices: ${event.detail}`;
+    case "powered-outside":
+      return `${event.machine} is powered outside plugpool: ${event.detail}`;
+    case "duplicate-nodes":
+      return `${event.nodes.length} Nodes claim ${event.machine}: ${event.nodes.join(", ")}`;
+    case "hard-cut":
+      return `hard cut of ${event.machine}: ${event.detail}`;
   }
 }

@@ -8,7 +8,11 @@ export type ErrorCode =
   | "plug-unauthorized"
   | "plug-entity-not-found"
   | "plug-bad-answer"
+  /** A switch command may have reached the plug, but its outcome was not confirmed: the state is unknown. */
+  | "plug-unconfirmed"
   | "cluster-refused"
+  /** The call's signal aborted (deadline or cancel) before it finished; `cause` is the signal's reason. */
+  | "cancelled"
   | "internal";
 
 /**

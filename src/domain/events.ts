@@ -1,7 +1,7 @@
 // Outcomes the domain reports. The domain does not log: adapters turn these into Kubernetes Events on the
 // Node, metrics and structured logs.
 
-/** The named steps of a power-off, in order (SPEC §5). */
+/** The named steps of a power-off, in order. */
 export type PowerOffStep =
   | "check-taint"
   | "power-off-pod"
@@ -11,12 +11,28 @@ export type PowerOffStep =
   | "remove-pod"
   | "delete-node";
 
-/** Which safety rule refused an action (SPEC §9). */
-export type SafetyRule = "registered-without-taint" | "held" | "min-size" | "unconfigured-plug";
+/**
+ * Which safety rule refused an action: a Node claims the machine without the taint; it is held; the group would
+ * go below its minimum; the plug is not configured; the cluster view is not known to be current (or the Nodes
+ * could not be read fresh); the machine was switched on by someone other than plugpool.
+ */
+export type SafetyRule =
+  | "registered-without-taint"
+  | "held"
+  | "min-size"
+  | "unconfigured-plug"
+  | "view-not-current"
+  | "powered-outside";
 
 /** Everything the domain reports, as plain data; one variant per kind of outcome. */
 export type PoolEvent =
-  | { readonly type: "powered-on"; readonly machine: string; readonly group: string }
+  | {
+      readonly type: "powered-on";
+      readonly machine: string;
+      readonly group: string;
+      /** False when the command may have reached the plug but its answer was lost: counted as switched on. */
+      readonly confirmed: boolean;
+    }
   | { readonly type: "power-on-failed"; readonly machine: string; readonly group: string; readonly error: string }
   | {
       /** Chosen by IncreaseSize but held back by the inrush limit: a creating instance, switched on in turn. */
@@ -76,6 +92,28 @@ export type PoolEvent =
       /** Power found in a state nobody asked for; reported, never "corrected" by cutting power. */
       readonly type: "unexpected-power";
       readonly machine: string;
+      readonly detail: string;
+    }
+  | {
+      /**
+       * A plug found on with no Node and no record of plugpool switching it on: someone powered the machine (or
+       * its Node registered under another name). Left out of cluster-autoscaler's view and never cut.
+       */
+      readonly type: "powered-outside";
+      readonly machine: string;
+      readonly detail: string;
+    }
+  | {
+      /** More than one Node claims the machine (same providerID twice, or one by providerID and one by name). */
+      readonly type: "duplicate-nodes";
+      readonly machine: string;
+      readonly nodes: readonly string[];
+    }
+  | {
+      /** The node stayed Ready through the whole shutdown timeout and the configuration asks for a cut anyway. */
+      readonly type: "hard-cut";
+      readonly machine: string;
+      readonly node: string;
       readonly detail: string;
     }
   | {

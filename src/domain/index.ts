@@ -12,7 +12,17 @@ export type { ErrorCode } from "./errors.ts";
 
 export type { PoolEvent, PowerOffStep, SafetyRule } from "./events.ts";
 
-export type { CallOptions, Clock, ClusterView, NodeTeardown, PowerSwitch, Reporter } from "./ports.ts";
+export type {
+  CallOptions,
+  Clock,
+  ClusterView,
+  CutGuard,
+  NodeLookup,
+  NodeTeardown,
+  PowerRecords,
+  PowerSwitch,
+  Reporter,
+} from "./ports.ts";
 
 export {
   DEFAULT_QUARANTINE,
@@ -39,6 +49,8 @@ export type {
   PoolConfig,
   PowerOffPodView,
   PowerOffSettings,
+  PowerOnRecord,
+  QuarantineRecord,
   QuarantineEntry,
   QuarantineSettings,
   ScaleUpSettings,

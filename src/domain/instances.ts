@@ -1,15 +1,17 @@
-// What cluster-autoscaler sees of a group (SPEC §3), derived afresh on every call from memory and the
+// What cluster-autoscaler sees of a group, derived afresh on every call from memory, plugpool's records and the
 // ClusterView, so target size and instance list can never disagree.
 import type { Instance, Machine, NodeGroupSpec } from "./model.ts";
 import type { PoolContext } from "./state.ts";
-import { nodesOf, stateOf } from "./state.ts";
+import { nodesOf, poweredByPlugpool, stateOf } from "./state.ts";
 import { instanceId, isHeld, matchedNode } from "./matching.ts";
+import { PLUG_ON_FAILED } from "./model.ts";
 
 /**
- * The instance a machine is, or undefined when it is none (off, unregistered, no power-off, or held):
- * a power-off not being aborted → deleting; held → none; registered (CA matching) → running; plug known on,
- * switched on by IncreaseSize or queued for a plug-on → creating, with an error once plugpool knows the boot
- * failed.
+ * The instance a machine is, or undefined when it is none (off and unregistered, held, or powered outside
+ * plugpool): a power-off not being aborted → deleting; held → none; registered (CA matching) → running;
+ * switched on by plugpool (its record), queued for a plug-on, or whose queued plug-on failed → creating, with an
+ * error once plugpool knows the boot failed. A plug found on that plugpool did not switch on is none: cluster-autoscaler would remove it
+ * as a node that never registered, and that would cut a machine someone else is using.
  */
 export function instanceOf(ctx: PoolContext, machine: Machine): Instance | undefined {
   const st = stateOf(ctx, machine);
@@ -17,7 +19,7 @@ export function instanceOf(ctx: PoolContext, machine: Machine): Instance | undef
   if (st.job !== undefined && st.job.aborting === undefined) return { id, state: "deleting" };
   if (isOutOfView(ctx, machine)) return undefined;
   if (matchedNode(ctx.deps.cluster, ctx.config.providerIDPrefix, machine) !== undefined) return { id, state: "running" };
-  if (st.plug === "on" || st.wantedOn || st.queued !== undefined) {
+  if (poweredByPlugpool(ctx, machine) || st.queued !== undefined || st.bootFailure?.code === PLUG_ON_FAILED) {
     return st.bootFailure === undefined ? { id, state: "creating" } : { id, state: "creating", error: st.bootFailure };
   }
   return undefined;

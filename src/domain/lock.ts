@@ -7,10 +7,10 @@ import { PlugpoolError } from "./errors.ts";
  */
 export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
   if (signal === undefined) return promise;
-  if (signal.aborted) return Promise.reject(cancelled());
+  if (signal.aborted) return Promise.reject(cancelled(signal));
   return new Promise<T>((resolve, reject) => {
     const onAbort = (): void => {
-      reject(cancelled());
+      reject(cancelled(signal));
     };
     signal.addEventListener("abort", onAbort, { once: true });
     promise.then(resolve, reject).finally(() => {
@@ -19,8 +19,9 @@ export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undef
   });
 }
 
-function cancelled(): PlugpoolError {
-  return new PlugpoolError("internal", "the call was cancelled before it finished");
+/** The error of a call whose signal aborted; the signal's reason (a deadline, a cancel) is its cause. */
+export function cancelled(signal: AbortSignal): PlugpoolError {
+  return new PlugpoolError("cancelled", "the call ended (deadline or cancel) before it finished", { cause: signal.reason });
 }
 
 /** Runs functions one at a time, in call order. */

@@ -1,5 +1,5 @@
-// Which Node belongs to which machine (SPEC §3), in the two senses the domain needs: the one
-// cluster-autoscaler uses (exact providerID) and the wider one the safety rules use (§9.1).
+// Which Node belongs to which machine, in the two senses the domain needs: the one cluster-autoscaler uses
+// (exact providerID) and the wider one the safety rules use (any Node that claims the machine).
 import type { ClusterView } from "./ports.ts";
 import type { Machine, NodeRef, NodeView } from "./model.ts";
 import { HOLD_ANNOTATION, TO_BE_DELETED_TAINT } from "./model.ts";
@@ -14,21 +14,21 @@ export function instanceId(providerIDPrefix: string, machine: Machine): string {
  * or the Node has no providerID and carries the machine's name.
  */
 export function matchedNode(cluster: ClusterView, providerIDPrefix: string, machine: Machine): NodeView | undefined {
-  const byID = cluster.nodeWithProviderID(instanceId(providerIDPrefix, machine));
+  const byID = cluster.nodesWithProviderID(instanceId(providerIDPrefix, machine))[0];
   if (byID !== undefined) return byID;
   const byName = cluster.nodeNamed(machine.name);
   return byName !== undefined && byName.providerID === "" ? byName : undefined;
 }
 
 /**
- * Every Node that may be this machine running: matched by providerID, or carrying its name whatever the
- * providerID (SPEC §9.1). Empty means the machine is not registered in the safety sense.
+ * Every Node that may be this machine running: each one matched by providerID, and the one carrying its name
+ * whatever its providerID. Empty means the machine is not registered in the safety sense; more than one is a
+ * misconfiguration that every safety check must still honour.
  */
 export function safetyNodes(cluster: ClusterView, providerIDPrefix: string, machine: Machine): readonly NodeView[] {
-  const byID = cluster.nodeWithProviderID(instanceId(providerIDPrefix, machine));
+  const byID = cluster.nodesWithProviderID(instanceId(providerIDPrefix, machine));
   const byName = cluster.nodeNamed(machine.name);
-  if (byID === undefined) return byName === undefined ? [] : [byName];
-  return byName === undefined || byName.name === byID.name ? [byID] : [byID, byName];
+  return byName === undefined || byID.some((n) => n.name === byName.name) ? byID : [...byID, byName];
 }
 
 /** The node carries cluster-autoscaler's ToBeDeleted taint (CA has drained it). */
@@ -49,7 +49,7 @@ export function isHeld(machine: Machine, nodes: readonly NodeView[]): boolean {
 
 /**
  * The providerID of a Node that carries the machine's name but a providerID of another form, if any: a
- * configuration error (the Node is not matched).
+ * configuration error (the Node is not matched by cluster-autoscaler's rule, but still protects the machine).
  */
 export function foreignProviderID(cluster: ClusterView, providerIDPrefix: string, machine: Machine): string | undefined {
   const node = cluster.nodeNamed(machine.name);
@@ -63,7 +63,7 @@ export function foreignProviderID(cluster: ClusterView, providerIDPrefix: string
  * The machine a node named by cluster-autoscaler stands for. A real Node resolves by providerID (by name
  * only when it has none); CA's fake nodes have name = providerID = instance id, so they resolve by
  * providerID too, and by name as a fallback when the providerID is empty. A providerID of another form
- * never resolves by name (SPEC §3).
+ * never resolves by name.
  */
 export function resolveRef(machines: readonly Machine[], providerIDPrefix: string, ref: NodeRef): Machine | undefined {
   if (ref.providerID !== "") {

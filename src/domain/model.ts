@@ -6,6 +6,9 @@ export const TO_BE_DELETED_TAINT = "ToBeDeletedByClusterAutoscaler";
 /** Node annotation recording that a power-off is in progress (value: epoch ms it started). */
 export const POWER_OFF_ANNOTATION = "plugpool.io/power-off-started-at";
 
+/** The error code of a creating instance whose queued plug-on failed: nothing was switched on. */
+export const PLUG_ON_FAILED = "plug-on-failed";
+
 /** Node annotation that holds a running machine: never chosen for scale-up, never powered off. */
 export const HOLD_ANNOTATION = "plugpool.io/hold";
 
@@ -13,6 +16,12 @@ export const HOLD_ANNOTATION = "plugpool.io/hold";
 export interface PlugAddress {
   /** Base URL of the device, normalised (lower-case scheme and host, no trailing slash). */
   readonly url: string;
+  /**
+   * The physical device, however its URL is spelled: host without a trailing dot, an IPv4-mapped IPv6 address
+   * as IPv4, lower case, and the port only when it is not the scheme's default (http and https of one host are
+   * one device). Requests to one device are serialised; two machines never share a device and a switch.
+   */
+  readonly device: string;
   /** The switch entity's name as configured in ESPHome (e.g. "Relay"). */
   readonly switch: string;
   /** Name of a sensor entity reporting the plug's power draw in watts, when the plug has one. */
@@ -61,10 +70,17 @@ export interface NodeGroupSpec {
   readonly machines: readonly Machine[];
 }
 
-/** Timings of the power-off saga (SPEC §5). */
+/** Timings of the power-off saga. */
 export interface PowerOffSettings {
   /** Longest wait for the node to go NotReady after the power-off pod was created. */
   readonly notReadyTimeoutMs: number;
+  /**
+   * When the node is still Ready after `notReadyTimeoutMs` (the OS did not shut down): "keep-power" aborts the
+   * power-off and reports it; "cut" switches the plug off anyway (a hard cut, reported as such).
+   */
+  readonly onShutdownTimeout: "keep-power" | "cut";
+  /** How many times a power-off pod that failed or cannot run is replaced before the shutdown counts as failed. */
+  readonly maxPodAttempts: number;
   /** Wait after NotReady (or after the timeout) before the plug is cut. */
   readonly graceMs: number;
   /** With a power sensor: the draw at or below which the machine counts as off. */
@@ -143,6 +159,27 @@ export interface PowerOffPodView {
   readonly phase: "Pending" | "Running" | "Succeeded" | "Failed" | "Unknown";
   /** Deletion has been requested; the pod is on its way out. */
   readonly terminating: boolean;
+  /**
+   * Why the pod cannot run, when the cluster says so: "Unschedulable", or the waiting reason of its container
+   * ("ImagePullBackOff", "ErrImagePull", "CreateContainerConfigError", ...). Absent while it runs or may still.
+   */
+  readonly stuck?: string;
+}
+
+/** A power-on plugpool made: its licence to switch the machine off again while it has no Node. */
+export interface PowerOnRecord {
+  /** Epoch ms the power-on was recorded (just before the plug was switched on). */
+  readonly at: number;
+  /** Why: "scale-up" for IncreaseSize, "queued" for a plug-on the inrush limit held back. */
+  readonly why: string;
+}
+
+/** A machine left out of scale-ups after failed boots, as recorded on the cluster. */
+export interface QuarantineRecord {
+  /** Epoch ms when the machine may be chosen again. */
+  readonly until: number;
+  /** Failed boots in a row (reset by a registration). */
+  readonly failures: number;
 }
 
 /** A node as cluster-autoscaler names it in a request (real Node or one of its fake nodes). */

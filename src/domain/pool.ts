@@ -10,13 +10,13 @@ import type {
   TemplateNode,
 } from "./model.ts";
 import type { PoolDeps } from "./state.ts";
-import { createContext, groupOf, withGroupLock } from "./state.ts";
+import { createContext, groupOf, noteRegistrations, withGroupLock } from "./state.ts";
 import { createLock } from "./lock.ts";
 import { instancesOf, isOutOfView, targetSizeOf } from "./instances.ts";
 import { resolveRef } from "./matching.ts";
 import { increaseSize } from "./scale-up.ts";
 import { decreaseTargetSize, deleteNodes } from "./scale-down.ts";
-import { refresh } from "./refresh.ts";
+import { isPoweredOutside, refresh } from "./refresh.ts";
 import { runPowerOffs } from "./power-off.ts";
 import { runPowerOns } from "./power-on.ts";
 import { quarantineOf } from "./quarantine.ts";
@@ -25,7 +25,7 @@ import { createTemplateSource } from "./template.ts";
 export type { PoolDeps } from "./state.ts";
 
 /**
- * cluster-autoscaler's view of the machines (SPEC §4). Every operation answers without waiting for a boot
+ * cluster-autoscaler's view of the machines. Every operation answers without waiting for a boot
  * or a shutdown: it reads memory, or records intent and makes at most one quick plug call per machine.
  * Failures throw PlugpoolError; the gRPC adapter maps codes to status codes.
  */
@@ -76,9 +76,20 @@ export interface Pool {
   runPowerOffs(options?: CallOptions): Promise<number | undefined>;
   /**
    * The machines left out of scale-ups right now after failed boots, config order (for doctor and metrics).
-   * Kept in memory only: a restart forgets them.
+   * Recorded on the cluster, so a restart keeps them.
    */
   quarantine(): readonly QuarantineEntry[];
+  /**
+   * The machines whose plug reads on with no Node and no record of plugpool switching them on, config order:
+   * outside cluster-autoscaler's view and never cut (for doctor and metrics).
+   */
+  poweredOutside(): readonly string[];
+  /**
+   * Tells the pool the ClusterView changed (call it on every change the watches deliver): a machine seen
+   * registered even for a moment ends plugpool's record of its power-on, so a Node deleted right after never
+   * leaves that record behind as a licence to cut.
+   */
+  clusterChanged(): void;
 }
 
 /**
@@ -101,9 +112,18 @@ export function createPool(deps: PoolDeps, config: PoolConfig): Pool {
   });
   const serialised = async <T>(groupId: string, options: CallOptions | undefined, fn: (g: NodeGroupSpec) => Promise<T>) => {
     const group = groupOf(ctx, groupId);
-    return withGroupLock(ctx, groupId, () => fn(group), options?.signal);
+    return withGroupLock(
+      ctx,
+      groupId,
+      () => {
+        noteRegistrations(ctx);
+        return fn(group);
+      },
+      options?.signal,
+    );
   };
   const pass = async (options?: CallOptions): Promise<number | undefined> => {
+    noteRegistrations(ctx);
     const waits = await Promise.all([runPowerOffs(ctx, options), runPowerOns(ctx, options)]);
     const pending = waits.filter((w) => w !== undefined);
     return pending.length === 0 ? undefined : Math.min(...pending);
@@ -127,5 +147,9 @@ export function createPool(deps: PoolDeps, config: PoolConfig): Pool {
     refresh: (options) => refresh(ctx, options),
     runPowerOffs: (options) => passes(() => pass(options), options?.signal),
     quarantine: () => quarantineOf(ctx),
+    poweredOutside: () => ctx.machines.filter((m) => isPoweredOutside(ctx, m)).map((m) => m.name),
+    clusterChanged: () => {
+      noteRegistrations(ctx);
+    },
   };
 }

@@ -1,5 +1,14 @@
 // What the domain needs from the outside world. Adapters implement these; tests use hand-written fakes.
-import type { Machine, NodeView, PlugAddress, PlugReading, PowerOffPodView, DeviceSlice } from "./model.ts";
+import type {
+  DeviceSlice,
+  Machine,
+  NodeView,
+  PlugAddress,
+  PlugReading,
+  PowerOffPodView,
+  PowerOnRecord,
+  QuarantineRecord,
+} from "./model.ts";
 import type { PoolEvent } from "./events.ts";
 
 /** Options every port and pool call accepts. */
@@ -14,20 +23,31 @@ export interface Clock {
 }
 
 /**
- * The relay of one plug. Calls to one device are serialised by the implementation, and each call is
- * bounded by its own timeout. Failures throw PlugpoolError with a `plug-*` code and a message naming
- * the plug and its URL (never credentials).
+ * Asked by the PowerSwitch at the plug: after the device's queue slot is acquired and immediately before the
+ * switch-off request is sent. Resolves true to let the request go; false (or a rejection) sends nothing.
+ */
+export type CutGuard = (options?: CallOptions) => Promise<boolean>;
+
+/**
+ * The relay of one plug. Calls to one device (`PlugAddress.device`) are serialised by the implementation, and
+ * each call is bounded by its own timeout, including its wait behind other calls to the same device. Failures
+ * throw PlugpoolError with a `plug-*` code and a message naming the plug (never credentials, never anything
+ * the device sent). `plug-unconfirmed` means the command may have reached the device: its outcome is unknown,
+ * never "did not happen"; every other code means the command was not carried out.
  */
 export interface PowerSwitch {
   /** Reads the relay (and the power sensor, when configured). Changes nothing. */
   read(plug: PlugAddress, options?: CallOptions): Promise<PlugReading>;
   /**
    * Switches the relay on and resolves with the state read back once it reports on. Idempotent: a relay
-   * already on is success. Throws `plug-unreachable` if the state is not confirmed within the timeout.
+   * already on is success. Throws `plug-unconfirmed` when the command was sent but the state not confirmed.
    */
   turnOn(plug: PlugAddress, options?: CallOptions): Promise<PlugReading>;
-  /** As turnOn, for off. */
-  turnOff(plug: PlugAddress, options?: CallOptions): Promise<PlugReading>;
+  /**
+   * As turnOn, for off, and only if `mayCut` allows it when asked at the plug (see CutGuard). A refusal sends
+   * nothing and throws `unsafe`.
+   */
+  turnOff(plug: PlugAddress, mayCut: CutGuard, options?: CallOptions): Promise<PlugReading>;
 }
 
 /**
@@ -37,12 +57,44 @@ export interface PowerSwitch {
 export interface ClusterView {
   /** The Node with this name, if any. */
   nodeNamed(name: string): NodeView | undefined;
-  /** The Node whose `spec.providerID` equals this, if any. */
-  nodeWithProviderID(providerID: string): NodeView | undefined;
+  /** Every Node whose `spec.providerID` equals this (more than one is a misconfiguration). */
+  nodesWithProviderID(providerID: string): readonly NodeView[];
   /** plugpool's power-off pod for this machine, if one exists (including one being deleted). */
   powerOffPod(machine: string): PowerOffPodView | undefined;
   /** Last recorded non-empty set of DRA ResourceSlices published by this machine, if any. */
   templateSlices(machine: string): readonly DeviceSlice[] | undefined;
+  /**
+   * The view is known to be current: its watches have heard from the apiserver recently. While false no
+   * power is cut (the view may be arbitrarily old).
+   */
+  current(): boolean;
+}
+
+/** Reads straight from the apiserver, for the checks right before an irreversible act. */
+export interface NodeLookup {
+  /**
+   * Every Node that claims a machine, read now: the Node named `name` and every Node whose `spec.providerID`
+   * is `providerID`. Throws PlugpoolError (`cluster-refused`) when the apiserver cannot answer.
+   */
+  nodesClaiming(name: string, providerID: string, options?: CallOptions): Promise<readonly NodeView[]>;
+}
+
+/**
+ * What plugpool records on the cluster about its own power actions, so that they survive a restart: the
+ * power-ons it made (its only licence to cut an unregistered machine) and the quarantine of machines whose boot
+ * failed. Reads answer from memory.
+ */
+export interface PowerRecords {
+  /** The power-on plugpool made of this machine that has not ended yet, if any. */
+  powerOn(machine: string): PowerOnRecord | undefined;
+  /** Records a power-on; resolves once it is stored on the cluster (throws `cluster-refused` if it cannot be). */
+  recordPowerOn(machine: string, record: PowerOnRecord, options?: CallOptions): Promise<void>;
+  /** Ends the machine's power-on record: `powerOn` answers undefined at once; the store keeps trying to write it. */
+  endPowerOn(machine: string): void;
+  /** The machine's quarantine as last set, if any. */
+  quarantine(machine: string): QuarantineRecord | undefined;
+  /** Sets (or with undefined, clears) the machine's quarantine: at once in memory, stored in the background. */
+  setQuarantine(machine: string, record: QuarantineRecord | undefined): void;
 }
 
 /**
@@ -57,8 +109,11 @@ export interface NodeTeardown {
   clearPowerOffMark(nodeName: string, options?: CallOptions): Promise<void>;
   /** Creates the power-off pod bound to `nodeName` (shuts the OS down). An existing one is success. */
   createPowerOffPod(machine: Machine, nodeName: string, startedAt: number, options?: CallOptions): Promise<void>;
-  /** Requests deletion of the machine's power-off pod. A missing pod is success. */
-  deletePowerOffPod(machine: Machine, options?: CallOptions): Promise<void>;
+  /**
+   * Requests deletion of the machine's power-off pod, asking the apiserver (not a view): resolves true when the
+   * pod is gone, false while it is still terminating.
+   */
+  deletePowerOffPod(machine: Machine, options?: CallOptions): Promise<boolean>;
   /** Deletes the Node object. A missing Node is success. */
   deleteNode(nodeName: string, options?: CallOptions): Promise<void>;
 }

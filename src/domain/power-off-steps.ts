@@ -1,13 +1,15 @@
-// The power-off saga (SPEC §5) as an ordered list of named steps. Each step checks first, then acts: a step
+// The power-off saga as an ordered list of named steps. Each step checks first, then acts: a step
 // whose work is already done (in this job, or visibly on the cluster) is a no-op, so the runner can walk the
 // list from the top on every pass and after a restart.
 import type { CallOptions } from "./ports.ts";
 import type { Machine } from "./model.ts";
 import type { PowerOffStep, SafetyRule } from "./events.ts";
 import type { MachineState, PoolContext, PowerOffJob } from "./state.ts";
+import type { Verdict } from "./safety.ts";
 import { nodesOf } from "./state.ts";
 import { POWER_OFF_ANNOTATION } from "./model.ts";
-import { mayCutPower } from "./safety.ts";
+import { hasDeletionTaint } from "./matching.ts";
+import { freshVerdict, isTransient, mayCutPower } from "./safety.ts";
 import { readPlug, switchOff } from "./switching.ts";
 
 /** What one step needs. `now` is read once, just before the step runs (timeouts come from stored times). */
@@ -48,13 +50,18 @@ function wait(afterMs: number, why: string): StepOutcome {
   return { kind: "wait", afterMs: Math.max(0, afterMs), why };
 }
 
+function abort(verdict: Verdict & { readonly allowed: false }): StepOutcome {
+  if (isTransient(verdict)) return { kind: "retry", error: `not now: ${verdict.detail}` };
+  return { kind: "abort", reason: `keeping power: ${verdict.detail}`, rule: verdict.rule };
+}
+
 const checkTaint: PowerOffStepSpec = {
   name: "check-taint",
   async run({ pool, machine, job, options }) {
-    // Once this job has cut the power there is nothing left to keep on.
-    if (job.plugOff) return done("power already cut");
+    // Once this job may have cut the power there is nothing left to keep on: the plug-off step finds out.
+    if (job.plugOff || job.cutUnconfirmed) return done("power may already be cut");
     const verdict = mayCutPower(machine, pool.deps.cluster, pool.config.providerIDPrefix);
-    if (!verdict.allowed) return { kind: "abort", reason: `keeping power: ${verdict.detail}`, rule: verdict.rule };
+    if (!verdict.allowed) return abort(verdict);
     const nodes = nodesOf(pool, machine);
     for (const node of nodes) {
       if (node.annotations[POWER_OFF_ANNOTATION] === undefined) {
@@ -68,46 +75,96 @@ const checkTaint: PowerOffStepSpec = {
 const powerOffPod: PowerOffStepSpec = {
   name: "power-off-pod",
   async run({ pool, machine, state, job, options }) {
-    if (job.podCreated || job.podRemoved) return done("power-off pod created");
-    if (pool.deps.cluster.powerOffPod(machine.name) !== undefined) return done("power-off pod exists");
+    if (job.podCreated || job.podRemoved || job.plugOff || job.cutUnconfirmed) return done("power-off pod created");
+    const existing = pool.deps.cluster.powerOffPod(machine.name);
+    if (existing?.terminating === true) return wait(POD_GONE_POLL_MS, "waiting for an earlier power-off pod to go");
+    if (existing !== undefined && job.podAttempts === 0) {
+      // An earlier run of plugpool created it: this job resumes that one.
+      job.podCreated = true;
+      job.podAttempts = 1;
+      return done("power-off pod exists");
+    }
     const node = nodesOf(pool, machine)[0];
     if (node === undefined) return done("no node to shut down");
     if (!node.ready) return done("node already NotReady");
     if (state.plug === "off") return done("plug already off");
+    // The OS is about to be shut down: the verdict is taken again on Nodes read fresh, then once more on the view
+    // with nothing awaited between it and the request.
+    const fresh = await freshVerdict(pool, machine, "power-off", options);
+    if (!fresh.allowed) return abort(fresh);
+    const verdict = mayCutPower(machine, pool.deps.cluster, pool.config.providerIDPrefix);
+    if (!verdict.allowed) return abort(verdict);
     await pool.deps.teardown.createPowerOffPod(machine, node.name, job.startedAt, options);
     job.podCreated = true;
+    job.podAttempts += 1;
     return done(`power-off pod created on ${node.name}`);
   },
 };
 
 const awaitNotReady: PowerOffStepSpec = {
   name: "await-not-ready",
-  run({ pool, machine, state, job, now }) {
-    if (job.notReadyAt !== undefined) return Promise.resolve(done("node NotReady"));
-    const node = nodesOf(pool, machine)[0];
-    if (node === undefined || !node.ready) {
-      job.notReadyAt = node?.readyChangedAt ?? now;
-      return Promise.resolve(done(node === undefined ? "node gone" : "node NotReady"));
-    }
-    if (state.plug === "off") {
+  async run({ pool, machine, state, job, now, options }) {
+    if (job.notReadyAt !== undefined) return done(job.hardCut ? "hard cut" : "node NotReady");
+    if (job.plugOff || job.cutUnconfirmed) {
       job.notReadyAt = now;
-      return Promise.resolve(done("plug already off"));
+      return done("plug already off");
     }
-    const deadline = job.startedAt + pool.config.powerOff.notReadyTimeoutMs;
+    const nodes = nodesOf(pool, machine);
+    const node = nodes[0];
+    if (node !== undefined && nodes.every((n) => !n.ready)) {
+      job.notReadyAt = node.readyChangedAt ?? now;
+      return done("node NotReady");
+    }
+    if (node === undefined && job.node === "") {
+      // The power-off began with no Node at all (a machine that never registered): nothing ran to wait for.
+      job.notReadyAt = now;
+      return done("no node");
+    }
+    // Memory may be old (a plug switched by hand): only a reading taken now counts as "the machine has no power".
+    if (state.plug === "off" && (await readPlug(pool, machine, options).catch(() => undefined))?.on === false) {
+      job.notReadyAt = now;
+      return done("plug reads off");
+    }
+    // A Node that vanished is no sign of a shutdown (deleted by hand, a kubelet re-registers it): wait on.
+    const settings = pool.config.powerOff;
+    const pod = pool.deps.cluster.powerOffPod(machine.name);
+    const podTrouble = pod === undefined ? undefined : pod.terminating ? "is terminating" : pod.phase === "Failed" ? "failed" : pod.stuck;
+    const deadline = job.startedAt + settings.notReadyTimeoutMs;
     const remaining = deadline - now;
-    if (remaining <= 0) {
-      job.notReadyAt = deadline;
-      return Promise.resolve(done("timed out, carrying on"));
+    if (podTrouble !== undefined && remaining > 0) {
+      if (job.podAttempts >= settings.maxPodAttempts) {
+        return shutdownFailed(pool, machine, job, node?.name ?? "", `the power-off pod ${podTrouble} after ${job.podAttempts} attempts`, deadline);
+      }
+      // Replaced once it is gone: a pod with the same name cannot be created before.
+      if (await pool.deps.teardown.deletePowerOffPod(machine, options)) job.podCreated = false;
+      return { kind: "retry", error: `the power-off pod ${podTrouble}; replacing it (attempt ${job.podAttempts + 1} of ${settings.maxPodAttempts})` };
     }
-    return Promise.resolve(wait(Math.min(remaining, AWAIT_NOT_READY_POLL_MS), "waiting for the node to go NotReady"));
+    if (remaining <= 0) {
+      return shutdownFailed(pool, machine, job, node?.name ?? "", `the node did not go NotReady within ${settings.notReadyTimeoutMs} ms`, deadline);
+    }
+    return wait(Math.min(remaining, AWAIT_NOT_READY_POLL_MS), "waiting for the node to go NotReady");
   },
 };
 
+/**
+ * The OS did not shut down. By default the power-off stops and the machine keeps its power; only a configuration
+ * that asks for it (`onShutdownTimeout: cut`) goes on to a hard cut, which is reported as such.
+ */
+function shutdownFailed(pool: PoolContext, machine: Machine, job: PowerOffJob, node: string, why: string, at: number): StepOutcome {
+  if (pool.config.powerOff.onShutdownTimeout !== "cut") {
+    return { kind: "abort", reason: `keeping power: ${why} (onShutdownTimeout is keep-power)` };
+  }
+  job.notReadyAt = at;
+  job.hardCut = true;
+  pool.deps.reporter.report({ type: "hard-cut", machine: machine.name, node, detail: `${why}; cutting anyway (onShutdownTimeout is cut)` });
+  return done(`${why}; hard cut`);
+}
+
 const grace: PowerOffStepSpec = {
   name: "grace",
-  async run({ pool, machine, state, job, now, options }) {
+  async run({ pool, machine, job, now, options }) {
     if (job.graceEnded !== undefined) return done(`grace ended (${job.graceEnded})`);
-    if (state.plug === "off") return done("plug already off");
+    if (job.plugOff || job.cutUnconfirmed) return done("plug already off");
     const settings = pool.config.powerOff;
     const remaining = (job.notReadyAt ?? now) + settings.graceMs - now;
     if (remaining <= 0) {
@@ -137,25 +194,43 @@ const plugOff: PowerOffStepSpec = {
   name: "plug-off",
   async run({ pool, machine, job, options }) {
     if (job.plugOff) return done("plug off");
-    // The last word before the irreversible step (SPEC §9.1): nothing is awaited between it and the command.
+    if (job.cutUnconfirmed) {
+      // The last switch-off may have gone through: read the plug before anything else, and never undo a cut.
+      const reading = await readPlug(pool, machine, options);
+      if (reading === undefined) return { kind: "retry", error: "the plug's state is still unknown" };
+      if (!reading.on) {
+        job.plugOff = true;
+        return done("plug reads off");
+      }
+      job.cutUnconfirmed = false;
+    }
+    // A first check on the view; the switch checks again on fresh Nodes at the plug, right before the request.
     const verdict = mayCutPower(machine, pool.deps.cluster, pool.config.providerIDPrefix);
-    if (!verdict.allowed) return { kind: "abort", reason: `keeping power: ${verdict.detail}`, rule: verdict.rule };
+    if (!verdict.allowed) return abort(verdict);
     const cut = job.graceEnded === undefined ? {} : { graceEnded: job.graceEnded };
-    await switchOff(pool, machine, { reason: "power-off", ...cut }, options);
-    job.plugOff = true;
-    return done("plug off");
+    const outcome = await switchOff(pool, machine, { reason: "power-off", ...cut }, options);
+    switch (outcome.kind) {
+      case "off":
+        job.plugOff = true;
+        return done(job.hardCut ? "plug off (hard cut)" : "plug off");
+      case "refused":
+        return abort(outcome.verdict);
+      case "unconfirmed":
+        job.cutUnconfirmed = true;
+        return { kind: "retry", error: `the switch-off was not confirmed, the plug may be off: ${outcome.error}` };
+    }
   },
 };
 
 const removePod: PowerOffStepSpec = {
   name: "remove-pod",
   async run({ pool, machine, job, options }) {
-    const pod = pool.deps.cluster.powerOffPod(machine.name);
-    if (pod === undefined) {
+    if (job.podRemoved) return done("power-off pod gone");
+    // Asked of the apiserver, not the view: a pod the view has not shown yet must not be left bound to the node.
+    if (await pool.deps.teardown.deletePowerOffPod(machine, options)) {
       job.podRemoved = true;
       return done("power-off pod gone");
     }
-    if (!pod.terminating) await pool.deps.teardown.deletePowerOffPod(machine, options);
     return wait(POD_GONE_POLL_MS, "waiting for the power-off pod to go");
   },
 };
@@ -165,6 +240,10 @@ const deleteNode: PowerOffStepSpec = {
   async run({ pool, machine, job, options }) {
     const nodes = nodesOf(pool, machine);
     if (nodes.length === 0) return done(job.deletedNodes.size === 0 ? "no node" : "node deleted");
+    // A Node Ready without the taint after the cut is not the drained one going away (someone powered the machine
+    // again and it registered anew, or another machine claims the name): it is left alone and the power-off ends.
+    const live = nodes.find((n) => n.ready && !hasDeletionTaint(n));
+    if (live !== undefined) return done(`node ${live.name} is Ready without the taint after the cut; left alone`);
     // Waiting until the view shows the Node gone keeps a lagging view from resuming a finished power-off.
     for (const node of nodes) {
       await pool.deps.teardown.deleteNode(node.name, options);
@@ -177,7 +256,7 @@ const deleteNode: PowerOffStepSpec = {
   },
 };
 
-/** The steps of a power-off, in the order they run (SPEC §5). */
+/** The steps of a power-off, in the order they run. */
 export const POWER_OFF_STEPS: readonly PowerOffStepSpec[] = [
   checkTaint,
   powerOffPod,

@@ -5,7 +5,7 @@ import type { Machine } from "./model.ts";
 import type { MachineState, PoolContext, PowerOffJob } from "./state.ts";
 import type { StepOutcome } from "./power-off-steps.ts";
 import { POWER_OFF_ANNOTATION } from "./model.ts";
-import { messageOf, nodesOf, stateOf } from "./state.ts";
+import { messageOf, nodesOf, poweredByPlugpool, stateOf } from "./state.ts";
 import { POWER_OFF_STEPS } from "./power-off-steps.ts";
 import { clearBootFailures } from "./quarantine.ts";
 
@@ -19,8 +19,26 @@ export function startPowerOff(ctx: PoolContext, machine: Machine, node: string, 
   const st = stateOf(ctx, machine);
   if (st.job !== undefined) return;
   st.queued = undefined;
-  if (node !== "") clearBootFailures(st);
-  st.job = {
+  if (node !== "") clearBootFailures(ctx, machine);
+  st.job = newJob(node, startedAt);
+  ctx.deps.reporter.report({ type: "power-off-started", machine: machine.name, node, resumed });
+  if (!resumed) ctx.deps.wake?.();
+}
+
+/**
+ * A DeleteNodes that failed towards cluster-autoscaler leaves nothing behind: the power-off it had begun to
+ * record is a job that only undoes that record (and is forgotten once the view shows it gone).
+ */
+export function undoPowerOffRecord(ctx: PoolContext, machine: Machine, startedAt: number, reason: string): void {
+  const st = stateOf(ctx, machine);
+  if (st.job !== undefined) return;
+  st.job = newJob(nodesOf(ctx, machine)[0]?.name ?? "", startedAt);
+  st.job.aborting = { step: "check-taint", reason };
+  ctx.deps.wake?.();
+}
+
+function newJob(node: string, startedAt: number): PowerOffJob {
+  return {
     node,
     startedAt,
     aborting: undefined,
@@ -30,23 +48,24 @@ export function startPowerOff(ctx: PoolContext, machine: Machine, node: string, 
     notBefore: undefined,
     lastWaiting: undefined,
     podCreated: false,
+    podAttempts: 0,
     notReadyAt: undefined,
+    hardCut: false,
     standbySince: undefined,
     graceEnded: undefined,
     plugOff: false,
+    cutUnconfirmed: false,
     podRemoved: false,
     deletedNodes: new Set(),
   };
-  ctx.deps.reporter.report({ type: "power-off-started", machine: machine.name, node, resumed });
-  if (!resumed) ctx.deps.wake?.();
 }
 
 /**
- * Starts a power-off the way DeleteNodes does: first records it on the machine's Nodes (the annotation), so
- * a restart resumes it instead of losing it, then starts the job. Waits for that one write, nothing more.
+ * Records a power-off of the machine on its Nodes (the annotation), the way DeleteNodes begins one, so that a
+ * restart resumes it instead of losing it. Starts no job: the caller does, once the whole call has succeeded.
+ * While it runs, the runner does not take the record for an earlier run's.
  */
-export async function beginPowerOff(ctx: PoolContext, machine: Machine, options?: CallOptions): Promise<void> {
-  const startedAt = ctx.deps.clock.now();
+export async function recordPowerOff(ctx: PoolContext, machine: Machine, startedAt: number, options?: CallOptions): Promise<void> {
   const nodes = nodesOf(ctx, machine);
   const st = stateOf(ctx, machine);
   st.beginning = true;
@@ -59,18 +78,20 @@ export async function beginPowerOff(ctx: PoolContext, machine: Machine, options?
   } finally {
     st.beginning = false;
   }
-  startPowerOff(ctx, machine, nodes[0]?.name ?? "", startedAt, false);
 }
 
 /**
  * Picks up power-offs recorded on the cluster by an earlier run: a machine without a job whose power-off
- * pod exists (started when the pod says) or whose Node carries the power-off annotation (started at its value).
+ * pod exists and is not terminating (started when the pod says) or whose Node carries the power-off annotation
+ * (started at its value).
  */
 export function resumePowerOffs(ctx: PoolContext): void {
   for (const machine of ctx.machines) {
     const st = stateOf(ctx, machine);
     if (st.job !== undefined || st.beginning) continue;
-    const pod = ctx.deps.cluster.powerOffPod(machine.name);
+    // A terminating pod alone is a power-off being undone (or done): nothing to resume.
+    const found = ctx.deps.cluster.powerOffPod(machine.name);
+    const pod = found?.terminating === true ? undefined : found;
     const nodes = nodesOf(ctx, machine);
     const marked = nodes.find((n) => n.annotations[POWER_OFF_ANNOTATION] !== undefined);
     if (pod === undefined && marked === undefined) continue;
@@ -153,7 +174,7 @@ async function advance(ctx: PoolContext, machine: Machine, options?: CallOptions
     durationMs: ctx.deps.clock.now() - job.startedAt,
   });
   st.job = undefined;
-  st.wantedOn = false;
+  if (poweredByPlugpool(ctx, machine)) ctx.deps.records.endPowerOn(machine.name);
   return undefined;
 }
 
@@ -178,10 +199,11 @@ async function compensate(
   if (aborting === undefined) return undefined;
   const held = job.notBefore === undefined ? 0 : job.notBefore - ctx.deps.clock.now();
   if (held > 0) return held;
-  const pod = ctx.deps.cluster.powerOffPod(machine.name);
   const marked = nodesOf(ctx, machine).filter((n) => n.annotations[POWER_OFF_ANNOTATION] !== undefined);
+  let podGone: boolean;
   try {
-    if (pod !== undefined && !pod.terminating) await ctx.deps.teardown.deletePowerOffPod(machine, options);
+    // Asked of the apiserver, not the view: a pod created a moment ago may not be in the view yet.
+    podGone = await ctx.deps.teardown.deletePowerOffPod(machine, options);
     for (const node of marked) await ctx.deps.teardown.clearPowerOffMark(node.name, options);
   } catch (e) {
     const attempt = job.attempts[aborting.step] ?? 0;
@@ -198,6 +220,7 @@ async function compensate(
     return delay;
   }
   const traces =
+    !podGone ||
     ctx.deps.cluster.powerOffPod(machine.name) !== undefined ||
     nodesOf(ctx, machine).some((n) => n.annotations[POWER_OFF_ANNOTATION] !== undefined);
   if (traces) return COMPENSATION_POLL_MS;

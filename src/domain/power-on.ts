@@ -4,7 +4,7 @@
 import type { CallOptions } from "./ports.ts";
 import type { Machine, NodeGroupSpec } from "./model.ts";
 import type { PoolContext } from "./state.ts";
-import { POWER_OFF_ANNOTATION } from "./model.ts";
+import { PLUG_ON_FAILED, POWER_OFF_ANNOTATION } from "./model.ts";
 import { messageOf, nodesOf, stateOf, withGroupLock } from "./state.ts";
 import { hasDeletionTaint, isHeld } from "./matching.ts";
 import { powerOnSlotWait, restorePower, switchOn, takePowerOnSlot } from "./switching.ts";
@@ -80,7 +80,13 @@ async function powerOnsOf(ctx: PoolContext, group: NodeGroupSpec, options?: Call
       break;
     }
     stateOf(ctx, machine).queued = undefined;
-    if (next === "go") sends.push(switchOn(ctx, machine, options).catch((e: unknown) => { queuedOnFailed(ctx, machine, e); }));
+    if (next === "go") {
+      sends.push(
+        switchOn(ctx, machine, "queued", options).catch((e: unknown) => {
+          queuedOnFailed(ctx, machine, e);
+        }),
+      );
+    }
   }
   await Promise.all(sends);
   for (const machine of group.machines) {
@@ -91,8 +97,8 @@ async function powerOnsOf(ctx: PoolContext, group: NodeGroupSpec, options?: Call
 
 /**
  * What to do with a queued machine now, re-checked just before its plug-on: go; wait (a power-off pod or a
- * command in flight); or leave the queue: it registered meanwhile (it runs), its plug reads on (it was switched
- * on meanwhile: wanted on from now), it is held (refused).
+ * command in flight, or its plug not read yet); or leave the queue: it registered meanwhile (it runs), its plug
+ * reads on (someone else switched it on: not plugpool's to count or cut), it is held (refused).
  */
 function recheckQueued(ctx: PoolContext, machine: Machine): "go" | "wait" | "dequeued" {
   const st = stateOf(ctx, machine);
@@ -106,19 +112,18 @@ function recheckQueued(ctx: PoolContext, machine: Machine): "go" | "wait" | "deq
   if (st.job !== undefined || st.switching !== undefined || ctx.deps.cluster.powerOffPod(machine.name) !== undefined) {
     return "wait";
   }
-  if (st.plug === "on") {
-    st.wantedOn = true;
-    return "dequeued";
-  }
+  if (st.plug === "on") return "dequeued";
   return st.plug === "off" ? "go" : "wait";
 }
 
-/** A queued plug-on that failed: the instance stays, now with an error, so cluster-autoscaler drops it and backs off. */
+/**
+ * A queued plug-on that failed: the instance stays, now with an error (`plug-on-failed`), so cluster-autoscaler
+ * drops it and backs off. Nothing was switched on, so dropping it cuts nothing.
+ */
 function queuedOnFailed(ctx: PoolContext, machine: Machine, e: unknown): void {
   const st = stateOf(ctx, machine);
   const message = `switching on the plug of ${machine.name} failed: ${messageOf(e)}`;
-  st.wantedOn = true;
-  st.bootFailure = { code: "plug-on-failed", message };
+  st.bootFailure = { code: PLUG_ON_FAILED, message };
   recordBootFailure(ctx, machine, message);
 }
 

@@ -1,9 +1,8 @@
 // Boot-failure quarantine: a machine that was switched on and did not come up is left out of scale-ups for a
 // while, longer after each failure in a row, so cluster-autoscaler's next scale-up takes another machine
-// instead of the same broken one. Kept in memory only: a restart forgets every quarantine (acceptable: the
-// worst case is one more failed boot, which quarantines the machine again).
+// instead of the same broken one. Recorded on the cluster too, so a restart keeps it.
 import type { Machine, QuarantineEntry, QuarantineSettings } from "./model.ts";
-import type { MachineState, PoolContext } from "./state.ts";
+import type { PoolContext } from "./state.ts";
 import { DEFAULT_QUARANTINE } from "./model.ts";
 import { stateOf } from "./state.ts";
 
@@ -26,6 +25,7 @@ export function recordBootFailure(ctx: PoolContext, machine: Machine, reason: st
   if (backOff <= 0) return;
   const until = ctx.deps.clock.now() + backOff;
   st.quarantinedUntil = until;
+  ctx.deps.records.setQuarantine(machine.name, { until, failures: st.bootFailures });
   ctx.deps.reporter.report({
     type: "quarantined",
     machine: machine.name,
@@ -37,9 +37,12 @@ export function recordBootFailure(ctx: PoolContext, machine: Machine, reason: st
 }
 
 /** The machine registered: its boots work, so the count starts again and any quarantine ends. */
-export function clearBootFailures(st: MachineState): void {
+export function clearBootFailures(ctx: PoolContext, machine: Machine): void {
+  const st = stateOf(ctx, machine);
+  if (st.bootFailures === 0 && st.quarantinedUntil === undefined) return;
   st.bootFailures = 0;
   st.quarantinedUntil = undefined;
+  ctx.deps.records.setQuarantine(machine.name, undefined);
 }
 
 /** Left out of scale-ups right now. */

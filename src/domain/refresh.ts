@@ -1,9 +1,10 @@
-// Refresh (SPEC §8): read every plug in parallel and bring memory up to date. Never fails: a failed Refresh
-// stops cluster-autoscaler's whole loop.
+// Refresh: read every plug in parallel and bring memory up to date. Never fails: a failed Refresh stops
+// cluster-autoscaler's whole loop.
 import type { CallOptions } from "./ports.ts";
 import type { Machine } from "./model.ts";
+import { PLUG_ON_FAILED } from "./model.ts";
 import type { PoolContext } from "./state.ts";
-import { messageOf, nodesOf, stateOf } from "./state.ts";
+import { messageOf, nodesOf, poweredByPlugpool, stateOf } from "./state.ts";
 import { foreignProviderID, instanceId } from "./matching.ts";
 import { readPlug } from "./switching.ts";
 import { clearBootFailures, recordBootFailure } from "./quarantine.ts";
@@ -11,9 +12,10 @@ import { restoreTarget, restoreWait } from "./power-on.ts";
 
 /**
  * Reads every plug at once (each call bounded by the adapter) and updates what depends on the readings: boot
- * failures (quarantined), registration (ends a quarantine), power nobody asked for (a lost one is restored by
- * the runner, which this wakes). A plug that cannot be read keeps its last state. Also reports Nodes named
- * like a machine with a providerID of another form. Each report is made once per change.
+ * failures (quarantined), registration (ends a quarantine and the power-on record), power nobody asked for (a
+ * lost one is restored by the runner, which this wakes; one switched on outside plugpool is reported). A plug
+ * that cannot be read keeps its last state. Also reports Nodes named like a machine with a providerID of another
+ * form, and machines claimed by more than one Node. Each report is made once per change.
  */
 export async function refresh(ctx: PoolContext, options?: CallOptions): Promise<void> {
   await Promise.allSettled(
@@ -46,11 +48,11 @@ function reconcile(ctx: PoolContext, machine: Machine): void {
   const { reporter } = ctx.deps;
   const nodes = nodesOf(ctx, machine);
   if (nodes.length > 0) {
-    st.wantedOn = false;
+    if (poweredByPlugpool(ctx, machine)) ctx.deps.records.endPowerOn(machine.name);
     st.queued = undefined;
     st.bootFailure = undefined;
-    clearBootFailures(st);
-  } else if (st.wantedOn && st.plug === "off" && st.switching === undefined && st.bootFailure === undefined) {
+    clearBootFailures(ctx, machine);
+  } else if (poweredByPlugpool(ctx, machine) && st.plug === "off" && st.switching === undefined && st.bootFailure === undefined) {
     const message = `plug of ${machine.name} reads off again before the machine registered`;
     st.bootFailure = { code: "plug-off-while-booting", message };
     reporter.report({ type: "unexpected-power", machine: machine.name, detail: message });
@@ -58,11 +60,22 @@ function reconcile(ctx: PoolContext, machine: Machine): void {
   }
 
   const anomaly = powerAnomaly(ctx, machine);
-  if (anomaly !== st.notedPower && anomaly !== undefined) {
+  if (anomaly !== st.notedPower && anomaly === "on") {
+    reporter.report({ type: "powered-outside", machine: machine.name, detail: describe(ctx, machine, anomaly) });
+  } else if (anomaly !== st.notedPower && anomaly !== undefined) {
     reporter.report({ type: "unexpected-power", machine: machine.name, detail: describe(ctx, machine, anomaly) });
   }
   st.notedPower = anomaly;
   if (restoreTarget(ctx, machine) !== undefined && restoreWait(ctx, machine) === 0) ctx.deps.wake?.();
+
+  // A failed plug-on whose plug now reads on was switched on by someone else: no longer plugpool's instance.
+  if (st.bootFailure?.code === PLUG_ON_FAILED && st.plug === "on" && !poweredByPlugpool(ctx, machine)) st.bootFailure = undefined;
+
+  const duplicates = nodes.length > 1 ? nodes.map((n) => n.name).join(",") : undefined;
+  if (duplicates !== undefined && duplicates !== st.notedDuplicates) {
+    reporter.report({ type: "duplicate-nodes", machine: machine.name, nodes: nodes.map((n) => n.name) });
+  }
+  st.notedDuplicates = duplicates;
 
   const foreign = foreignProviderID(ctx.deps.cluster, ctx.config.providerIDPrefix, machine);
   if (foreign !== undefined && foreign !== st.notedProviderID) {
@@ -77,23 +90,39 @@ function reconcile(ctx: PoolContext, machine: Machine): void {
 }
 
 /**
- * Power in a state nobody asked for: "on" for a plug found on that no one wanted on, with no Node and no
- * power-off; "off" for a plug found off under a Ready Node without a power-off. Reported; never cut for it.
+ * Power in a state nobody asked for: "on" for a plug found on with no Node, no power-off and no record of
+ * plugpool switching it on (powered outside plugpool); "off" for a plug found off under a Ready Node without a
+ * power-off. Reported; never cut for it.
  */
 function powerAnomaly(ctx: PoolContext, machine: Machine): "on" | "off" | undefined {
   const st = stateOf(ctx, machine);
   if (st.job !== undefined || st.switching !== undefined) return undefined;
   const nodes = nodesOf(ctx, machine);
-  if (st.plug === "on" && !st.wantedOn && st.queued === undefined && nodes.length === 0) return "on";
+  if (isPoweredOutside(ctx, machine)) return "on";
   if (st.plug === "off" && nodes.some((n) => n.ready)) return "off";
   return undefined;
 }
 
 function describe(ctx: PoolContext, machine: Machine, anomaly: "on" | "off"): string {
   if (anomaly === "on") {
-    const counted = machine.hold ? "held, so not reported to cluster-autoscaler" : "counted as a creating instance";
-    return `plug of ${machine.name} is on but nobody asked for it; ${counted}`;
+    return `plug of ${machine.name} is on with no Node, and plugpool did not switch it on: powered outside plugpool (by hand, or its Node registered under another name); not reported to cluster-autoscaler and never switched off by plugpool`;
   }
   const restoring = restoreTarget(ctx, machine) !== undefined;
   return `plug of ${machine.name} reads off under a Ready node; ${restoring ? "switching it back on" : "left alone"}`;
+}
+
+/**
+ * The plug reads on, no Node claims the machine, and plugpool neither switched it on (no record) nor is about to
+ * (queued, a command in flight) nor is powering it off: someone else powered it.
+ */
+export function isPoweredOutside(ctx: PoolContext, machine: Machine): boolean {
+  const st = stateOf(ctx, machine);
+  return (
+    st.plug === "on" &&
+    st.job === undefined &&
+    st.switching === undefined &&
+    st.queued === undefined &&
+    !poweredByPlugpool(ctx, machine) &&
+    nodesOf(ctx, machine).length === 0
+  );
 }

@@ -1,24 +1,25 @@
-// The rule that guards every power cut (SPEC §9.1), as a verdict rather than an exception: a refusal is an
-// expected outcome that callers report and act on.
-import type { ClusterView } from "./ports.ts";
-import type { Machine } from "./model.ts";
+// The rules that guard every irreversible act (a power-off pod, a plug switched off), as verdicts rather than
+// exceptions: a refusal is an expected outcome that callers report and act on.
+import type { CallOptions, ClusterView } from "./ports.ts";
+import type { Machine, NodeView } from "./model.ts";
 import type { SafetyRule } from "./events.ts";
-import { hasDeletionTaint, hasHoldAnnotation, safetyNodes } from "./matching.ts";
+import type { PoolContext } from "./state.ts";
+import { hasDeletionTaint, hasHoldAnnotation, instanceId, safetyNodes } from "./matching.ts";
+import { messageOf, nodesOf, poweredByPlugpool } from "./state.ts";
 
 /** Whether an action may go ahead, and if not, which rule refused it and why. */
 export type Verdict =
   | { readonly allowed: true }
   | { readonly allowed: false; readonly rule: SafetyRule; readonly detail: string };
 
+const ALLOWED: Verdict = { allowed: true };
+
 /**
- * May the machine's plug be switched off now? Refused when the machine is held (config or annotation), or
- * when any Node that may be it (matched by providerID, or carrying its name whatever the providerID) lacks
- * cluster-autoscaler's ToBeDeleted taint. Reads the ClusterView as it is at this moment: call it
- * immediately before every turnOff, with nothing awaited in between.
+ * May the machine be shut down and its plug switched off, given the Nodes that claim it? Refused when the machine
+ * is held (config or annotation on any of them), or when any of them lacks cluster-autoscaler's ToBeDeleted taint.
  */
-export function mayCutPower(machine: Machine, cluster: ClusterView, providerIDPrefix: string): Verdict {
+export function cutVerdict(machine: Machine, nodes: readonly NodeView[]): Verdict {
   if (machine.hold) return { allowed: false, rule: "held", detail: `${machine.name} is held in the configuration` };
-  const nodes = safetyNodes(cluster, providerIDPrefix, machine);
   const held = nodes.find(hasHoldAnnotation);
   if (held !== undefined) {
     return { allowed: false, rule: "held", detail: `node ${held.name} carries the hold annotation` };
@@ -31,5 +32,52 @@ export function mayCutPower(machine: Machine, cluster: ClusterView, providerIDPr
       detail: `node ${untainted.name}${untainted.name === machine.name ? "" : ` (machine ${machine.name})`} is registered without the ToBeDeletedByClusterAutoscaler taint`,
     };
   }
-  return { allowed: true };
+  return ALLOWED;
+}
+
+/**
+ * May the machine's plug be switched off now, as the ClusterView shows it? Every Node that may be the machine
+ * (matched by providerID, or carrying its name whatever the providerID) must carry the ToBeDeleted taint, and
+ * nothing may hold it. A first check: the act itself is guarded again by `freshVerdict` at the last moment.
+ */
+export function mayCutPower(machine: Machine, cluster: ClusterView, providerIDPrefix: string): Verdict {
+  return cutVerdict(machine, safetyNodes(cluster, providerIDPrefix, machine));
+}
+
+/** What a cut is for: the end of a power-off (the machine's Nodes are drained), or a machine that has no Node. */
+export type CutKind = "power-off" | "unregistered";
+
+/**
+ * The verdict taken at the last moment before an irreversible act: the cluster view must be current, and the
+ * Nodes that claim the machine are read fresh from the apiserver (and those of the view are honoured too, so a
+ * lagging view can only add refusals). A power-off needs every claiming Node to allow it; an unregistered cut
+ * needs no Node at all and plugpool's own record of the power-on (a machine powered on by anyone else is never
+ * cut).
+ */
+export async function freshVerdict(ctx: PoolContext, machine: Machine, kind: CutKind, options?: CallOptions): Promise<Verdict> {
+  if (!ctx.deps.cluster.current()) {
+    return { allowed: false, rule: "view-not-current", detail: "the cluster view is not known to be current" };
+  }
+  let fresh: readonly NodeView[];
+  try {
+    fresh = await ctx.deps.lookup.nodesClaiming(machine.name, instanceId(ctx.config.providerIDPrefix, machine), options);
+  } catch (e) {
+    return { allowed: false, rule: "view-not-current", detail: `the Nodes of ${machine.name} could not be read: ${messageOf(e)}` };
+  }
+  const nodes = [...fresh, ...nodesOf(ctx, machine).filter((v) => !fresh.some((f) => f.name === v.name))];
+  if (kind === "power-off") return cutVerdict(machine, nodes);
+  if (machine.hold) return { allowed: false, rule: "held", detail: `${machine.name} is held in the configuration` };
+  const node = nodes[0];
+  if (node !== undefined) {
+    return { allowed: false, rule: "registered-without-taint", detail: `${machine.name} registered meanwhile (node ${node.name}) and keeps its power` };
+  }
+  if (!poweredByPlugpool(ctx, machine)) {
+    return { allowed: false, rule: "powered-outside", detail: `${machine.name} was not switched on by plugpool and keeps its power` };
+  }
+  return ALLOWED;
+}
+
+/** A refusal that only says "not now": the cut is tried again later rather than given up. */
+export function isTransient(verdict: Verdict): boolean {
+  return !verdict.allowed && verdict.rule === "view-not-current";
 }

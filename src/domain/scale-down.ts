@@ -1,25 +1,25 @@
-// NodeGroupDeleteNodes and NodeGroupDecreaseTargetSize (SPEC §4). Neither waits for a shutdown: a registered
-// node gets a power-off job (the saga runs later), an unregistered one gets one quick plug call.
+// NodeGroupDeleteNodes and NodeGroupDecreaseTargetSize. Neither waits for a shutdown: a registered node gets a
+// power-off job (the saga runs later), an unregistered one gets one quick plug call.
 import type { CallOptions } from "./ports.ts";
 import type { Machine, NodeGroupSpec, NodeRef } from "./model.ts";
 import type { SafetyRule } from "./events.ts";
 import type { PoolContext } from "./state.ts";
-import { messageOf, nodesOf, stateOf } from "./state.ts";
+import { messageOf, nodesOf, poweredByPlugpool, stateOf } from "./state.ts";
 import { PlugpoolError } from "./errors.ts";
 import { instanceOf, targetSizeOf } from "./instances.ts";
 import { hasDeletionTaint, isHeld, resolveRef } from "./matching.ts";
-import { mayCutPower } from "./safety.ts";
-import { untilAborted } from "./lock.ts";
+import { cancelled, untilAborted } from "./lock.ts";
 import { switchOff } from "./switching.ts";
-import { beginPowerOff } from "./power-off.ts";
+import { recordPowerOff, startPowerOff, undoPowerOffRecord } from "./power-off.ts";
 
 /**
  * Validates every ref first and acts only if all pass: unknown → `instance-not-found`; held, registered
  * without the ToBeDeleted taint, a power-off being aborted, or going below minSize → `unsafe`. Then a machine
- * already powering off is left alone; a registered (tainted) one gets its power-off recorded on its Node
- * (the one cluster write awaited; `cluster-refused` if it fails, and then no power-off starts) and a job; an
- * unregistered one has its plug switched off. Throws `plug-unreachable` (or `unsafe` if one registered
- * without the taint meanwhile) after all cuts have been tried.
+ * already powering off is left alone; a registered (tainted) one gets its power-off recorded on its Nodes (the
+ * one cluster write awaited); an unregistered one has its plug switched off. The power-offs start only once the
+ * whole call has succeeded: a call that fails (a write refused, a plug failed, the deadline passed) leaves
+ * nothing behind, its records are undone and no power-off starts. Throws `cluster-refused`, `plug-unreachable`,
+ * `unsafe` (one registered or was refused at the plug meanwhile) or `cancelled`.
  */
 export async function deleteNodes(
   ctx: PoolContext,
@@ -27,7 +27,7 @@ export async function deleteNodes(
   refs: readonly NodeRef[],
   options?: CallOptions,
 ): Promise<void> {
-  const what = `deleting ${refs.map((r) => r.name || r.providerID).join(", ")} from node group "${group.id}"`;
+  const what = `deleting ${refs.length === 1 ? (refs[0]?.name ?? "") : `${refs.length} nodes`} from node group "${group.id}"`;
   const machines = new Map<string, Machine>();
   for (const ref of refs) {
     const machine = resolveRef(group.machines, ctx.config.providerIDPrefix, ref);
@@ -57,22 +57,32 @@ export async function deleteNodes(
     if (nodesOf(ctx, machine).length > 0) toPowerOff.push(machine);
     else if (instanceOf(ctx, machine) !== undefined) toCut.push(machine);
   }
+  const startedAt = ctx.deps.clock.now();
+  const signal = options?.signal;
   const failed = new Map<string, string>();
-  const begun = toPowerOff.map((m) =>
-    beginPowerOff(ctx, m, options).catch((e: unknown) => {
-      failed.set(m.name, messageOf(e));
+  const recorded = toPowerOff.map((m) =>
+    recordPowerOff(ctx, m, startedAt, options).catch((e: unknown) => {
+      failed.set(m.name, `recording the power-off: ${messageOf(e)}`);
     }),
   );
-  const [cut, marked] = await Promise.allSettled([
-    cutUnregistered(ctx, toCut, "power-off", what, options),
-    untilAborted(Promise.all(begun), options?.signal),
-  ]);
-  if (cut.status === "rejected") throw cut.reason;
-  if (marked.status === "rejected") throw marked.reason;
-  if (failed.size > 0) {
-    const problems = [...failed].map(([name, error]) => `recording the power-off of ${name}: ${error}`);
-    throw new PlugpoolError("cluster-refused", `${what}: ${problems.join("; ")}`);
+  let failure: unknown;
+  try {
+    await untilAborted(Promise.all(recorded), signal);
+    if (failed.size > 0) {
+      const problems = [...failed].map(([name, error]) => `${name}: ${error}`);
+      throw new PlugpoolError("cluster-refused", `${what}: ${problems.join("; ")}`);
+    }
+    await cutUnregistered(ctx, toCut, what, options);
+    if (signal?.aborted === true) throw cancelled(signal);
+  } catch (e) {
+    failure = e;
   }
+  if (failure !== undefined) {
+    // Nothing may start from a call that failed towards cluster-autoscaler: undo every record it made.
+    for (const m of toPowerOff) undoPowerOffRecord(ctx, m, startedAt, `${what} failed`);
+    throw failure;
+  }
+  for (const m of toPowerOff) startPowerOff(ctx, m, nodesOf(ctx, m)[0]?.name ?? "", startedAt, false);
 }
 
 function validateDeletion(ctx: PoolContext, machine: Machine, what: string): void {
@@ -121,7 +131,7 @@ export async function decreaseTargetSize(
       `${what}: only ${candidates.length} unregistered instances exist; registered nodes are never removed this way`,
     );
   }
-  await cutUnregistered(ctx, candidates.slice(0, -delta), "refuse", what, options);
+  await cutUnregistered(ctx, candidates.slice(0, -delta), what, options);
 }
 
 function poweredOnAt(ctx: PoolContext, machine: Machine): number {
@@ -133,53 +143,45 @@ function queuedAt(ctx: PoolContext, machine: Machine): number {
 }
 
 /**
- * Switches off machines believed unregistered, in parallel. Each is re-checked right before its command: one
- * that registered meanwhile is powered off properly when it carries the taint and `ifRegistered` allows it,
- * otherwise left on and named in the error. A queued machine whose plug is not known on only leaves the queue:
- * it was never switched on, so there is nothing to cut (and no failed boot to count).
+ * Switches off machines believed unregistered, in parallel. Each is checked again by the plug itself right before
+ * its command (no Node claims it, plugpool's record of the power-on stands, the view is current): one that
+ * registered meanwhile keeps its power and is named in the error. A machine without that record (queued, or its
+ * plug-on failed) only leaves: plugpool switched nothing on, so there is nothing to cut.
  */
-async function cutUnregistered(
-  ctx: PoolContext,
-  machines: readonly Machine[],
-  ifRegistered: "power-off" | "refuse",
-  what: string,
-  options?: CallOptions,
-): Promise<void> {
+async function cutUnregistered(ctx: PoolContext, machines: readonly Machine[], what: string, options?: CallOptions): Promise<void> {
   const refused: string[] = [];
   const failed = new Map<string, string>();
   const answers: Promise<unknown>[] = [];
   for (const machine of machines) {
     const nodes = nodesOf(ctx, machine);
     const st = stateOf(ctx, machine);
-    if (st.queued !== undefined && nodes.length === 0) {
+    if (nodes.length === 0 && !poweredByPlugpool(ctx, machine)) {
+      // Queued, or its plug-on failed: plugpool switched nothing on, so the instance only leaves.
       st.queued = undefined;
-      if (st.plug !== "on") continue;
+      st.bootFailure = undefined;
+      continue;
     }
-    const verdict = mayCutPower(machine, ctx.deps.cluster, ctx.config.providerIDPrefix);
-    if (nodes.length > 0 && verdict.allowed && ifRegistered === "power-off") {
-      answers.push(
-        beginPowerOff(ctx, machine, options).catch((e: unknown) => {
-          failed.set(machine.name, messageOf(e));
-        }),
-      );
-    } else if (!verdict.allowed) {
-      ctx.deps.reporter.report({ type: "refused", machine: machine.name, rule: verdict.rule, detail: verdict.detail });
-      refused.push(verdict.detail);
-    } else if (nodes.length > 0) {
+    if (nodes.length > 0) {
       refused.push(`${machine.name} registered meanwhile and keeps its power`);
-    } else {
-      answers.push(
-        switchOff(ctx, machine, { reason: "unregistered" }, options).catch((e: unknown) => {
-          failed.set(machine.name, messageOf(e));
-        }),
-      );
+      continue;
     }
+    answers.push(
+      switchOff(ctx, machine, { reason: "unregistered" }, options).then(
+        (outcome) => {
+          if (outcome.kind === "refused") {
+            ctx.deps.reporter.report({ type: "refused", machine: machine.name, rule: outcome.verdict.rule, detail: outcome.verdict.detail });
+            refused.push(outcome.verdict.detail);
+          } else if (outcome.kind === "unconfirmed") {
+            failed.set(machine.name, `the switch-off was not confirmed (the plug may be off): ${outcome.error}`);
+          }
+        },
+        (e: unknown) => {
+          failed.set(machine.name, messageOf(e));
+        },
+      ),
+    );
   }
-  try {
-    await untilAborted(Promise.all(answers), options?.signal);
-  } catch {
-    throw new PlugpoolError("plug-unreachable", `${what}: no answer from the plugs before the call ended`);
-  }
+  await untilAborted(Promise.all(answers), options?.signal);
   const problems = [...refused, ...[...failed].map(([name, error]) => `${name}: ${error}`)];
   if (problems.length === 0) return;
   throw new PlugpoolError(refused.length > 0 ? "unsafe" : "plug-unreachable", `${what}: ${problems.join("; ")}`);

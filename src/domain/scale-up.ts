@@ -1,9 +1,9 @@
-// NodeGroupIncreaseSize (SPEC §4): switch plugs on in config order, skipping plugs that fail; beyond the
-// inrush limit, queue them for the runner.
+// NodeGroupIncreaseSize: switch plugs on in config order, skipping plugs that fail; beyond the inrush limit,
+// queue them for the runner.
 import type { CallOptions } from "./ports.ts";
 import type { Machine, NodeGroupSpec } from "./model.ts";
 import type { PoolContext } from "./state.ts";
-import { messageOf, nodesOf, stateOf } from "./state.ts";
+import { messageOf, nodesOf, poweredByPlugpool, stateOf } from "./state.ts";
 import { PlugpoolError } from "./errors.ts";
 import { targetSizeOf } from "./instances.ts";
 import { isHeld } from "./matching.ts";
@@ -18,7 +18,7 @@ import { isQuarantined } from "./quarantine.ts";
  */
 export function isScaleUpCandidate(ctx: PoolContext, machine: Machine): boolean {
   const st = stateOf(ctx, machine);
-  if (st.plug !== "off" || st.job !== undefined || st.switching !== undefined || st.wantedOn) return false;
+  if (st.plug !== "off" || st.job !== undefined || st.switching !== undefined || poweredByPlugpool(ctx, machine)) return false;
   if (st.queued !== undefined || isQuarantined(ctx, machine)) return false;
   if (ctx.deps.cluster.powerOffPod(machine.name) !== undefined) return false;
   const nodes = nodesOf(ctx, machine);
@@ -68,7 +68,7 @@ export async function increaseSize(
           continue;
         }
         answers.push(
-          switchOn(ctx, m, options).then(
+          switchOn(ctx, m, "scale-up", options).then(
             () => switchedOn.add(m.name),
             (e: unknown) => failed.set(m.name, messageOf(e)),
           ),
@@ -113,7 +113,7 @@ function shortfall(ctx: PoolContext, group: NodeGroupSpec, what: string, outcome
   if (failed.size + unanswered.length + neverRead.length > 0) {
     return new PlugpoolError("plug-unreachable", `${what}: ${parts.join("; ")}`);
   }
-  if (cancelled) return new PlugpoolError("internal", `${what}: ${parts.join("; ")}; the call ended before more were tried`);
+  if (cancelled) return new PlugpoolError("cancelled", `${what}: ${parts.join("; ")}; the call ended before more were tried`);
   const quarantined = group.machines.filter((m) => !tried.has(m.name) && isQuarantined(ctx, m));
   if (quarantined.length > 0) parts.push(`quarantined after failed boots: ${quarantined.map((m) => m.name).join(", ")}`);
   parts.push("no further machine is usable (held, registered, being powered off, quarantined, or already on)");

@@ -1,6 +1,6 @@
 // The little plugpool keeps in memory. Everything else is derived from the ClusterView on each call, so
 // a restart (a new pool over the same plugs and cluster) loses nothing that matters.
-import type { Clock, ClusterView, NodeTeardown, PowerSwitch, Reporter } from "./ports.ts";
+import type { Clock, ClusterView, NodeLookup, NodeTeardown, PowerRecords, PowerSwitch, Reporter } from "./ports.ts";
 import type { Machine, NodeGroupSpec, NodeView, PlugState, PoolConfig } from "./model.ts";
 import type { PowerOffStep, SafetyRule } from "./events.ts";
 import type { Lock } from "./lock.ts";
@@ -13,7 +13,11 @@ export interface PoolDeps {
   readonly clock: Clock;
   readonly power: PowerSwitch;
   readonly cluster: ClusterView;
+  /** Fresh reads of the Nodes that claim a machine, right before an irreversible act. */
+  readonly lookup: NodeLookup;
   readonly teardown: NodeTeardown;
+  /** plugpool's own power-ons and quarantines, kept on the cluster. */
+  readonly records: PowerRecords;
   readonly reporter: Reporter;
   /** Called when a power-off was started, so the owner of the timer runs `runPowerOffs` soon. */
   readonly wake?: () => void;
@@ -36,10 +40,17 @@ export interface PowerOffJob {
   /** Last "waiting" reported, so a long wait is reported once. */
   lastWaiting: string | undefined;
   podCreated: boolean;
+  /** Power-off pods created by this job (a failed or stuck one is replaced, up to `maxPodAttempts`). */
+  podAttempts: number;
   notReadyAt: number | undefined;
+  /** The node never went NotReady and `onShutdownTimeout` is "cut": the cut is a hard one. */
+  hardCut: boolean;
   standbySince: number | undefined;
   graceEnded: "elapsed" | "standby" | undefined;
+  /** The plug is known off (confirmed by the switch's answer or a reading). */
   plugOff: boolean;
+  /** A switch-off may have reached the plug but was not confirmed: the power may be cut, so nothing is undone. */
+  cutUnconfirmed: boolean;
   podRemoved: boolean;
   /** Nodes this job asked to delete (each reported once). */
   readonly deletedNodes: Set<string>;
@@ -56,8 +67,6 @@ export interface MachineState {
   switching: "on" | "off" | undefined;
   /** When plugpool switched it on, or first saw it on. */
   poweredOnAt: number | undefined;
-  /** IncreaseSize switched it on and it has neither registered nor been dropped since. */
-  wantedOn: boolean;
   /**
    * IncreaseSize chose it but the inrush limit held it back: a creating instance whose plug the runner switches
    * on in turn. The number orders the queue (lower first). Lost on restart, like everything in memory.
@@ -76,6 +85,7 @@ export interface MachineState {
   /** Once-per-change memory for reports. */
   notedPower: string | undefined;
   notedProviderID: string | undefined;
+  notedDuplicates: string | undefined;
 }
 
 /** Memory of the pool as a whole. */
@@ -103,7 +113,7 @@ export interface PoolContext {
 /** Fresh memory for the configured machines: every plug unknown, nothing wanted, no power-off. */
 export function createContext(deps: PoolDeps, config: PoolConfig): PoolContext {
   const machines = config.groups.flatMap((g) => g.machines).toSorted((a, b) => a.index - b.index);
-  const states = new Map<string, MachineState>(machines.map((m) => [m.name, newMachineState()]));
+  const states = new Map<string, MachineState>(machines.map((m) => [m.name, newMachineState(deps, m)]));
   const locks = new Map(config.groups.map((g) => [g.id, createLock()]));
   const memory = { createdAt: deps.clock.now(), powerOnsSent: [], nextQueued: 0 };
   return { deps, config, machines, states, locks, memory };
@@ -116,25 +126,46 @@ export function withGroupLock<T>(ctx: PoolContext, groupId: string, fn: () => Pr
   return lock(fn, signal);
 }
 
-function newMachineState(): MachineState {
+/** A machine's memory at start: nothing known of its plug; its power-on and quarantine as recorded on the cluster. */
+function newMachineState(deps: PoolDeps, machine: Machine): MachineState {
+  const quarantine = deps.records.quarantine(machine.name);
   return {
     plug: "unknown",
     watts: undefined,
     readError: undefined,
     version: 0,
     switching: undefined,
-    poweredOnAt: undefined,
-    wantedOn: false,
+    poweredOnAt: deps.records.powerOn(machine.name)?.at,
     queued: undefined,
     bootFailure: undefined,
-    bootFailures: 0,
-    quarantinedUntil: undefined,
+    bootFailures: quarantine?.failures ?? 0,
+    quarantinedUntil: quarantine?.until,
     restoredAt: undefined,
     job: undefined,
     notedPower: undefined,
     notedProviderID: undefined,
+    notedDuplicates: undefined,
     beginning: false,
   };
+}
+
+/**
+ * plugpool switched the machine on (or is about to) and it has neither registered nor been switched off since:
+ * the record on the cluster says so. This is the only licence to cut a machine that has no Node.
+ */
+export function poweredByPlugpool(ctx: PoolContext, machine: Machine): boolean {
+  return ctx.deps.records.powerOn(machine.name) !== undefined;
+}
+
+/**
+ * Ends the power-on record of every machine the view shows registered: from the moment a Node was seen, the machine
+ * runs an OS and plugpool's power-on licenses no cut (a Node deleted afterwards leaves a machine powered outside).
+ * Called before every decision that may cut.
+ */
+export function noteRegistrations(ctx: PoolContext): void {
+  for (const machine of ctx.machines) {
+    if (poweredByPlugpool(ctx, machine) && nodesOf(ctx, machine).length > 0) ctx.deps.records.endPowerOn(machine.name);
+  }
 }
 
 /** The memory of one configured machine. */
@@ -151,7 +182,7 @@ export function groupOf(ctx: PoolContext, groupId: string): NodeGroupSpec {
   return group;
 }
 
-/** The machine's Nodes in the safety sense (SPEC §9.1). */
+/** The machine's Nodes in the safety sense: every Node that claims it, by providerID or by name. */
 export function nodesOf(ctx: PoolContext, machine: Machine): readonly NodeView[] {
   return safetyNodes(ctx.deps.cluster, ctx.config.providerIDPrefix, machine);
 }

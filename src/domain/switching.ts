@@ -1,11 +1,13 @@
 // Plug commands and reads, and how their answers update memory. An answer is applied whenever it arrives,
-// even after the call that sent it has given up waiting (SPEC §8: every switch answer updates the state).
+// even after the call that sent it has given up waiting: every switch answer is the plug's newest state.
 import type { CallOptions } from "./ports.ts";
 import type { Machine, PlugReading } from "./model.ts";
 import type { MachineState, PoolContext } from "./state.ts";
 import { DEFAULT_SCALE_UP } from "./model.ts";
-import { messageOf, stateOf } from "./state.ts";
-import { PlugpoolError } from "./errors.ts";
+import type { Verdict } from "./safety.ts";
+import { messageOf, poweredByPlugpool, stateOf } from "./state.ts";
+import { PlugpoolError, isPlugpoolError } from "./errors.ts";
+import { freshVerdict } from "./safety.ts";
 import { recordBootFailure } from "./quarantine.ts";
 
 /**
@@ -46,48 +48,67 @@ function recentPowerOns(ctx: PoolContext, now: number): number[] {
 }
 
 /**
- * Switches the machine's plug on for a scale-up. On success the machine is wanted on (a creating instance from
- * now) and `powered-on` is reported; on failure `power-on-failed` is reported and the error rethrown.
+ * Switches the machine's plug on for a scale-up (`why`: "scale-up" or "queued"). First records the power-on on the
+ * cluster (plugpool's licence to cut the machine again while it has no Node); without that record nothing is
+ * switched. Resolves once the plug is on, or once the command may have reached it (its answer lost: the record
+ * stands and a later reading tells). A failure that switched nothing ends the record: plugpool did not power the
+ * machine, so whoever powers it later is not plugpool. Reports `powered-on` or `power-on-failed`, and rethrows
+ * failures.
  */
-export function switchOn(ctx: PoolContext, machine: Machine, options?: CallOptions): Promise<PlugReading> {
+export async function switchOn(ctx: PoolContext, machine: Machine, why: string, options?: CallOptions): Promise<void> {
   const st = stateOf(ctx, machine);
-  return sendOn(ctx, machine, options, () => {
-    st.wantedOn = true;
+  const { reporter, records } = ctx.deps;
+  st.switching = "on";
+  try {
+    await records.recordPowerOn(machine.name, { at: ctx.deps.clock.now(), why }, options);
+  } catch (e) {
+    st.switching = undefined;
+    reporter.report({ type: "power-on-failed", machine: machine.name, group: machine.group, error: `recording the power-on: ${messageOf(e)}` });
+    throw e;
+  }
+  const poweredOn = (confirmed: boolean): void => {
     st.poweredOnAt = ctx.deps.clock.now();
     st.bootFailure = undefined;
-    ctx.deps.reporter.report({ type: "powered-on", machine: machine.name, group: machine.group });
-  });
+    reporter.report({ type: "powered-on", machine: machine.name, group: machine.group, confirmed });
+  };
+  try {
+    const reading = await ctx.deps.power.turnOn(machine.plug, options);
+    applySwitchAnswer(st, reading);
+    if (!reading.on) throw new PlugpoolError("plug-bad-answer", `plug of ${machine.name} still reads off after turn_on`);
+    poweredOn(true);
+  } catch (e) {
+    st.switching = undefined;
+    if (isPlugpoolError(e) && e.code === "plug-unconfirmed") {
+      // The plug may be on: it is plugpool's power-on all the same, never a reason to switch on another machine.
+      st.plug = "unknown";
+      st.version += 1;
+      poweredOn(false);
+      return;
+    }
+    records.endPowerOn(machine.name);
+    reporter.report({ type: "power-on-failed", machine: machine.name, group: machine.group, error: messageOf(e) });
+    throw e;
+  }
 }
 
 /**
  * Switches the plug of a registered machine back on (its power was lost). Reports `power-restored`, or
- * `power-on-failed` and rethrows. Wants nothing: the machine is already an instance through its Node.
+ * `power-on-failed` and rethrows. Records nothing: the machine is already an instance through its Node.
  */
 export function restorePower(ctx: PoolContext, machine: Machine, node: string, options?: CallOptions): Promise<PlugReading> {
-  const st = stateOf(ctx, machine);
-  return sendOn(ctx, machine, options, () => {
-    st.poweredOnAt ??= ctx.deps.clock.now();
-    ctx.deps.reporter.report({ type: "power-restored", machine: machine.name, group: machine.group, node });
-  });
-}
-
-function sendOn(ctx: PoolContext, machine: Machine, options: CallOptions | undefined, confirmed: () => void): Promise<PlugReading> {
   const st = stateOf(ctx, machine);
   const { reporter } = ctx.deps;
   st.switching = "on";
   return ctx.deps.power.turnOn(machine.plug, options).then(
     (reading) => {
       applySwitchAnswer(st, reading);
-      if (!reading.on) {
-        const error = `plug of ${machine.name} still reads off after turn_on`;
-        reporter.report({ type: "power-on-failed", machine: machine.name, group: machine.group, error });
-        throw new PlugpoolError("plug-bad-answer", error);
-      }
-      confirmed();
+      st.poweredOnAt ??= ctx.deps.clock.now();
+      reporter.report({ type: "power-restored", machine: machine.name, group: machine.group, node });
       return reading;
     },
     (e: unknown) => {
       st.switching = undefined;
+      if (isPlugpoolError(e) && e.code === "plug-unconfirmed") st.plug = "unknown";
       reporter.report({ type: "power-on-failed", machine: machine.name, group: machine.group, error: messageOf(e) });
       throw e;
     },
@@ -100,39 +121,60 @@ export interface CutReport {
   readonly graceEnded?: "elapsed" | "standby";
 }
 
+/** How a cut ended: done (the plug reads off), refused at the plug (nothing sent), or unconfirmed (may be off). */
+export type CutOutcome =
+  | { readonly kind: "off" }
+  | { readonly kind: "refused"; readonly verdict: Verdict & { readonly allowed: false } }
+  | { readonly kind: "unconfirmed"; readonly error: string };
+
 /**
- * Switches the machine's plug off (callers check `mayCutPower` first). On success the machine is no longer
- * wanted on and `plug-off` is reported with the draw last measured; failures are rethrown. A machine plugpool
- * switched on and that is cut unregistered was dropped by cluster-autoscaler: one failed boot (counted here
- * unless its failure was already seen, which then counted it).
+ * Switches the machine's plug off. The verdict is taken again by the plug itself (`freshVerdict`), after the
+ * device's queue slot is acquired and right before the request is sent: a refusal there sends nothing. On
+ * success the power-on record ends and `plug-off` is reported. A machine plugpool switched on and that is cut
+ * unregistered was dropped by cluster-autoscaler: one failed boot (counted here unless its failure was already
+ * seen). An unconfirmed command leaves the plug state unknown, never "still on". Other failures are rethrown.
  */
-export function switchOff(ctx: PoolContext, machine: Machine, cut: CutReport, options?: CallOptions): Promise<PlugReading> {
+export async function switchOff(ctx: PoolContext, machine: Machine, cut: CutReport, options?: CallOptions): Promise<CutOutcome> {
   const st = stateOf(ctx, machine);
   const watts = st.watts;
+  let refusal: (Verdict & { readonly allowed: false }) | undefined;
+  const guard = async (o?: CallOptions): Promise<boolean> => {
+    const verdict = await freshVerdict(ctx, machine, cut.reason, o);
+    if (verdict.allowed) return true;
+    refusal = verdict;
+    return false;
+  };
   st.switching = "off";
-  return ctx.deps.power.turnOff(machine.plug, options).then(
-    (reading) => {
-      applySwitchAnswer(st, reading);
-      if (reading.on) throw new PlugpoolError("plug-bad-answer", `plug of ${machine.name} still reads on after turn_off`);
-      const dropped = cut.reason === "unregistered" && st.wantedOn && st.bootFailure === undefined;
-      st.wantedOn = false;
-      st.bootFailure = undefined;
-      st.poweredOnAt = undefined;
-      ctx.deps.reporter.report({
-        type: "plug-off",
-        machine: machine.name,
-        reason: cut.reason,
-        ...(watts === undefined ? {} : { watts }),
-        ...(cut.graceEnded === undefined ? {} : { graceEnded: cut.graceEnded }),
-      });
-      if (dropped) recordBootFailure(ctx, machine, "cluster-autoscaler dropped it before it registered");
-      return reading;
-    },
-    (e: unknown) => {
-      st.switching = undefined;
-      throw e;
-    },
-  );
+  let reading: PlugReading;
+  try {
+    reading = await ctx.deps.power.turnOff(machine.plug, guard, options);
+  } catch (e) {
+    st.switching = undefined;
+    if (refusal !== undefined) return { kind: "refused", verdict: refusal };
+    if (isPlugpoolError(e) && e.code === "plug-unconfirmed") {
+      st.plug = "unknown";
+      st.version += 1;
+      // The cut may have happened: plugpool's power-on licenses nothing more (whoever powers it next is not plugpool).
+      ctx.deps.records.endPowerOn(machine.name);
+      return { kind: "unconfirmed", error: e.message };
+    }
+    throw e;
+  }
+  applySwitchAnswer(st, reading);
+  if (reading.on) throw new PlugpoolError("plug-bad-answer", `plug of ${machine.name} still reads on after turn_off`);
+  const dropped = cut.reason === "unregistered" && poweredByPlugpool(ctx, machine) && st.bootFailure === undefined;
+  ctx.deps.records.endPowerOn(machine.name);
+  st.bootFailure = undefined;
+  st.poweredOnAt = undefined;
+  ctx.deps.reporter.report({
+    type: "plug-off",
+    machine: machine.name,
+    reason: cut.reason,
+    ...(watts === undefined ? {} : { watts }),
+    ...(cut.graceEnded === undefined ? {} : { graceEnded: cut.graceEnded }),
+  });
+  if (dropped) recordBootFailure(ctx, machine, "cluster-autoscaler dropped it before it registered");
+  return { kind: "off" };
 }
 
 /**
@@ -149,7 +191,7 @@ export async function readPlug(ctx: PoolContext, machine: Machine, options?: Cal
   st.readError = undefined;
   // Seen on for the first time: it counts as powered from now (decrease cuts the latest first).
   if (reading.on) st.poweredOnAt ??= ctx.deps.clock.now();
-  else if (!st.wantedOn) st.poweredOnAt = undefined;
+  else if (!poweredByPlugpool(ctx, machine)) st.poweredOnAt = undefined;
   return reading;
 }
 

@@ -1,5 +1,6 @@
-// The world the property test drives (operations in pool-ops.ts) and the invariants checked at the moment of
-// every plug and cluster write and after every step.
+// The world the property test drives (operations in pool-ops.ts) and the invariants checked at the moment a
+// command reaches its plug, a power-off pod is created or a Node deleted, and after every step. The pool sees the
+// cluster through a view that lags the truth; the invariants are judged on the truth.
 import type { Machine, NodeRef, NodeView, QuarantineSettings, ScaleUpSettings } from "../../src/domain/index.ts";
 import { HOLD_ANNOTATION, POWER_OFF_ANNOTATION, TO_BE_DELETED_TAINT, isPlugpoolError } from "../../src/domain/index.ts";
 import type { CaOp, NodeEvent, Op } from "./pool-ops.ts";
@@ -30,10 +31,11 @@ export class Model {
   readonly w: World;
   readonly limit: number;
 
-  static async create(limit = 0): Promise<Model> {
-    const model = new Model(limit);
+  static async create(limit = 0, latencySeed = 1): Promise<Model> {
+    const model = new Model(limit, latencySeed);
     model.w.register("a-1");
     model.w.register("b-1");
+    model.#sync();
     await model.w.pool.refresh();
     return model;
   }
@@ -46,34 +48,74 @@ export class Model {
   /** When each turnOn was sent. */
   readonly #powerOns: number[] = [];
 
-  constructor(limit = 0) {
+  /** Machines whose plug plugpool's own switch-on reached (and not off since): the licence to cut without a Node. */
+  readonly #switchedOnByPool = new Set<string>();
+  /**
+   * Machines whose OS a power-off pod has shut down, or whose drained Node went NotReady and was deleted (until
+   * their plug goes off or on again): the rules let a power-off cut them without a Node.
+   */
+  readonly #osDown = new Set<string>();
+
+  constructor(limit = 0, latencySeed = 1) {
     this.limit = limit;
     const scaleUp: ScaleUpSettings | undefined =
       limit === 0 ? undefined : { maxPowerOnsPerInterval: limit, powerOnIntervalMs: INTERVAL_MS };
-    this.w = new World({ groups: GROUPS, on: ["a-1", "b-1"], quarantine: QUARANTINE, ...(scaleUp && { scaleUp }) });
+    this.w = new World({ groups: GROUPS, on: ["a-1", "b-1"], quarantine: QUARANTINE, lagging: true, ...(scaleUp && { scaleUp }) });
+    // Each command waits a few turns at its device, so others act (and the world changes) meanwhile.
+    let state = latencySeed;
+    this.w.power.latency = () => {
+      state = (state * 1_103_515_245 + 12_345) % 2_147_483_648;
+      return state % 4;
+    };
     this.w.power.onCall = (call) => {
-      const machine = this.w.machines().find((x) => x.plug.url === call.plug.url && x.plug.switch === call.plug.switch);
-      if (machine === undefined) {
-        this.violations.push(`${call.op} of an unconfigured plug ${call.plug.url}`);
-        return;
-      }
-      if (call.op === "turnOff") this.#checkCut(machine);
-      if (call.op === "turnOn") this.#checkOn(machine);
+      if (this.#machineOf(call.plug) === undefined) this.violations.push(`${call.op} of an unconfigured plug ${call.plug.url}`);
       this.#fireArmed();
     };
-    this.w.cluster.onCall = (call) => {
-      if (call.op === "createPowerOffPod" && this.w.cluster.powerOffPod(call.target) !== undefined) {
-        this.violations.push(`second createPowerOffPod for ${call.target} while one exists`);
+    // The rules are judged when a command reaches the plug, not when it is called.
+    this.w.power.onArrival = (arrival) => {
+      const machine = this.#machineOf(arrival.plug);
+      if (machine === undefined) return;
+      if (arrival.op === "turnOff") {
+        this.#checkCut(machine);
+        this.#switchedOnByPool.delete(machine.name);
+        this.#osDown.delete(machine.name);
+      } else {
+        this.#osDown.delete(machine.name);
+        this.#checkOn(machine);
+        this.#switchedOnByPool.add(machine.name);
       }
+    };
+    this.w.cluster.onCall = (call) => {
+      if (call.op === "createPowerOffPod") this.#checkPod(call.target);
       if (call.op === "deleteNode") {
         const owner = this.w.machines().find((x) => this.#nodesOf(x).some((n) => n.name === call.target));
-        if (owner === undefined) this.violations.push(`deleteNode of ${call.target}, which is no machine's`);
-        else if (this.w.cluster.powerOffPod(owner.name) !== undefined) {
+        // Deleting a Node that is already gone is a no-op (a lagging view still shows it).
+        const exists = this.w.cluster.nodeNamed(call.target) !== undefined;
+        if (owner === undefined) {
+          if (exists) this.violations.push(`deleteNode of ${call.target}, which is no machine's`);
+        } else if (this.w.cluster.powerOffPod(owner.name) !== undefined) {
           this.violations.push(`deleteNode of ${call.target} while the power-off pod of ${owner.name} exists`);
         }
       }
       this.#fireArmed();
     };
+  }
+
+  #machineOf(plug: { readonly url: string; readonly switch: string }): Machine | undefined {
+    return this.w.machines().find((x) => x.plug.url === plug.url && x.plug.switch === plug.switch);
+  }
+
+  /** The power-off pod shuts the OS down: at that moment every Node of the machine must allow it. */
+  #checkPod(name: string): void {
+    const machine = this.w.machine(name);
+    if (this.w.cluster.powerOffPod(name) !== undefined) return;
+    if (!this.w.cluster.viewCurrent) this.violations.push(`power-off pod of ${name} created while the view is not current`);
+    if (this.#held(machine)) this.violations.push(`power-off pod of held ${name}`);
+    for (const n of this.#nodesOf(machine)) {
+      if (!n.taints.some((t) => t.key === TO_BE_DELETED_TAINT)) {
+        this.violations.push(`power-off pod of ${name} created while node ${n.name} is registered without the taint`);
+      }
+    }
   }
 
   machine(i: number): Machine {
@@ -114,9 +156,14 @@ export class Model {
       case "plug-fault":
         w.power.setFault(this.machine(o.m).plug, o.on ? "unreachable" : undefined);
         return;
-      case "flip":
-        w.power.set(this.machine(o.m).plug, o.on);
+      case "flip": {
+        // Someone switches the plug by hand: a machine switched on that way is not plugpool's to cut
+        // (Switched off and on again by hand, a machine plugpool switched on is still the one it asked for.)
+        const machine = this.machine(o.m);
+        if (o.on !== w.power.isOn(machine.plug)) this.#osDown.delete(machine.name);
+        w.power.set(machine.plug, o.on);
         return;
+      }
       case "cluster-fail-next":
         w.cluster.failNext(o.op);
         return;
@@ -131,7 +178,21 @@ export class Model {
         this.#shutdowns();
         return;
       case "restart":
+        // A new process lists everything afresh before it serves.
+        this.#sync();
         w.restart();
+        return;
+      case "view-sync":
+        this.#sync();
+        return;
+      case "watch":
+        w.cluster.viewCurrent = o.up;
+        return;
+      case "lose-answer":
+        w.power.loseNextAnswer(o.op);
+        return;
+      case "records-fail-next":
+        w.records.failNext();
         return;
     }
   }
@@ -148,9 +209,9 @@ export class Model {
       if (new Set(ids).size !== ids.length) this.violations.push(`duplicate instance ids in ${g.id}: ${ids.join(",")}`);
       if (ids.some((id) => !g.machines.some((name) => PREFIX + name === id))) this.violations.push(`foreign id in ${g.id}`);
     }
-    // A held machine is outside CA's view (a power-off still running stops at its next step).
+    // A held machine is outside CA's view (a power-off still running stops at its next step), as the view shows it.
     for (const machine of this.w.machines()) {
-      if (!this.#held(machine)) continue;
+      if (!this.#held(machine, this.#viewNodesOf(machine))) continue;
       const instance = pool.instances(machine.group).find((i) => i.id === PREFIX + machine.name);
       if (instance !== undefined && instance.state !== "deleting") {
         this.violations.push(`held ${machine.name} reported to CA as ${instance.state}`);
@@ -170,10 +231,13 @@ export class Model {
     this.#armed = undefined;
     w.power.clearFaults();
     w.cluster.clearFaults();
+    w.records.clearFaults();
+    w.cluster.viewCurrent = true;
     let wait: number | undefined = 0;
     for (let i = 0; i < 300 && wait !== undefined; i++) {
       w.cluster.finishPodDeletion();
       this.#shutdowns();
+      this.#sync();
       wait = await this.#run();
       w.clock.advance(Math.max(wait ?? 0, 1));
     }
@@ -219,6 +283,7 @@ export class Model {
       if (node !== undefined && o.taint) this.w.cluster.taint(node.name);
       return node === undefined || o.fake ? { name: PREFIX + x.name, providerID: PREFIX + x.name } : node;
     });
+    if (o.seen) this.#sync();
     const names = machines.map((x) => x.name);
     for (const name of names) this.#deleteRequested.add(name);
     await this.#during(this.#inFlight.delete, names, () => this.w.pool.deleteNodes(machines[0]?.group ?? "a", refs));
@@ -251,10 +316,27 @@ export class Model {
     w.cluster.addNode({ name: machine.name, providerID, readyChangedAt: w.clock.now() });
   }
 
+  /**
+   * The view catches up. A machine seen registered is running an OS: plugpool's power-on has done its work and
+   * licenses no cut from now on. (A Node deleted before any view saw it cannot be known; kubelets re-register.)
+   */
+  #sync(): void {
+    this.w.view?.sync();
+    this.w.pool.clusterChanged();
+    for (const machine of this.w.machines()) {
+      if (this.#nodesOf(machine).length > 0) this.#switchedOnByPool.delete(machine.name);
+    }
+  }
+
   #nodeEvent(machine: Machine, event: NodeEvent): void {
     const { cluster } = this.w;
     if (event === "register") this.#register(machine, "normal");
-    for (const n of this.#nodesOf(machine)) {
+    const nodes = this.#nodesOf(machine);
+    // A drained Node that went NotReady and is then deleted by hand leaves a machine the rules let plugpool cut.
+    if (event === "remove-node" && nodes.length > 0 && nodes.every((n) => !n.ready && n.taints.some((t) => t.key === TO_BE_DELETED_TAINT))) {
+      this.#osDown.add(machine.name);
+    }
+    for (const n of nodes) {
       if (event === "taint") cluster.taint(n.name);
       if (event === "untaint") cluster.untaint(n.name);
       if (event === "remove-node") cluster.removeNode(n.name);
@@ -266,6 +348,7 @@ export class Model {
     const { w } = this;
     for (const machine of w.machines()) {
       const pod = w.cluster.powerOffPod(machine.name);
+      if (pod !== undefined && !pod.terminating) this.#osDown.add(machine.name);
       for (const n of this.#nodesOf(machine)) {
         if (n.ready && (pod !== undefined || !w.power.isOn(machine.plug))) w.cluster.setReady(n.name, false, w.clock.now());
       }
@@ -278,16 +361,28 @@ export class Model {
     if (armed !== undefined) this.#nodeEvent(armed.machine, armed.event);
   }
 
-  /** Judged by the test itself, independently of the domain's matching code. */
+  /** Judged by the test itself, independently of the domain's matching code: the truth, not the view. */
   #nodesOf(machine: Machine): NodeView[] {
     return this.w.cluster.nodes().filter((n) => n.providerID === PREFIX + machine.name || n.name === machine.name);
   }
 
-  #held(machine: Machine): boolean {
-    return machine.hold || this.#nodesOf(machine).some((n) => n.annotations[HOLD_ANNOTATION] !== undefined);
+  /** The same, as the pool's lagging view shows it. */
+  #viewNodesOf(machine: Machine): NodeView[] {
+    const view = this.w.view;
+    if (view === undefined) return this.#nodesOf(machine);
+    const byName = view.nodeNamed(machine.name);
+    const byID = view.nodesWithProviderID(PREFIX + machine.name).filter((n) => n.name !== machine.name);
+    return byName === undefined ? [...byID] : [byName, ...byID];
   }
 
-  /** A plug goes on only for IncreaseSize or the runner, for a machine that may be powered, within the inrush limit. */
+  #held(machine: Machine, nodes = this.#nodesOf(machine)): boolean {
+    return machine.hold || nodes.some((n) => n.annotations[HOLD_ANNOTATION] !== undefined);
+  }
+
+  /**
+   * A plug goes on only for IncreaseSize or the runner, for a machine that may be powered, within the inrush
+   * limit. Switching on is not the irreversible act: its conditions are judged on what the view showed.
+   */
   #checkOn(machine: Machine): void {
     const { w } = this;
     const now = w.clock.now();
@@ -295,9 +390,9 @@ export class Model {
     if ((this.#inFlight.increase.get(machine.group) ?? 0) === 0 && this.#inFlight.run === 0) {
       this.violations.push(`turnOn of ${name} outside IncreaseSize and the runner`);
     }
-    if (w.cluster.powerOffPod(name) !== undefined) this.violations.push(`turnOn of ${name} while its power-off pod exists`);
-    if (this.#held(machine)) this.violations.push(`turnOn of held ${name}`);
-    const nodes = this.#nodesOf(machine);
+    if ((w.view ?? w.cluster).powerOffPod(name) !== undefined) this.violations.push(`turnOn of ${name} while its power-off pod exists`);
+    const nodes = this.#viewNodesOf(machine);
+    if (this.#held(machine, nodes)) this.violations.push(`turnOn of held ${name}`);
     if (nodes.some((n) => n.annotations[POWER_OFF_ANNOTATION] !== undefined || n.taints.some((t) => t.key === TO_BE_DELETED_TAINT))) {
       this.violations.push(`turnOn of ${name} while its Node is being deleted`);
     }
@@ -321,7 +416,14 @@ export class Model {
       (inFlight.run > 0 && this.#deleteRequested.has(machine.name));
     if (!asked) this.violations.push(`turnOff of ${machine.name} outside a CA request and a power-off`);
     if (machine.hold) this.violations.push(`turnOff of ${machine.name}, held in config`);
-    for (const n of this.#nodesOf(machine)) {
+    if (!this.w.cluster.viewCurrent) this.violations.push(`turnOff of ${machine.name} while the view is not current`);
+    const nodes = this.#nodesOf(machine);
+    // Without a Node, only a machine plugpool itself switched on may be cut; and never one whose plug is on by hand.
+    const licensed = this.#switchedOnByPool.has(machine.name) || this.#osDown.has(machine.name);
+    if (nodes.length === 0 && this.w.power.isOn(machine.plug) && !licensed) {
+      this.violations.push(`turnOff of ${machine.name}, which has no Node and was not switched on by plugpool`);
+    }
+    for (const n of nodes) {
       if (!n.taints.some((t) => t.key === TO_BE_DELETED_TAINT)) {
         this.violations.push(`turnOff of ${machine.name} while node ${n.name} is registered without the taint`);
       }

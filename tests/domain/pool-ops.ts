@@ -13,7 +13,14 @@ export type NodeEvent = "register" | "taint" | "untaint" | "remove-node";
 
 export type CaOp =
   | { readonly kind: "increase"; readonly group: string; readonly delta: number }
-  | { readonly kind: "delete"; readonly picks: readonly number[]; readonly fake: boolean; readonly taint: boolean }
+  | {
+      readonly kind: "delete";
+      readonly picks: readonly number[];
+      readonly fake: boolean;
+      readonly taint: boolean;
+      /** The view has caught up with CA's taint before the call (it usually has: CA taints, then calls). */
+      readonly seen: boolean;
+    }
   | { readonly kind: "decrease"; readonly group: string; readonly delta: number }
   | { readonly kind: "refresh" }
   | { readonly kind: "run" };
@@ -33,7 +40,15 @@ export type Op =
   | { readonly kind: "tick"; readonly ms: number }
   | { readonly kind: "pods-go" }
   | { readonly kind: "shutdowns" }
-  | { readonly kind: "restart" };
+  | { readonly kind: "restart" }
+  /** The watch-fed view catches up with the cluster. */
+  | { readonly kind: "view-sync" }
+  /** The watches stop (or start again) hearing from the apiserver. */
+  | { readonly kind: "watch"; readonly up: boolean }
+  /** The next switch command of this kind acts at the plug but its answer is lost. */
+  | { readonly kind: "lose-answer"; readonly op: "turnOn" | "turnOff" }
+  /** The next power-on record cannot be written. */
+  | { readonly kind: "records-fail-next" };
 
 const m = fc.integer({ min: 0, max: NAMES.length - 1 });
 const group = fc.constantFrom(...GROUPS.map((g) => g.id));
@@ -48,6 +63,7 @@ const caOp: fc.Arbitrary<CaOp> = fc.oneof(
       picks: fc.uniqueArray(m, { minLength: 1, maxLength: 2 }),
       fake: fc.boolean(),
       taint: fc.constantFrom(true, true, true, false),
+      seen: fc.constantFrom(true, true, false),
     }),
   },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant("decrease"), group, delta: fc.integer({ min: -3, max: 0 }) }) },
@@ -94,4 +110,8 @@ export const op: fc.Arbitrary<Op> = fc.oneof(
   { weight: 2, arbitrary: fc.constant({ kind: "pods-go" as const }) },
   { weight: 2, arbitrary: fc.constant({ kind: "shutdowns" as const }) },
   { weight: 1, arbitrary: fc.constant({ kind: "restart" as const }) },
+  { weight: 8, arbitrary: fc.constant({ kind: "view-sync" as const }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant("watch"), up: fc.constantFrom(true, true, false) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant("lose-answer"), op: fc.constantFrom<"turnOn" | "turnOff">("turnOn", "turnOff") }) },
+  { weight: 1, arbitrary: fc.constant({ kind: "records-fail-next" as const }) },
 );

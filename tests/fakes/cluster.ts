@@ -2,13 +2,20 @@ import type {
   ClusterView,
   DeviceSlice,
   Machine,
+  NodeLookup,
   NodeTeardown,
   NodeView,
   PowerOffPodView,
 } from "../../src/domain/index.ts";
 import { POWER_OFF_ANNOTATION, PlugpoolError, TO_BE_DELETED_TAINT } from "../../src/domain/index.ts";
 
-export type TeardownOp = "markPowerOff" | "clearPowerOffMark" | "createPowerOffPod" | "deletePowerOffPod" | "deleteNode";
+export type TeardownOp =
+  | "markPowerOff"
+  | "clearPowerOffMark"
+  | "createPowerOffPod"
+  | "deletePowerOffPod"
+  | "deleteNode"
+  | "nodesClaiming";
 
 export interface TeardownCall {
   readonly op: TeardownOp;
@@ -21,12 +28,15 @@ export type NodeSpec = Partial<NodeView> & { readonly name: string };
 
 /**
  * The cluster as plugpool sees it, with real state: Nodes, power-off pods, template slices. Teardown writes
- * change that state at once (a deleted pod turns terminating until `finishPodDeletion`). Every write is
- * logged and passed to `onCall` at the moment it is made.
+ * change that state at once (a deleted pod turns terminating until `finishPodDeletion`). Every write and fresh
+ * read is logged and passed to `onCall` at the moment it is made (a fresh read answers what the state is after
+ * `onCall`). As a ClusterView it shows the truth; `LaggingView` shows it late.
  */
-export class FakeCluster implements ClusterView, NodeTeardown {
+export class FakeCluster implements ClusterView, NodeTeardown, NodeLookup {
   readonly calls: TeardownCall[] = [];
   onCall: ((call: TeardownCall) => void) | undefined;
+  /** What `current()` answers: false plays watches that have not heard from the apiserver for too long. */
+  viewCurrent = true;
   readonly #nodes = new Map<string, NodeView>();
   readonly #pods = new Map<string, PowerOffPodView>();
   readonly #slices = new Map<string, readonly DeviceSlice[]>();
@@ -111,8 +121,17 @@ export class FakeCluster implements ClusterView, NodeTeardown {
     return this.#nodes.get(name);
   }
 
-  nodeWithProviderID(providerID: string): NodeView | undefined {
-    return [...this.#nodes.values()].find((n) => n.providerID === providerID);
+  nodesWithProviderID(providerID: string): readonly NodeView[] {
+    return providerID === "" ? [] : [...this.#nodes.values()].filter((n) => n.providerID === providerID);
+  }
+
+  current(): boolean {
+    return this.viewCurrent;
+  }
+
+  async nodesClaiming(name: string, providerID: string): Promise<readonly NodeView[]> {
+    await this.#call("nodesClaiming", name);
+    return [...this.#nodes.values()].filter((n) => n.name === name || (providerID !== "" && n.providerID === providerID));
   }
 
   powerOffPod(machine: string): PowerOffPodView | undefined {
@@ -139,10 +158,11 @@ export class FakeCluster implements ClusterView, NodeTeardown {
     this.#pods.set(machine.name, { machine: machine.name, nodeName, startedAt, phase: "Pending", terminating: false });
   }
 
-  async deletePowerOffPod(machine: Machine): Promise<void> {
+  async deletePowerOffPod(machine: Machine): Promise<boolean> {
     await this.#call("deletePowerOffPod", machine.name);
     const pod = this.#pods.get(machine.name);
     if (pod !== undefined) this.#pods.set(machine.name, { ...pod, terminating: true });
+    return pod === undefined;
   }
 
   async deleteNode(nodeName: string): Promise<void> {

@@ -15,11 +15,15 @@ import { FakeCluster } from "./cluster.ts";
 import type { NodeSpec } from "./cluster.ts";
 import { FakePowerSwitch } from "./power-switch.ts";
 import { RecordingReporter } from "./reporter.ts";
+import { FakeRecords } from "./records.ts";
+import { LaggingView } from "./lagging-view.ts";
 
 export const PREFIX = "k3s://";
 
 export const POWER_OFF: PowerOffSettings = {
   notReadyTimeoutMs: 300_000,
+  onShutdownTimeout: "keep-power",
+  maxPodAttempts: 3,
   graceMs: 120_000,
   standbyWatts: 5,
   standbyWindowMs: 10_000,
@@ -57,6 +61,10 @@ export interface WorldOptions {
   readonly quarantine?: QuarantineSettings;
   /** Plug state at the start (default: all off). */
   readonly on?: readonly string[];
+  /** Machines with a record of plugpool switching them on (default: those of `on` that no Node claims). */
+  readonly poweredByPlugpool?: readonly string[];
+  /** The pool sees the cluster through a view that lags until `view.sync()` (default: the truth, at once). */
+  readonly lagging?: boolean;
 }
 
 export function buildConfig(options: WorldOptions = {}): PoolConfig {
@@ -75,6 +83,7 @@ export function buildConfig(options: WorldOptions = {}): PoolConfig {
         hold: g.hold?.includes(name) ?? false,
         plug: {
           url: `http://plug-${name}.test`,
+          device: `plug-${name}.test`,
           switch: "Relay",
           ...(g.sensors?.includes(name) === true ? { powerSensor: "Power" } : {}),
         },
@@ -98,6 +107,8 @@ export class World {
   readonly power = new FakePowerSwitch();
   readonly cluster = new FakeCluster();
   readonly reporter = new RecordingReporter();
+  readonly records = new FakeRecords();
+  readonly view: LaggingView | undefined;
   readonly config: PoolConfig;
   wakes = 0;
   pool: Pool;
@@ -105,6 +116,10 @@ export class World {
   constructor(options: WorldOptions = {}) {
     this.config = buildConfig(options);
     for (const m of this.machines()) this.power.add(m.plug, options.on?.includes(m.name) ?? false);
+    for (const name of options.poweredByPlugpool ?? []) {
+      this.records.seed(name, { at: this.clock.now(), why: "scale-up" });
+    }
+    this.view = options.lagging === true ? new LaggingView(this.cluster) : undefined;
     this.pool = this.#newPool();
   }
 
@@ -160,8 +175,10 @@ export class World {
       {
         clock: this.clock,
         power: this.power,
-        cluster: this.cluster,
+        cluster: this.view ?? this.cluster,
+        lookup: this.cluster,
         teardown: this.cluster,
+        records: this.records,
         reporter: this.reporter,
         wake: () => {
           this.wakes++;

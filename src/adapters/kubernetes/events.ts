@@ -8,7 +8,7 @@ import { CoreV1Api, PatchStrategy, type KubeConfig } from "@kubernetes/client-no
 import type { PoolEvent } from "../../domain/events.ts";
 import type { Machine } from "../../domain/model.ts";
 import type { Reporter } from "../../domain/ports.ts";
-import { callOptions, statusOf } from "./api-errors.ts";
+import { callBound, callOptions, DEFAULT_WRITE_TIMEOUT_MS, statusOf } from "./api-errors.ts";
 
 export interface KubernetesEventRecorderOptions {
   /** When given, only events about these machines are recorded. */
@@ -20,6 +20,8 @@ export interface KubernetesEventRecorderOptions {
   /** Repeats within this many ms of the last one are counted on one Event (default 5 min). */
   readonly aggregateWindowMs?: number;
   readonly now?: () => number;
+  /** Longest the write of one Event may take (default DEFAULT_WRITE_TIMEOUT_MS); a later one waits for it. */
+  readonly writeTimeoutMs?: number;
 }
 
 export interface KubernetesEventRecorder extends Reporter {
@@ -44,6 +46,7 @@ export function createKubernetesEventRecorder(kc: KubeConfig, options: Kubernete
   const core = kc.makeApiClient(CoreV1Api);
   const now = options.now ?? Date.now;
   const windowMs = options.aggregateWindowMs ?? 5 * 60_000;
+  const writeTimeoutMs = options.writeTimeoutMs ?? DEFAULT_WRITE_TIMEOUT_MS;
   const onError = options.onError ?? (() => undefined);
   const machines = options.machines === undefined ? undefined : new Set(options.machines.map((m) => m.name));
   const instance = hostname();
@@ -54,6 +57,7 @@ export function createKubernetesEventRecorder(kc: KubeConfig, options: Kubernete
 
   async function write(event: NodeEvent): Promise<void> {
     const at = now();
+    const limits = callBound(writeTimeoutMs);
     const key = `${event.node}\u0000${event.reason}`;
     for (const [k, r] of recent) if (at - r.lastAt > windowMs) recent.delete(k);
     const prior = recent.get(key);
@@ -62,35 +66,39 @@ export function createKubernetesEventRecorder(kc: KubeConfig, options: Kubernete
       try {
         await core.patchNamespacedEvent(
           { name: prior.name, namespace: eventNamespace, body },
-          callOptions({ contentType: PatchStrategy.MergePatch }),
+          callOptions({ signal: limits.signal, contentType: PatchStrategy.MergePatch }),
         );
         prior.count += 1;
         prior.lastAt = at;
         return;
       } catch (error) {
         // Expired meanwhile (Events have a TTL): start a new one.
-        if (statusOf(error) !== 404) throw error;
+        if (statusOf(error) !== 404) throw limits.error(`counting Event ${event.reason} on Node "${event.node}"`, error);
       }
     }
     sequence += 1;
     const name = `${eventNamePrefix(event.node)}.${at.toString(16)}${sequence.toString(16)}`;
     const uid = options.nodeUid?.(event.node);
-    await core.createNamespacedEvent({
-      namespace: eventNamespace,
-      body: {
-        metadata: { name, namespace: eventNamespace },
-        involvedObject: { apiVersion: "v1", kind: "Node", name: event.node, ...(uid === undefined ? {} : { uid }) },
-        type: event.type,
-        reason: event.reason,
-        message: event.message,
-        count: 1,
-        firstTimestamp: new Date(at),
-        lastTimestamp: new Date(at),
-        source: { component },
-        reportingComponent: component,
-        reportingInstance: instance,
-      },
-    });
+    try {
+      await core.createNamespacedEvent({
+        namespace: eventNamespace,
+        body: {
+          metadata: { name, namespace: eventNamespace },
+          involvedObject: { apiVersion: "v1", kind: "Node", name: event.node, ...(uid === undefined ? {} : { uid }) },
+          type: event.type,
+          reason: event.reason,
+          message: event.message,
+          count: 1,
+          firstTimestamp: new Date(at),
+          lastTimestamp: new Date(at),
+          source: { component },
+          reportingComponent: component,
+          reportingInstance: instance,
+        },
+      }, callOptions({ signal: limits.signal }));
+    } catch (error) {
+      throw limits.error(`recording Event ${event.reason} on Node "${event.node}"`, error);
+    }
     recent.set(key, { name, count: 1, lastAt: at });
   }
 
@@ -128,7 +136,9 @@ export function nodeEvent(event: PoolEvent): NodeEvent | undefined {
     ({ node, type, reason, message: message.slice(0, 1024) });
   switch (event.type) {
     case "powered-on":
-      return on("Normal", "PoweredOn", `plug switched on for node group "${event.group}"; the machine boots and joins`);
+      return on("Normal", "PoweredOn", event.confirmed
+        ? `plug switched on for node group "${event.group}"; the machine boots and joins`
+        : `plug switch-on sent for node group "${event.group}", its answer was lost; counted as switched on`);
     case "power-on-failed":
       return on("Warning", "PowerOnFailed", `switching the plug on failed: ${event.error}`);
     case "power-on-queued":
@@ -163,6 +173,13 @@ export function nodeEvent(event: PoolEvent): NodeEvent | undefined {
         `Node carries providerID "${event.providerID}" but "${event.expected}" is expected: plugpool leaves it alone`);
     case "unexpected-power":
       return on("Warning", "UnexpectedPower", event.detail);
+    case "powered-outside":
+      return on("Warning", "PoweredOutside", event.detail);
+    case "duplicate-nodes":
+      return on("Warning", "DuplicateNodes",
+        `${event.nodes.length} Nodes claim this machine (${event.nodes.join(", ")}): none is powered off until all allow it`);
+    case "hard-cut":
+      return on("Warning", "HardCut", event.detail, event.node === "" ? event.machine : event.node);
     case "template-slices-differ":
       return on("Warning", "TemplateSlicesDiffer",
         `machines of node group "${event.group}" publish different DRA devices (${event.differing.join(", ")}): ${event.detail}`);
