@@ -3,6 +3,8 @@ import type { Machine, NodeGroupSpec, PoolConfig, TaintEffect } from "../domain/
 import type { AppConfig } from "./config.ts";
 import { normalisePlugUrl, parseHostPort } from "./config-formats.ts";
 import { parseDuration } from "./duration.ts";
+import type { PlugCredentials } from "./plug-credentials.ts";
+import type { Secret } from "./secret.ts";
 
 /** The file's shape once the schema accepted it and filled in defaults (see config.schema.json). */
 export interface RawConfig {
@@ -43,7 +45,12 @@ interface RawGroup {
   readonly nodes: readonly {
     readonly name: string;
     readonly hold: boolean;
-    readonly plug: { readonly url: string; readonly switch: string; readonly powerSensor?: string };
+    readonly plug: {
+      readonly url: string;
+      readonly switch: string;
+      readonly powerSensor?: string;
+      readonly credentials?: { readonly usernameFile: string; readonly passwordFile: string };
+    };
   }[];
 }
 
@@ -51,13 +58,15 @@ interface RawGroup {
 export const POWER_OFF_RETRY_MS = 5_000;
 export const POWER_OFF_MAX_RETRY_MS = 120_000;
 
-export function buildConfig(raw: RawConfig, credentials: AppConfig["credentials"]): AppConfig {
+/** `files`: the values of the credentials files the configuration names, by path (all read). */
+export function buildConfig(raw: RawConfig, credentials: AppConfig["credentials"], files: ReadonlyMap<string, Secret>): AppConfig {
   return {
     listen: validated(parseHostPort(raw.listen)),
     ...(raw.tls && { tls: buildTls(raw.tls) }),
     opsListen: validated(parseHostPort(raw.opsListen)),
     plugTimeoutMs: duration(raw.plugs.timeout),
     ...(credentials && { credentials }),
+    plugCredentials: plugCredentials(raw, files),
     powerOffPod: { namespace: raw.powerOff.namespace, image: raw.powerOff.image },
     pool: buildPool(raw),
   };
@@ -122,6 +131,20 @@ function buildPool(raw: RawConfig): PoolConfig {
     quarantine: { initialMs: duration(raw.quarantine.initial), maxMs: duration(raw.quarantine.max) },
     groups,
   };
+}
+
+/** The devices whose plugs name their own credentials, with those (the checks made sure a device has one pair). */
+function plugCredentials(raw: RawConfig, files: ReadonlyMap<string, Secret>): ReadonlyMap<string, PlugCredentials> {
+  const byDevice = new Map<string, PlugCredentials>();
+  for (const { plug } of raw.nodeGroups.flatMap((g) => g.nodes)) {
+    if (plug.credentials === undefined) continue;
+    const url = normalisePlugUrl(plug.url);
+    byDevice.set(validated(url.ok ? url : undefined).device, {
+      username: validated(files.get(plug.credentials.usernameFile)),
+      password: validated(files.get(plug.credentials.passwordFile)),
+    });
+  }
+  return byDevice;
 }
 
 function duration(text: string): number {

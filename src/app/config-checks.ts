@@ -92,6 +92,7 @@ export function checkConfig(root: unknown, schemaErrorPointers: readonly string[
   const groupIds = new Map<string, ConfigPath>();
   const nodeNames = new Map<string, ConfigPath>();
   const plugs = new Map<string, ConfigPath>();
+  const logins = new Map<string, { readonly files: string; readonly path: ConfigPath }>();
   (read.list(["nodeGroups"]) ?? []).forEach((_, g) => {
     const group = ["nodeGroups", g];
     const id = read.string([...group, "id"]);
@@ -117,6 +118,7 @@ export function checkConfig(root: unknown, schemaErrorPointers: readonly string[
           `is the same plug as ${first} (device ${url.device}, switch "${relay}"); each machine needs its own plug`;
         firstOrReport(plugs, key, [...node, "plug"], what, report);
       }
+      if (url?.ok === true) checkLogin(read, [...node, "plug"], url.device, logins, report);
     });
   });
   return issues;
@@ -135,6 +137,26 @@ function firstOrReport(
   const first = seen.get(key);
   if (first === undefined) seen.set(key, path);
   else report(path, what(formatPath(first)));
+}
+
+/** A device has one web_server login: every plug on it must name the same credentials files, or none. */
+function checkLogin(
+  read: Reader,
+  plug: ConfigPath,
+  device: string,
+  logins: Map<string, { readonly files: string; readonly path: ConfigPath }>,
+  report: Report,
+): void {
+  const credentials = [...plug, "credentials"];
+  const username = read.string([...credentials, "usernameFile"]);
+  const password = read.string([...credentials, "passwordFile"]);
+  if (read.present(credentials) && (username === undefined || password === undefined)) return;
+  const files = username === undefined ? "" : `${username}\n${password ?? ""}`;
+  const first = logins.get(device);
+  if (first === undefined) logins.set(device, { files, path: plug });
+  else if (first.files !== files) {
+    report(credentials, `differ from those of ${formatPath(first.path)}, on the same device ${device}; a device has one login, so name the same files (or none) for both`);
+  }
 }
 
 function checkAddresses(read: Reader, report: Report): void {

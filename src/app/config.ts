@@ -9,6 +9,7 @@ import { checkConfig } from "./config-checks.ts";
 import { FORMATS } from "./config-formats.ts";
 import { describeSchemaError, formatPath, type ConfigIssue, type ConfigPath } from "./config-issues.ts";
 import schema from "./config.schema.json" with { type: "json" };
+import { readCredentialFiles, whyUnreadable, type PlugCredentials } from "./plug-credentials.ts";
 import { Secret } from "./secret.ts";
 
 export interface AppConfig {
@@ -28,7 +29,9 @@ export interface AppConfig {
   readonly opsListen: { readonly host: string; readonly port: number };
   readonly plugTimeoutMs: number;
   /** Plug credentials from PLUGPOOL_PLUG_USERNAME / PLUGPOOL_PLUG_PASSWORD; both are Secrets (kept out of logs). */
-  readonly credentials?: { readonly username: Secret; readonly password: Secret };
+  readonly credentials?: PlugCredentials;
+  /** The devices whose plugs name their own credentials (`plug.credentials` files), by `PlugAddress.device`. */
+  readonly plugCredentials: ReadonlyMap<string, PlugCredentials>;
   readonly powerOffPod: { readonly namespace: string; readonly image: string };
   readonly pool: PoolConfig;
 }
@@ -62,8 +65,8 @@ function validate(data: unknown): readonly ErrorObject[] {
 }
 
 /**
- * Parses and validates a configuration file's text. `env` supplies the plug credentials. Pure apart from
- * reading `env`; throws ConfigError listing every problem found.
+ * Parses and validates a configuration file's text. `env` supplies the shared plug credentials, files named in
+ * the text a plug's own. Reads nothing else; throws ConfigError listing every problem found.
  */
 export function loadConfig(yamlText: string, env: Readonly<Record<string, string | undefined>>): AppConfig {
   const { doc, data } = parseYaml(yamlText);
@@ -72,9 +75,11 @@ export function loadConfig(yamlText: string, env: Readonly<Record<string, string
   }
   // A failed `propertyNames` is also reported by the error inside it, which names the key.
   const schemaErrors = validate(data).filter((e) => e.keyword !== "propertyNames");
+  const credentialFiles = readCredentialFiles(data);
   const fileIssues: ConfigIssue[] = [
     ...schemaErrors.map((e) => describeSchemaError(e, data)),
     ...checkConfig(data, schemaErrors.map((e) => e.instancePath)),
+    ...credentialFiles.issues,
   ];
   const { credentials, issues: credentialIssues } = readCredentials(env);
   const issues = [
@@ -85,7 +90,7 @@ export function loadConfig(yamlText: string, env: Readonly<Record<string, string
     ...credentialIssues,
   ];
   if (issues.length > 0) throw new ConfigError([...new Set(issues)]);
-  return deepFreeze(buildConfig(data as RawConfig, credentials));
+  return deepFreeze(buildConfig(data as RawConfig, credentials, credentialFiles.values));
 }
 
 /** Reads and loads a configuration file (once, at start-up); an unreadable file is a ConfigError naming the path. */
@@ -94,9 +99,7 @@ export function loadConfigFile(path: string, env: Readonly<Record<string, string
   try {
     text = readFileSync(path, "utf8");
   } catch (error) {
-    const code = (error as { code?: unknown }).code;
-    const why = code === "ENOENT" ? "no such file" : code === "EACCES" ? "permission denied" : code === "EISDIR" ? "is a directory" : String(code ?? error);
-    throw new ConfigError([`${path}: cannot read the configuration file (${why})`]);
+    throw new ConfigError([`${path}: cannot read the configuration file (${whyUnreadable(error)})`]);
   }
   return loadConfig(text, env);
 }

@@ -9,6 +9,7 @@ import { powerOffPodManifest } from "../adapters/kubernetes/power-off-pod.ts";
 import { TEMPLATE_SLICES_CONFIGMAP } from "../adapters/kubernetes/template-slices.ts";
 import type { AppConfig } from "./config.ts";
 import { checkRunningInstance } from "./doctor-running.ts";
+import { plugCredentialsFor } from "./plug-credentials.ts";
 
 type Status = "ok" | "warn" | "FAIL";
 
@@ -78,12 +79,7 @@ export async function doctor(config: AppConfig, deps: DoctorDeps): Promise<Docto
 
 function defaultProbe(config: AppConfig): (plug: PlugAddress) => Promise<PlugProbe> {
   // One client for all plugs, so that relays of one device are asked one at a time, as in `serve`.
-  const plugs = createEsphomePowerSwitch({
-    timeoutMs: config.plugTimeoutMs,
-    ...(config.credentials && {
-      credentials: { username: config.credentials.username.reveal(), password: config.credentials.password.reveal() },
-    }),
-  });
+  const plugs = createEsphomePowerSwitch({ timeoutMs: config.plugTimeoutMs, credentialsFor: plugCredentialsFor(config) });
   return (plug) => plugs.probe(plug);
 }
 

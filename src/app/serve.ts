@@ -14,6 +14,7 @@ import type { AppConfig } from "./config.ts";
 import type { Logger } from "./logger.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
 import { startOpsServer } from "./ops-server.ts";
+import { plugCredentialsFor } from "./plug-credentials.ts";
 import { startPowerOffLoop } from "./power-off-loop.ts";
 import { createReporter } from "./reporting.ts";
 import { instrumentPowerSwitch, rpcMetrics } from "./instrumentation.ts";
@@ -62,12 +63,7 @@ export async function serve(config: AppConfig, deps: ServeDeps): Promise<Served>
   logger.info("cluster view synced");
 
   const power = instrumentPowerSwitch(
-    createEsphomePowerSwitch({
-      timeoutMs: config.plugTimeoutMs,
-      ...(config.credentials && {
-        credentials: { username: config.credentials.username.reveal(), password: config.credentials.password.reveal() },
-      }),
-    }),
+    createEsphomePowerSwitch({ timeoutMs: config.plugTimeoutMs, credentialsFor: plugCredentialsFor(config) }),
     metrics,
     machines,
   );

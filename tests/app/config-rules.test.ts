@@ -254,7 +254,7 @@ describe("loadConfig() rejection rules", () => {
       assert.deepEqual(issuesOf(doc), [
         "nodeGroups[0].template.labelz: unknown key (did you mean labels?)",
         "nodeGroups[0].template.taints[0].operator: unknown key (expected one of key, value, effect)",
-        "nodeGroups[0].nodes[0].plug.user: unknown key (expected one of url, switch, powerSensor)",
+        "nodeGroups[0].nodes[0].plug.user: unknown key (expected one of url, switch, powerSensor, credentials)",
         "nodeGroups[0].nodes[0].holds: unknown key (did you mean hold?)",
         "nodeGroups[0].maxsize: unknown key (did you mean maxSize?)",
         "powerOff.gracePeriod: unknown key (did you mean grace?)",

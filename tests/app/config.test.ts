@@ -1,9 +1,12 @@
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
-import { describe, it } from "node:test";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, describe, it } from "node:test";
 import { inspect } from "node:util";
 import { ConfigError, loadConfig, loadConfigFile, type AppConfig } from "../../src/app/config.ts";
-import { config, issuesOf, load } from "./fixtures/config-builders.ts";
+import { plugCredentialsFor } from "../../src/app/plug-credentials.ts";
+import { config, group, issuesOf, load, node } from "./fixtures/config-builders.ts";
 
 const fixture = (name: string) => new URL(`fixtures/${name}`, import.meta.url).pathname;
 const read = (name: string) => readFileSync(fixture(name), "utf8");
@@ -39,6 +42,7 @@ describe("loadConfig()", () => {
         listen: { host: "127.0.0.1", port: 8086 },
         opsListen: { host: "0.0.0.0", port: 8087 },
         plugTimeoutMs: 2_000,
+        plugCredentials: new Map(),
         powerOffPod: { namespace: "plugpool", image: "busybox:1.37.0" },
         pool: {
           providerIDPrefix: "k3s://",
@@ -187,6 +191,80 @@ describe("loadConfig()", () => {
         "PLUGPOOL_PLUG_PASSWORD: is not set but PLUGPOOL_PLUG_USERNAME is; plug credentials need both variables, or neither",
       ]);
       assert.ok(!issues.join("\n").includes("plug-admin"));
+    });
+  });
+
+  describe("with a plug's own credentials in files", () => {
+    const dir = mkdtempSync(join(tmpdir(), "plugpool-credentials-"));
+    after(() => {
+      rmSync(dir, { recursive: true, force: true });
+    });
+    const file = (name: string, content: string): string => {
+      const path = join(dir, name);
+      writeFileSync(path, content);
+      return path;
+    };
+    const own = { usernameFile: file("username", "strip-admin\n"), passwordFile: file("password", "files-Pa55\n") };
+    const env = { PLUGPOOL_PLUG_USERNAME: "plug-admin", PLUGPOOL_PLUG_PASSWORD: "hunter2-pw" };
+    const doc = config([
+      group("workers", [
+        node("worker-1", { url: "http://strip.example", switch: "Outlet 1", credentials: own }),
+        node("worker-2", { url: "HTTP://Strip.Example.:80", switch: "Outlet 2", credentials: own }),
+        node("worker-3"),
+      ]),
+    ]);
+
+    it("sends a plug's device its own credentials, without the trailing newline, and every other device the shared ones", () => {
+      const loaded = load(doc, env);
+      const credentialsFor = plugCredentialsFor(loaded);
+      const [strip1, strip2, other] = loaded.pool.groups.flatMap((g) => g.machines.map((m) => m.plug));
+      assert.ok(strip1 && strip2 && other);
+      assert.deepEqual(credentialsFor(strip1), { username: "strip-admin", password: "files-Pa55" });
+      assert.deepEqual(credentialsFor(strip2), { username: "strip-admin", password: "files-Pa55" });
+      assert.deepEqual(credentialsFor(other), { username: "plug-admin", password: "hunter2-pw" });
+      assert.equal(plugCredentialsFor(load(doc))(other), undefined);
+    });
+
+    it("never shows them in JSON or util.inspect of the whole config", () => {
+      const loaded = load(doc, env);
+      for (const text of [JSON.stringify(loaded), inspect(loaded, { depth: Infinity, showHidden: true })]) {
+        assert.ok(!text.includes("files-Pa55") && !text.includes("strip-admin"), text);
+      }
+    });
+
+    it("rejects a file it cannot read, naming the path and never a value", () => {
+      const missing = join(dir, "nope");
+      const issues = issuesOf(config([group("workers", [node("worker-1", { credentials: { usernameFile: own.usernameFile, passwordFile: missing } })])]));
+      assert.deepEqual(issues, [`nodeGroups[0].nodes[0].plug.credentials.passwordFile: cannot read ${missing} (no such file)`]);
+      const unreadable = issuesOf(config([group("workers", [node("worker-1", { credentials: { usernameFile: dir, passwordFile: own.passwordFile } })])]));
+      assert.deepEqual(unreadable, [`nodeGroups[0].nodes[0].plug.credentials.usernameFile: cannot read ${dir} (is a directory)`]);
+    });
+
+    it("rejects two plugs of one device with different credentials", () => {
+      const other = { usernameFile: own.usernameFile, passwordFile: file("other-password", "x") };
+      const issues = issuesOf(
+        config([
+          group("workers", [
+            node("worker-1", { url: "http://strip.example", switch: "Outlet 1", credentials: own }),
+            node("worker-2", { url: "http://strip.example", switch: "Outlet 2", credentials: other }),
+            node("worker-3", { url: "http://[::ffff:10.0.0.5]", switch: "Outlet 1", credentials: own }),
+            node("worker-4", { url: "http://10.0.0.5", switch: "Outlet 2" }),
+          ]),
+        ]),
+      );
+      assert.deepEqual(issues, [
+        "nodeGroups[0].nodes[1].plug.credentials: differ from those of nodeGroups[0].nodes[0].plug, on the same device strip.example; a device has one login, so name the same files (or none) for both",
+        "nodeGroups[0].nodes[3].plug.credentials: differ from those of nodeGroups[0].nodes[2].plug, on the same device 10.0.0.5; a device has one login, so name the same files (or none) for both",
+      ]);
+    });
+
+    it("rejects credentials without both files, and unknown keys", () => {
+      const issues = issuesOf(config([group("workers", [node("worker-1", { credentials: { usernameFile: own.usernameFile, password: "inline" } })])]));
+      assert.deepEqual(issues, [
+        "nodeGroups[0].nodes[0].plug.credentials.passwordFile: is required",
+        "nodeGroups[0].nodes[0].plug.credentials.password: unknown key (did you mean passwordFile?)",
+      ]);
+      assert.ok(!issues.join("\n").includes("inline"));
     });
   });
 

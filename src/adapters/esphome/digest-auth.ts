@@ -1,5 +1,5 @@
 // HTTP Digest authentication (RFC 7616, RFC 2617's qop=auth form) as ESPHome ≥ 2026.7 on ESP32 and the
-// ESP8266 async web server ask for it (reference/esphome-web-server.md §4.1: MD5, qop="auth").
+// ESP8266 async web server ask for it (MD5, qop="auth").
 import { createHash, randomBytes } from "node:crypto";
 
 export interface DigestChallenge {
@@ -21,12 +21,16 @@ function isAlgorithm(value: string): value is DigestAlgorithm {
   return Object.hasOwn(HASHES, value);
 }
 
+// An ESPHome challenge is about 150 characters; a longer value is not one worth parsing.
+const MAX_CHALLENGE_LENGTH = 2048;
+
 /**
  * The Digest challenge in a `WWW-Authenticate` value (which may list several challenges), or
- * undefined when there is none or it uses an algorithm or qop this client cannot answer.
+ * undefined when there is none, the value is longer than any device's challenge, or it uses an algorithm or
+ * qop this client cannot answer.
  */
 export function parseDigestChallenge(header: string | null): DigestChallenge | undefined {
-  if (header === null) return undefined;
+  if (header === null || header.length > MAX_CHALLENGE_LENGTH) return undefined;
   const start = /(?:^|[\s,])digest\s+/iu.exec(header);
   if (!start) return undefined;
   const params = new Map<string, string>();

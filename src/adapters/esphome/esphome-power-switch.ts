@@ -1,18 +1,18 @@
-// PowerSwitch over the ESPHome web_server REST API (SPEC §8, §10; reference/esphome-web-server.md).
+// PowerSwitch over the ESPHome web_server REST API (SPEC §8, §10; https://esphome.io/web-api/).
 import { setTimeout as sleep } from "node:timers/promises";
 import { PlugpoolError } from "../../domain/errors.ts";
 import type { PlugAddress, PlugReading } from "../../domain/model.ts";
-import type { CallOptions, PowerSwitch } from "../../domain/ports.ts";
+import type { CallOptions, CutGuard, PowerSwitch } from "../../domain/ports.ts";
 import { createUrlStyleMemory, entityPath, type EntityDomain, type UrlStyle } from "./entity-path.ts";
-import { describeFailure, PlugFailure } from "./plug-failure.ts";
-import { createPlugHttp, type AuthScheme, type Credentials, type PlugHttp } from "./plug-http.ts";
+import { cleanCause, describeFailure, PlugFailure, type FailureContext } from "./plug-failure.ts";
+import { createPlugHttp, type AuthScheme, type Credentials, type PlugAnswer, type PlugHttp, type PlugTarget, type Send } from "./plug-http.ts";
 
 /** What `doctor` prints about one plug. */
 export interface PlugProbe {
   readonly state: "on" | "off";
   /** The URL spelling the device answered to: entity name (2026.1+) or object_id (older firmware). */
   readonly urlStyle: UrlStyle;
-  /** The scheme that worked: "basic" also when the device does not check the Basic header it was sent. */
+  /** The scheme the device asked for: "none" when it never challenged. */
   readonly auth: AuthScheme;
   readonly watts?: number;
   /** Why the power sensor could not be read, when one is configured and failed. */
@@ -22,8 +22,8 @@ export interface PlugProbe {
 export interface EsphomePowerSwitchOptions {
   /** Bound on each public call, including its wait behind other requests to the same device. */
   readonly timeoutMs: number;
-  /** Sent as Basic up front, or as Digest once the device challenges for it. Never logged. */
-  readonly credentials?: Credentials;
+  /** The credentials for a plug's device, if it has any; sent only once the device asks for them. Never logged. */
+  readonly credentialsFor?: (plug: PlugAddress) => Credentials | undefined;
   readonly fetch?: typeof fetch;
 }
 
@@ -35,36 +35,65 @@ export type EsphomePowerSwitch = PowerSwitch & {
 // After a command returns 200 (queued, not done) the relay is read back this often until it matches.
 const CONFIRM_POLL_MS = 100;
 
-interface Call {
+// Statuses with which a device says it did not carry a request out: bad or oversized request (400, 413, 414,
+// 431), credentials (401), origin check (403), no such entity or action (404), method (405), no
+// Content-Length (411). After any other answer, or none, a command sent may have been carried out.
+const REFUSALS: ReadonlySet<number> = new Set([400, 401, 403, 404, 405, 411, 413, 414, 431]);
+
+interface Call extends FailureContext {
   /** Aborts on the deadline or the caller's abort, whichever comes first. */
   readonly signal: AbortSignal;
-  readonly deadline: AbortSignal;
-  readonly callerSignal: AbortSignal | undefined;
+  readonly target: PlugTarget;
+  /** A switch command was handed to fetch and not refused: from here on its outcome may be unknown. */
+  commandSent: boolean;
+}
+
+/** The cut guard said no (or failed): nothing was sent. */
+class CutRefused extends Error {
+  override readonly name = "CutRefused";
 }
 
 export function createEsphomePowerSwitch(opts: EsphomePowerSwitchOptions): EsphomePowerSwitch {
   const http: PlugHttp = createPlugHttp(opts);
   const styles = createUrlStyleMemory();
 
-  /** Runs one public call under its deadline and turns every failure into a PlugpoolError. */
+  /** Runs one public call under its deadline; every failure leaves as a PlugpoolError built here alone. */
   async function bounded<T>(plug: PlugAddress, action: string, options: CallOptions | undefined, work: (call: Call) => Promise<T>): Promise<T> {
     const deadline = AbortSignal.timeout(opts.timeoutMs);
     const callerSignal = options?.signal;
     const signal = callerSignal ? AbortSignal.any([callerSignal, deadline]) : deadline;
+    const target = { url: plug.url, device: plug.device, credentials: opts.credentialsFor?.(plug) };
+    const call: Call = { signal, deadline, callerSignal, timeoutMs: opts.timeoutMs, target, commandSent: false };
     try {
-      return await work({ signal, deadline, callerSignal });
+      return await work(call);
     } catch (error) {
-      const { code, detail, cause } = describeFailure(error, { callerSignal, deadline, timeoutMs: opts.timeoutMs });
-      throw new PlugpoolError(code, `${action} plug ${safeUrl(plug.url)} switch ${JSON.stringify(plug.switch)}: ${detail}`, { cause });
+      throw plugError(plug, action, error, call);
     }
   }
 
+  /**
+   * The one place a call's error is made: the message from plugpool's own words (plug URL, entity, action,
+   * status, sizes), the cause stripped to a name and code (see `cleanCause`).
+   */
+  function plugError(plug: PlugAddress, action: string, error: unknown, call: Call): PlugpoolError {
+    const where = `${action} plug ${safeUrl(plug.url)} switch ${JSON.stringify(plug.switch)}`;
+    if (error instanceof CutRefused) {
+      return new PlugpoolError("unsafe", `${where}: the switch-off was refused at the plug by the safety check`, causeOf(error.cause));
+    }
+    const { code, detail, cause } = describeFailure(error, call);
+    if (call.commandSent && code !== "plug-unconfirmed") {
+      return new PlugpoolError("plug-unconfirmed", `${where}: ${detail}; the command was sent and its outcome is unknown`, causeOf(cause));
+    }
+    return new PlugpoolError(code, `${where}: ${detail}`, causeOf(cause));
+  }
+
   /** Requests an entity by its remembered spelling, falling back to the other one on 404. */
-  async function request(plug: PlugAddress, domain: EntityDomain, name: string, call: Call, action?: string) {
+  async function request(send: Send, plug: PlugAddress, domain: EntityDomain, name: string, action?: string, beforeSend?: () => Promise<void>) {
+    const method = action === undefined ? "GET" : "POST";
     const tried: string[] = [];
-    for (const style of styles.order(plug.url, domain, name)) {
+    for (const style of styles.order(plug.device, domain, name)) {
       const path = entityPath(domain, name, style, action);
-      const answer = await http.send(plug.url, action === undefined ? "GET" : "POST", path, call.signal);
+      const answer = await send({ method, path, ...(beforeSend && { beforeSend }) });
       if (answer.status === 404) {
         tried.push(path);
         continue;
@@ -72,27 +101,32 @@ export function createEsphomePowerSwitch(opts: EsphomePowerSwitchOptions): Espho
       if (answer.status !== 200) {
         // 5xx: the device is in trouble, worth retrying later; anything else is an answer we cannot use.
         const code = answer.status >= 500 ? "plug-unreachable" : "plug-bad-answer";
-        throw new PlugFailure(code, `${action === undefined ? "GET" : "POST"} ${path} answered HTTP ${answer.status}`);
+        throw new PlugFailure(code, `${method} ${path} answered HTTP ${answer.status} ${sizeOf(answer)}`, { refused: REFUSALS.has(answer.status) });
       }
-      styles.remember(plug.url, domain, name, style);
-      return { body: answer.body, style };
+      styles.remember(plug.device, domain, name, style);
+      return { answer, path, style };
     }
-    throw new PlugFailure("plug-entity-not-found", `not found (HTTP 404 for ${tried.join(" and ")})`);
+    throw new PlugFailure("plug-entity-not-found", `not found (HTTP 404 for ${tried.join(" and ")})`, { refused: true });
+  }
+
+  /** Reads one entity with the device's slot held for that read alone. */
+  function readEntity(plug: PlugAddress, domain: EntityDomain, name: string, call: Call) {
+    return http.slot(call.target, call.signal, (send) => request(send, plug, domain, name));
   }
 
   async function readRelay(plug: PlugAddress, call: Call): Promise<{ on: boolean; style: UrlStyle }> {
-    const { body, style } = await request(plug, "switch", plug.switch, call);
-    const data = parseObject(body);
+    const { answer, path, style } = await readEntity(plug, "switch", plug.switch, call);
+    const data = parseObject(answer.body);
     const on = typeof data?.value === "boolean" ? data.value : data?.state === "ON" ? true : data?.state === "OFF" ? false : undefined;
-    if (on === undefined) throw new PlugFailure("plug-bad-answer", `answered without a switch state: ${body.slice(0, 80)}`);
+    if (on === undefined) throw new PlugFailure("plug-bad-answer", `GET ${path} answered without a switch state ${sizeOf(answer)}`);
     return { on, style };
   }
 
   async function readWatts(plug: PlugAddress, sensor: string, call: Call): Promise<number> {
-    const { body } = await request(plug, "sensor", sensor, call);
-    const value = parseObject(body)?.value;
+    const { answer, path } = await readEntity(plug, "sensor", sensor, call);
+    const value = parseObject(answer.body)?.value;
     if (typeof value !== "number" || !Number.isFinite(value)) {
-      throw new PlugFailure("plug-bad-answer", `answered without a value: ${body.slice(0, 80)}`);
+      throw new PlugFailure("plug-bad-answer", `GET ${path} answered without a value ${sizeOf(answer)}`);
     }
     return value;
   }
@@ -105,13 +139,31 @@ export function createEsphomePowerSwitch(opts: EsphomePowerSwitchOptions): Espho
       return { relay, watts: await readWatts(plug, plug.powerSensor, call) };
     } catch (error) {
       if (call.callerSignal?.aborted === true) throw error;
-      const { detail } = describeFailure(error, { callerSignal: call.callerSignal, deadline: call.deadline, timeoutMs: opts.timeoutMs });
-      return { relay, sensorError: `sensor ${JSON.stringify(plug.powerSensor)}: ${detail}` };
+      return { relay, sensorError: `sensor ${JSON.stringify(plug.powerSensor)}: ${describeFailure(error, call).detail}` };
     }
   }
 
-  async function command(plug: PlugAddress, on: boolean, call: Call): Promise<PlugReading> {
-    await request(plug, "switch", plug.switch, call, on ? "turn_on" : "turn_off");
+  /**
+   * Sends the command in one slot of the device: `mayCut`, when given, is asked right before each sending,
+   * with the slot held, so nothing else reaches the device between its yes and the request.
+   */
+  async function sendCommand(plug: PlugAddress, on: boolean, call: Call, mayCut?: CutGuard): Promise<void> {
+    const beforeSend = async (): Promise<void> => {
+      call.commandSent = false; // a command is sent again only after the device refused it (401, 404)
+      if (mayCut) await askGuard(mayCut, call.signal);
+      call.signal.throwIfAborted(); // fetch sends nothing once aborted; the command must not count as sent
+      call.commandSent = true;
+    };
+    try {
+      await http.slot(call.target, call.signal, (sender) => request(sender, plug, "switch", plug.switch, on ? "turn_on" : "turn_off", beforeSend));
+    } catch (error) {
+      if (error instanceof PlugFailure && error.refused) call.commandSent = false;
+      throw error;
+    }
+  }
+
+  /** Reads the relay back (each read in its own slot, so other relays of a strip are served between) until it shows `on`. */
+  async function confirm(plug: PlugAddress, on: boolean, call: Call): Promise<PlugReading> {
     let lastState: boolean | undefined;
     let lastProblem = "";
     for (;;) {
@@ -121,14 +173,19 @@ export function createEsphomePowerSwitch(opts: EsphomePowerSwitchOptions): Espho
       } catch (error) {
         // Unreachable moments (a reboot, a dropped socket) are waited out until the deadline; a 404,
         // bad credentials or a bad answer end the wait.
-        const failure = describeFailure(error, { callerSignal: call.callerSignal, deadline: call.deadline, timeoutMs: opts.timeoutMs });
-        if (failure.code !== "plug-unreachable") throw error;
+        const failure = describeFailure(error, call);
+        if (failure.code !== "plug-unreachable") throw new PlugFailure("plug-unconfirmed", `state not confirmed (reading it back: ${failure.detail})`);
         if (!call.signal.aborted) lastProblem = `: ${failure.detail}`;
       }
       if (!(await pause(CONFIRM_POLL_MS, call.signal))) break;
     }
     const seen = lastState === undefined ? `no read-back succeeded${lastProblem}` : `it still reads ${lastState ? "on" : "off"}`;
-    throw new PlugFailure("plug-unreachable", `state not confirmed within ${opts.timeoutMs} ms (${seen})`);
+    throw new PlugFailure("plug-unconfirmed", `state not confirmed within ${opts.timeoutMs} ms (${seen})`);
+  }
+
+  async function command(plug: PlugAddress, on: boolean, call: Call, mayCut?: CutGuard): Promise<PlugReading> {
+    await sendCommand(plug, on, call, mayCut);
+    return confirm(plug, on, call);
   }
 
   return {
@@ -138,19 +195,43 @@ export function createEsphomePowerSwitch(opts: EsphomePowerSwitchOptions): Espho
         return watts === undefined ? { on: relay.on } : { on: relay.on, watts };
       }),
     turnOn: (plug, options) => bounded(plug, "turning on", options, (call) => command(plug, true, call)),
-    turnOff: (plug, options) => bounded(plug, "turning off", options, (call) => command(plug, false, call)),
+    turnOff: (plug, mayCut, options) => bounded(plug, "turning off", options, (call) => command(plug, false, call, mayCut)),
     probe: (plug, options) =>
       bounded(plug, "probing", options, async (call) => {
         const { relay, watts, sensorError } = await readAll(plug, call);
         return {
           state: relay.on ? "on" : "off",
           urlStyle: relay.style,
-          auth: http.authScheme(plug.url),
+          auth: http.authScheme(plug.device),
           ...(watts === undefined ? {} : { watts }),
           ...(sensorError === undefined ? {} : { sensorError }),
         };
       }),
   };
+}
+
+/** Resolves when the guard allows the cut; throws CutRefused when it refuses or fails, the abort when the call ended. */
+async function askGuard(mayCut: CutGuard, signal: AbortSignal): Promise<void> {
+  let allowed: boolean;
+  try {
+    allowed = await mayCut({ signal });
+  } catch (error) {
+    signal.throwIfAborted();
+    throw new CutRefused("the cut guard failed", { cause: error });
+  }
+  if (!allowed) throw new CutRefused("the cut guard refused");
+}
+
+/** The options of an error whose cause is what `cleanCause` keeps of `error`. */
+function causeOf(error: unknown): { cause: Error } | undefined {
+  const cause = cleanCause(error);
+  return cause === undefined ? undefined : { cause };
+}
+
+/** "(text/html, 27 bytes)": what an answer was, never what it said. */
+function sizeOf(answer: PlugAnswer): string {
+  const bytes = `${answer.bytes} ${answer.bytes === 1 ? "byte" : "bytes"}`;
+  return answer.contentType === "" ? `(${bytes})` : `(${answer.contentType}, ${bytes})`;
 }
 
 /** Waits `ms`; false when the signal aborted first. */

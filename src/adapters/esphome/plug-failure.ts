@@ -1,22 +1,25 @@
-// Turns whatever ended a plug call into a PlugpoolError code and a short detail. Details name what
-// happened, never a header or a credential; the kept `cause` is the low-level error without the
-// request (ky's errors carry the Request, and with it the Authorization header, so they are not kept).
-import { isKyError } from "ky";
+// Turns whatever ended a plug call into a PlugpoolError code and a short detail. Details are built from what
+// plugpool knows (method, path, status, sizes), never from anything the device sent: a device, a captive
+// portal or a proxy can echo the request, Authorization header included, into its answer.
 import type { ErrorCode } from "../../domain/errors.ts";
+import { isPlugpoolError, PlugpoolError } from "../../domain/errors.ts";
 
 /** A classified failure; `message` is the detail that follows "<action> plug <url> <entity>: ". */
 export class PlugFailure extends Error {
   override readonly name = "PlugFailure";
   readonly code: Extract<ErrorCode, `plug-${string}`>;
+  /** The device answered that it did not carry the request out (401, 404, 405…): a command sent is known undone. */
+  readonly refused: boolean;
 
-  constructor(code: PlugFailure["code"], detail: string) {
+  constructor(code: PlugFailure["code"], detail: string, options: { refused?: boolean } = {}) {
     super(detail);
     this.code = code;
+    this.refused = options.refused ?? false;
   }
 }
 
 // Errors that mean the connection went away under the request: an ESP32 purging an idle keep-alive
-// socket, an ESP8266 closing after each answer, a reboot (reference/esphome-web-server.md §6).
+// socket, an ESP8266 closing after each answer, a reboot.
 const DROPPED_CODES: ReadonlySet<string> = new Set(["ECONNRESET", "EPIPE", "UND_ERR_SOCKET"]);
 
 export function isDroppedConnection(error: unknown): boolean {
@@ -60,15 +63,34 @@ function errorCode(error: unknown): string | undefined {
   return undefined;
 }
 
+/** `text` when it is a plain identifier (an error name or code), else undefined. */
+function identifier(text: unknown): string | undefined {
+  return typeof text === "string" && /^[A-Za-z_][A-Za-z0-9_]{0,63}$/u.test(text) ? text : undefined;
+}
+
 export function describeFailure(error: unknown, ctx: FailureContext): FailureDescription {
   if (ctx.callerSignal?.aborted === true) return { code: "plug-unreachable", detail: "aborted", cause: ctx.callerSignal.reason };
   if (error instanceof PlugFailure) return { code: error.code, detail: error.message };
   if (ctx.deadline.aborted) return { code: "plug-unreachable", detail: `timed out after ${ctx.timeoutMs} ms`, cause: ctx.deadline.reason };
-  const lowLevel = isKyError(error) ? error.cause : error;
-  if (isDroppedConnection(error)) return { code: "plug-unreachable", detail: "connection dropped", cause: lowLevel };
-  const code = errorCode(error);
+  if (isDroppedConnection(error)) return { code: "plug-unreachable", detail: "connection dropped", cause: error };
+  const code = identifier(errorCode(error));
   const known = code === undefined ? undefined : NETWORK_DETAILS[code];
-  if (known !== undefined) return { code: "plug-unreachable", detail: known, cause: lowLevel };
-  const name = error instanceof Error ? error.name : typeof error;
-  return { code: "plug-unreachable", detail: `request failed (${code ?? name})`, cause: lowLevel };
+  if (known !== undefined) return { code: "plug-unreachable", detail: known, cause: error };
+  const name = error instanceof Error ? identifier(error.name) : typeof error;
+  return { code: "plug-unreachable", detail: `request failed (${code ?? name ?? "Error"})`, cause: error };
+}
+
+/**
+ * What may be kept of a low-level error as a `cause`: its name and code, nothing else. Its message and fields
+ * can hold the request (ky's errors carry the Request, and with it the Authorization header) or the bytes the
+ * device sent (an HTTP parser error keeps them). A PlugpoolError (the cut guard's) keeps its code and message,
+ * which are plugpool's own, without its own cause.
+ */
+export function cleanCause(error: unknown): Error | undefined {
+  if (error === undefined) return undefined;
+  if (isPlugpoolError(error)) return new PlugpoolError(error.code, error.message);
+  const name = (error instanceof Error ? identifier(error.name) : undefined) ?? typeof error;
+  const code = identifier(errorCode(error));
+  const clean = new Error(code === undefined ? name : `${name} ${code}`);
+  return code === undefined ? clean : Object.assign(clean, { code });
 }

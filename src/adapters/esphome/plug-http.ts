@@ -1,46 +1,67 @@
-// One HTTP exchange with one ESPHome device: queued behind that device's other requests, authenticated
-// the way the device wants (preemptive Basic, Digest when challenged), and retried once when a GET's
-// connection was dropped under it.
+// HTTP exchanges with ESPHome devices: one device at a time per slot of its queue, authenticated the way the
+// device asked for (see device-auth.ts), each answer read within its bounds (see answer-body.ts), and a GET
+// re-sent once when its connection was dropped under it.
 import ky, { isNetworkError } from "ky";
+import { mediaType, readAnswerBody } from "./answer-body.ts";
+import { createDeviceAuth, type AuthScheme, type Credentials } from "./device-auth.ts";
 import { createDeviceQueue } from "./device-queue.ts";
-import { createDigestSession, parseDigestChallenge, type DigestSession } from "./digest-auth.ts";
 import { isDroppedConnection, PlugFailure } from "./plug-failure.ts";
 
-export type AuthScheme = "none" | "basic" | "digest";
+export type { AuthScheme, Credentials } from "./device-auth.ts";
 
-export interface Credentials {
-  readonly username: string;
-  readonly password: string;
+export interface PlugTarget {
+  /** Base URL of the device. */
+  readonly url: string;
+  /** The physical device: the key of its queue and of what it asked for. */
+  readonly device: string;
+  readonly credentials: Credentials | undefined;
 }
 
 export interface PlugAnswer {
   readonly status: number;
   readonly body: string;
+  /** The declared media type when it looks like one, else "" (see `mediaType`). */
+  readonly contentType: string;
+  readonly bytes: number;
 }
+
+export interface PlugRequest {
+  readonly method: "GET" | "POST";
+  readonly path: string;
+  /**
+   * Awaited right before each sending of the request is handed to fetch (a 401 makes a second one); nothing
+   * else is awaited in between. A rejection sends nothing and ends the exchange with it.
+   */
+  readonly beforeSend?: () => Promise<void>;
+}
+
+/**
+ * Sends one request with the device's slot held and returns any status but 401; a 401 that auth cannot answer
+ * throws `plug-unauthorized`. Network failures and aborts reject with the underlying error.
+ */
+export type Send = (request: PlugRequest) => Promise<PlugAnswer>;
 
 export interface PlugHttp {
   /**
-   * Sends one request and returns any status except 401; a 401 that auth cannot answer throws
-   * `plug-unauthorized`. Network failures and aborts reject with the underlying error.
+   * Runs `task` once every earlier task of the device has finished (FIFO), with the device to itself. Waiting
+   * ends early, and the task never runs, when `signal` aborts.
    */
-  send(device: string, method: "GET" | "POST", path: string, signal: AbortSignal): Promise<PlugAnswer>;
-  /** The scheme that last worked with this device ("none" without credentials). */
+  slot<T>(target: PlugTarget, signal: AbortSignal, task: (send: Send) => Promise<T>): Promise<T>;
+  /** The scheme the next request to this device carries: "none" until it asked for credentials. */
   authScheme(device: string): AuthScheme;
 }
 
-const MAX_AUTH_ROUNDS = 3; // Basic, then Digest, then Digest with a renewed (stale) nonce
+const MAX_AUTH_ROUNDS = 3; // none, then what the device asked for, then Digest with a renewed (stale) nonce
 
-export function createPlugHttp(opts: { credentials?: Credentials; fetch?: typeof fetch }): PlugHttp {
-  const { credentials } = opts;
-  const basic = credentials && `Basic ${Buffer.from(`${credentials.username}:${credentials.password}`, "utf8").toString("base64")}`;
+export function createPlugHttp(opts: { fetch?: typeof fetch }): PlugHttp {
   const queue = createDeviceQueue();
-  const digests = new Map<string, DigestSession>();
-  const schemes = new Map<string, AuthScheme>();
+  const auth = createDeviceAuth();
 
   // Retries have one owner per failure: this client re-sends an idempotent GET once when its connection
   // was dropped; it never re-sends a POST (switching is retried by the domain's power-off saga) and
   // never retries on status codes or timeouts. Timeouts come from the caller's deadline signal, which
-  // bounds the whole call including its wait in the device queue, so ky's own timeouts are off.
+  // bounds the whole call including its wait in the device queue and the reading of the body, so ky's own
+  // timeouts are off.
   const api = ky.create({
     timeout: false,
     totalTimeout: false,
@@ -58,56 +79,53 @@ export function createPlugHttp(opts: { credentials?: Credentials; fetch?: typeof
     ...(opts.fetch ? { fetch: opts.fetch } : {}),
   });
 
-  function authorization(device: string, method: string, uri: string): string | undefined {
-    if (!credentials) return undefined;
-    return digests.get(device)?.authorization(credentials, method, uri) ?? basic;
-  }
-
-  async function attempt(device: string, method: string, url: URL, signal: AbortSignal) {
+  async function attempt(target: PlugTarget, request: PlugRequest, signal: AbortSignal) {
+    const { method, path } = request;
+    const url = new URL(target.url + path);
     const uri = url.pathname + url.search;
-    const first = authorization(device, method, uri);
+    const authorization = (): string | undefined => target.credentials && auth.authorization(target.device, target.credentials, method, uri);
+    await request.beforeSend?.();
+    const sent = target.credentials ? auth.scheme(target.device) : "none";
+    const first = authorization();
     const response = await api(url, {
       method,
       signal,
       headers: first === undefined ? {} : { authorization: first },
       hooks: {
         // A Digest nonce count may be used once, so a re-sent request gets a fresh Authorization.
-        beforeRetry: [({ request }) => {
-          const again = authorization(device, method, uri);
-          if (again !== undefined) request.headers.set("authorization", again);
+        beforeRetry: [({ request: again }) => {
+          const header = authorization();
+          if (header !== undefined) again.headers.set("authorization", header);
         }],
       },
     });
-    return { status: response.status, body: await response.text(), challenge: response.headers.get("www-authenticate") };
+    const { text, bytes } = await readAnswerBody(response, signal, `${method} ${path}`);
+    const answer: PlugAnswer = { status: response.status, body: text, contentType: mediaType(response.headers.get("content-type")), bytes };
+    return { answer, sent, challenge: response.headers.get("www-authenticate") };
   }
 
-  async function exchange(device: string, method: "GET" | "POST", path: string, signal: AbortSignal): Promise<PlugAnswer> {
-    const url = new URL(device + path);
-    let freshNonce = false;
-    for (let round = 1; ; round++) {
-      const sentDigest = credentials !== undefined && digests.has(device);
-      const answer = await attempt(device, method, url, signal);
-      if (answer.status !== 401) {
-        schemes.set(device, sentDigest ? "digest" : credentials ? "basic" : "none");
-        return answer;
+  async function exchange(target: PlugTarget, request: PlugRequest, signal: AbortSignal): Promise<PlugAnswer> {
+    for (let round = 1; round <= MAX_AUTH_ROUNDS; round++) {
+      const { answer, sent, challenge } = await attempt(target, request, signal);
+      if (answer.status !== 401) return answer;
+      if (!target.credentials) {
+        throw new PlugFailure("plug-unauthorized", "the plug asks for credentials and none are configured", { refused: true });
       }
-      if (!credentials) throw new PlugFailure("plug-unauthorized", "the plug asks for credentials and none are configured");
-      if (round === MAX_AUTH_ROUNDS) break;
-      const challenge = parseDigestChallenge(answer.challenge);
-      if (challenge && (!sentDigest || challenge.stale || !freshNonce)) {
-        digests.set(device, createDigestSession(challenge));
-        freshNonce = true;
-      } else if (!challenge && sentDigest) {
-        digests.delete(device); // the device no longer asks for Digest (reflashed with Basic)
-      } else {
-        break;
+      const verdict = auth.challenged(target.device, sent, challenge, round > 1);
+      if (verdict === "unanswerable") {
+        throw new PlugFailure(
+          "plug-unauthorized",
+          "the plug asks for credentials in a way plugpool does not answer (Digest other than MD5 or SHA-256, or Basic after it offered Digest)",
+          { refused: true },
+        );
       }
+      if (verdict === "rejected") break;
     }
-    throw new PlugFailure("plug-unauthorized", "the plug rejected the credentials");
+    throw new PlugFailure("plug-unauthorized", "the plug rejected the credentials", { refused: true });
   }
 
   return {
-    send: (device, method, path, signal) => queue.run(device, signal, () => exchange(device, method, path, signal)),
-    authScheme: (device) => schemes.get(device) ?? (credentials ? "basic" : "none"),
+    slot: (target, signal, task) => queue.run(target.device, signal, () => task((request) => exchange(target, request, signal))),
+    authScheme: (device) => auth.scheme(device),
   };
 }

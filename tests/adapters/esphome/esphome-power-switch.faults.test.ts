@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { describe, it, type TestContext } from "node:test";
 import { createEsphomePowerSwitch } from "../../../src/adapters/esphome/esphome-power-switch.ts";
 import type { PlugEmulatorOptions } from "../../support/plug-emulator/index.ts";
-import { assertPlugError, emulate, requests, timed } from "./support.ts";
+import { addressOf, allowCut, assertPlugError, emulate, requests, timed } from "./support.ts";
 
 const TIMEOUT_MS = 300;
 const MARGIN_MS = 300; // scheduling slack on a loaded 2-core machine; the bound is still one timeout plus this
@@ -13,7 +13,7 @@ const RELAXED_MS = 2000;
 async function setup(t: TestContext, opts: PlugEmulatorOptions = {}, timeoutMs = TIMEOUT_MS) {
   const plug = await emulate(t, { switchDelayMs: 10, ...opts });
   const power = createEsphomePowerSwitch({ timeoutMs });
-  return { plug, power, relay: { url: plug.url, switch: "Relay" } };
+  return { plug, power, relay: addressOf(plug.url) };
 }
 
 describe("createEsphomePowerSwitch() facing faults", () => {
@@ -26,11 +26,11 @@ describe("createEsphomePowerSwitch() facing faults", () => {
       assert.ok(ms >= TIMEOUT_MS - 5 && ms < TIMEOUT_MS + MARGIN_MS, `took ${ms} ms`);
     });
 
-    it("fails a switch command as unreachable once the timeout is up", async (t) => {
+    it("fails a switch command as unconfirmed once the timeout is up: the device may have carried it out", async (t) => {
       const { plug, power, relay } = await setup(t);
       await plug.inject({ kind: "timeout" });
-      const { error, ms } = await timed(() => power.turnOff(relay));
-      assertPlugError(error, "plug-unreachable", /^turning off plug .* switch "Relay": timed out after 300 ms$/);
+      const { error, ms } = await timed(() => power.turnOff(relay, allowCut));
+      assertPlugError(error, "plug-unconfirmed", /^turning off plug .* switch "Relay": timed out after 300 ms; the command was sent and its outcome is unknown$/);
       assert.ok(ms < TIMEOUT_MS + MARGIN_MS, `took ${ms} ms`);
     });
   });
@@ -67,7 +67,7 @@ describe("createEsphomePowerSwitch() facing faults", () => {
       const { plug, power, relay } = await setup(t);
       await plug.inject({ kind: "http500" });
       const { error, ms } = await timed(() => power.read(relay));
-      assertPlugError(error, "plug-unreachable", /^reading plug .* switch "Relay": GET \/switch\/Relay answered HTTP 500$/);
+      assertPlugError(error, "plug-unreachable", /^reading plug .* switch "Relay": GET \/switch\/Relay answered HTTP 500 \(text\/plain, 21 bytes\)$/);
       assert.ok(ms < TIMEOUT_MS, `took ${ms} ms, as if it had waited for the timeout`);
       assert.equal(plug.calls.length, 1);
     });
@@ -90,11 +90,11 @@ describe("createEsphomePowerSwitch() facing faults", () => {
       assert.equal(plug.calls.length, 2);
     });
 
-    it("never re-sends a switch command", async (t) => {
+    it("never re-sends a switch command, and fails it as unconfirmed", async (t) => {
       const { plug, power, relay } = await setup(t, {}, RELAXED_MS);
       await plug.inject({ kind: "drop", times: 1 });
       const { error } = await timed(() => power.turnOn(relay));
-      assertPlugError(error, "plug-unreachable", /^turning on plug .* switch "Relay": connection dropped$/);
+      assertPlugError(error, "plug-unconfirmed", /^turning on plug .* switch "Relay": connection dropped; the command was sent and its outcome is unknown$/);
       assert.deepEqual(requests(plug), ["POST /switch/Relay/turn_on"]);
       assert.equal(plug.state("Relay"), false);
     });
@@ -111,7 +111,7 @@ describe("createEsphomePowerSwitch() facing faults", () => {
       const { plug, power, relay } = await setup(t);
       await plug.inject({ kind: "drop", method: "GET" });
       const { error, ms } = await timed(() => power.turnOn(relay));
-      assertPlugError(error, "plug-unreachable", /state not confirmed within 300 ms \(no read-back succeeded: connection dropped\)$/);
+      assertPlugError(error, "plug-unconfirmed", /state not confirmed within 300 ms \(no read-back succeeded: connection dropped\)$/);
       assert.ok(ms < TIMEOUT_MS + MARGIN_MS, `took ${ms} ms`);
       assert.equal(plug.state("Relay"), true);
     });
@@ -122,7 +122,7 @@ describe("createEsphomePowerSwitch() facing faults", () => {
       const { plug, power, relay } = await setup(t);
       await plug.inject({ kind: "flap" });
       const { error, ms } = await timed(() => power.turnOn(relay));
-      assertPlugError(error, "plug-unreachable", /switch "Relay": state not confirmed within 300 ms \(it still reads off\)$/);
+      assertPlugError(error, "plug-unconfirmed", /switch "Relay": state not confirmed within 300 ms \(it still reads off\)$/);
       assert.ok(ms >= TIMEOUT_MS - 5 && ms < TIMEOUT_MS + MARGIN_MS, `took ${ms} ms`);
     });
   });
@@ -166,7 +166,7 @@ describe("createEsphomePowerSwitch() facing faults", () => {
   describe("an unknown entity", () => {
     it("fails as entity-not-found, naming both URLs tried", async (t) => {
       const { plug, power } = await setup(t, { version: "2026.1" }, RELAXED_MS);
-      const { error } = await timed(() => power.read({ url: plug.url, switch: "Relay 9" }));
+      const { error } = await timed(() => power.read(addressOf(plug.url, "Relay 9")));
       assertPlugError(error, "plug-entity-not-found", /switch "Relay 9": not found \(HTTP 404 for \/switch\/Relay%209 and \/switch\/relay_9\)$/);
     });
   });
@@ -174,14 +174,14 @@ describe("createEsphomePowerSwitch() facing faults", () => {
   describe("an answer that is not a switch state", () => {
     it("fails as a bad answer", async () => {
       const power = createEsphomePowerSwitch({ timeoutMs: TIMEOUT_MS, fetch: () => Promise.resolve(new Response("<html>captive portal</html>")) });
-      const { error } = await timed(() => power.read({ url: "http://10.0.0.5", switch: "Relay" }));
-      assertPlugError(error, "plug-bad-answer", /^reading plug http:\/\/10\.0\.0\.5 switch "Relay": answered without a switch state/);
+      const { error } = await timed(() => power.read(addressOf("http://10.0.0.5")));
+      assertPlugError(error, "plug-bad-answer", /^reading plug http:\/\/10\.0\.0\.5 switch "Relay": GET \/switch\/Relay answered without a switch state \(text\/plain, 27 bytes\)$/);
     });
 
     it("fails an unexpected status as a bad answer", async () => {
       const power = createEsphomePowerSwitch({ timeoutMs: TIMEOUT_MS, fetch: () => Promise.resolve(new Response("", { status: 403 })) });
-      const { error } = await timed(() => power.turnOn({ url: "http://10.0.0.5", switch: "Relay" }));
-      assertPlugError(error, "plug-bad-answer", /POST \/switch\/Relay\/turn_on answered HTTP 403$/);
+      const { error } = await timed(() => power.turnOn(addressOf("http://10.0.0.5")));
+      assertPlugError(error, "plug-bad-answer", /POST \/switch\/Relay\/turn_on answered HTTP 403 \(text\/plain, 0 bytes\)$/);
     });
   });
 
@@ -218,7 +218,7 @@ describe("createEsphomePowerSwitch() with a power sensor", () => {
   it("reads the watts of an attached machine while the relay is on", async (t) => {
     const { plug, power } = await setup(t, sensorStrip, RELAXED_MS);
     plug.attachMachine("Relay", { watts: () => 87.5 });
-    const relay = { url: plug.url, switch: "Relay", powerSensor: "Power" };
+    const relay = addressOf(plug.url, "Relay", "Power");
     plug.setState("Relay", true);
     assert.deepEqual(await power.read(relay), { on: true, watts: 87.5 });
     plug.setState("Relay", false);
@@ -228,26 +228,26 @@ describe("createEsphomePowerSwitch() with a power sensor", () => {
   it("returns the relay state without watts when the sensor fails", async (t) => {
     const { plug, power } = await setup(t, sensorStrip, RELAXED_MS);
     await plug.inject({ kind: "http500", domain: "sensor" });
-    assert.deepEqual(await power.read({ url: plug.url, switch: "Relay", powerSensor: "Power" }), { on: false });
+    assert.deepEqual(await power.read(addressOf(plug.url, "Relay", "Power")), { on: false });
   });
 
   it("returns the relay state without watts when the sensor does not exist", async (t) => {
     const { plug, power } = await setup(t, sensorStrip, RELAXED_MS);
-    assert.deepEqual(await power.read({ url: plug.url, switch: "Relay", powerSensor: "Energy" }), { on: false });
+    assert.deepEqual(await power.read(addressOf(plug.url, "Relay", "Energy")), { on: false });
   });
 
   it("reports the sensor failure in a probe", async (t) => {
     const { plug, power } = await setup(t, sensorStrip, RELAXED_MS);
     await plug.inject({ kind: "http500", domain: "sensor" });
-    const probe = await power.probe({ url: plug.url, switch: "Relay", powerSensor: "Power" });
+    const probe = await power.probe(addressOf(plug.url, "Relay", "Power"));
     assert.equal(probe.state, "off");
-    assert.equal(probe.sensorError, 'sensor "Power": GET /sensor/Power answered HTTP 500');
+    assert.equal(probe.sensorError, 'sensor "Power": GET /sensor/Power answered HTTP 500 (text/plain, 21 bytes)');
   });
 
   it("reports the watts in a probe", async (t) => {
     const { plug, power } = await setup(t, sensorStrip, RELAXED_MS);
     plug.setState("Relay", true);
-    const probe = await power.probe({ url: plug.url, switch: "Relay", powerSensor: "Power" });
+    const probe = await power.probe(addressOf(plug.url, "Relay", "Power"));
     assert.deepEqual(probe, { state: "on", urlStyle: "name", auth: "none", watts: 25 });
   });
 });

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { describe, it, type TestContext } from "node:test";
 import { createEsphomePowerSwitch } from "../../../src/adapters/esphome/esphome-power-switch.ts";
 import { startPlugEmulator, type Platform, type Version } from "../../support/plug-emulator/index.ts";
-import { emulate, requests } from "./support.ts";
+import { addressOf, allowCut, emulate, requests } from "./support.ts";
 
 type AuthProfile = "none" | "basic" | "digest";
 
@@ -20,10 +20,10 @@ for (const version of ["2025.12", "2026.1", "2026.7"] as const) {
 const CREDENTIALS = { username: "admin", password: "matrix-pw" };
 const STRIP = [{ name: "Relay" }, { name: "Outlet +2 Kitchen" }];
 
-/** Which scheme ends up in use: ESP32 with digest refuses Basic; everything else takes preemptive Basic. */
-function expectedScheme(platform: Platform, auth: AuthProfile): string {
+/** The scheme the device asks for: Digest wherever it offers it (the ESP8266 does before 2026.7), else Basic. */
+function expectedScheme(version: Version, platform: Platform, auth: AuthProfile): string {
   if (auth === "none") return "none";
-  return platform === "esp32" && auth === "digest" ? "digest" : "basic";
+  return auth === "digest" || (platform === "esp8266" && version !== "2026.7") ? "digest" : "basic";
 }
 
 for (const { version, platform, auth } of PROFILES) {
@@ -36,8 +36,8 @@ for (const { version, platform, auth } of PROFILES) {
         switchDelayMs: 20,
         ...(auth === "none" ? {} : { auth: { type: auth, ...CREDENTIALS } }),
       });
-      const power = createEsphomePowerSwitch({ timeoutMs: 2000, ...(auth === "none" ? {} : { credentials: CREDENTIALS }) });
-      return { plug, power, relay: { url: plug.url, switch: "Relay" }, outlet: { url: plug.url, switch: "Outlet +2 Kitchen" } };
+      const power = createEsphomePowerSwitch({ timeoutMs: 2000, ...(auth === "none" ? {} : { credentialsFor: () => CREDENTIALS }) });
+      return { plug, power, relay: addressOf(plug.url, "Relay"), outlet: addressOf(plug.url, "Outlet +2 Kitchen") };
     }
 
     it("reads the relay state", async (t) => {
@@ -60,7 +60,7 @@ for (const { version, platform, auth } of PROFILES) {
     it("turns the relay off and resolves once it reads off", async (t) => {
       const { plug, power, relay } = await setup(t);
       plug.setState("Relay", true);
-      assert.deepEqual(await power.turnOff(relay), { on: false });
+      assert.deepEqual(await power.turnOff(relay, allowCut), { on: false });
       assert.equal(plug.state("Relay"), false);
       assert.ok(!requests(plug).some((r) => r.includes("toggle")));
     });
@@ -90,7 +90,7 @@ for (const { version, platform, auth } of PROFILES) {
       assert.deepEqual(probe, {
         state: "off",
         urlStyle: version === "2025.12" ? "object_id" : "name",
-        auth: expectedScheme(platform, auth),
+        auth: expectedScheme(version, platform, auth),
       });
     });
   });
@@ -99,7 +99,7 @@ for (const { version, platform, auth } of PROFILES) {
 describe("createEsphomePowerSwitch() across a firmware upgrade", () => {
   it("moves from the remembered object_id to the name once the object_id gives 404", async (t) => {
     const old = await startPlugEmulator({ version: "2025.12", switches: [{ name: "Outlet 2" }] });
-    const plug = { url: old.url, switch: "Outlet 2" };
+    const plug = addressOf(old.url, "Outlet 2");
     const power = createEsphomePowerSwitch({ timeoutMs: 2000 });
     await power.read(plug);
     await old.close();

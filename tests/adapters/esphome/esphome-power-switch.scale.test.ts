@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { createEsphomePowerSwitch } from "../../../src/adapters/esphome/esphome-power-switch.ts";
 import { startPlugEmulator } from "../../support/plug-emulator/index.ts";
-import { assertPlugError, emulate, timed } from "./support.ts";
+import { addressOf, allowCut, assertPlugError, emulate, timed } from "./support.ts";
 
 // Generous for one loopback request, but 50 parallel reads served by the same process on a busy
 // 2-core machine were seen to take over a second. Live reads must stay under half of the timeout
@@ -22,9 +22,9 @@ describe("createEsphomePowerSwitch() with many plugs", () => {
     const power = createEsphomePowerSwitch({ timeoutMs: TIMEOUT_MS });
     // One read beforehand loads fetch and the adapter's code paths, so the timings below are of reads only.
     const spare = await emulate(t);
-    await power.read({ url: spare.url, switch: "Relay" });
+    await power.read(addressOf(spare.url));
 
-    const all = await timed(() => Promise.all(plugs.map((p) => timed(() => power.read({ url: p.url, switch: "Relay" })))));
+    const all = await timed(() => Promise.all(plugs.map((p) => timed(() => power.read(addressOf(p.url))))));
     const results = all.value ?? [];
 
     assert.ok(all.ms < TIMEOUT_MS + MARGIN_MS, `all reads took ${all.ms} ms`);
@@ -48,14 +48,14 @@ describe("createEsphomePowerSwitch() per device", () => {
       const plug = await emulate(t, { platform, switches: STRIP, switchDelayMs: 15 });
       await plug.inject({ kind: "slow", ms: 5 }); // widen each request so overlaps would show
       const power = createEsphomePowerSwitch({ timeoutMs: 5000 });
-      const at = (name: string) => ({ url: plug.url, switch: name });
+      const at = (name: string) => addressOf(plug.url, name);
 
       const results = await Promise.all([
         power.turnOn(at("Outlet 1")),
         power.read(at("Outlet 2")),
         power.turnOn(at("Outlet 3")),
         power.read(at("Outlet 4")),
-        power.turnOff(at("Outlet 2")),
+        power.turnOff(at("Outlet 2"), allowCut),
         power.read(at("Outlet 1")),
       ]);
 
@@ -69,8 +69,8 @@ describe("createEsphomePowerSwitch() per device", () => {
   it("keeps serving other relays of a strip between the read-backs of a command", async (t) => {
     const plug = await emulate(t, { switches: STRIP, switchDelayMs: 1000 });
     const power = createEsphomePowerSwitch({ timeoutMs: 3000 });
-    const switching = timed(() => power.turnOn({ url: plug.url, switch: "Outlet 1" }));
-    const reading = await timed(() => power.read({ url: plug.url, switch: "Outlet 2" }));
+    const switching = timed(() => power.turnOn(addressOf(plug.url, "Outlet 1")));
+    const reading = await timed(() => power.read(addressOf(plug.url, "Outlet 2")));
     assert.deepEqual(reading.value, { on: false });
     assert.ok(reading.ms < 500, `read waited ${reading.ms} ms behind the command`);
     assert.deepEqual((await switching).value, { on: true });

@@ -3,7 +3,10 @@
 import assert from "node:assert/strict";
 import type { TestContext } from "node:test";
 import { inspect } from "node:util";
+import { normalisePlugUrl } from "../../../src/app/config-formats.ts";
 import { isPlugpoolError, type ErrorCode } from "../../../src/domain/errors.ts";
+import type { PlugAddress } from "../../../src/domain/model.ts";
+import type { CutGuard } from "../../../src/domain/ports.ts";
 import { startPlugEmulator, type EmulatedPlug, type PlugEmulatorOptions } from "../../support/plug-emulator/index.ts";
 
 /** Starts an emulated plug that closes when the test ends. */
@@ -37,10 +40,32 @@ export function assertPlugError(error: unknown, code: ErrorCode, message: RegExp
   assert.match(error.message, message);
 }
 
-/** Asserts that nothing reachable from the error (message, stack, causes) holds a secret. */
+/** The address of a switch of the plug at `url`, with its device named as the configuration names it. */
+export function addressOf(url: string, name = "Relay", powerSensor?: string): PlugAddress {
+  const normalised = normalisePlugUrl(url);
+  assert.ok(normalised.ok, `a plug URL: ${url}`);
+  return { url: normalised.url, device: normalised.device, switch: name, ...(powerSensor === undefined ? {} : { powerSensor }) };
+}
+
+/** A cut guard that always allows the cut. */
+export const allowCut: CutGuard = () => Promise.resolve(true);
+
+/** Every way an error is usually turned into text: by a logger, a test report, a JSON encoder, a debugger. */
+export function renderings(error: unknown): string[] {
+  return [
+    error instanceof Error ? error.message : "",
+    String(error),
+    JSON.stringify(error),
+    inspect(error, { depth: 10 }),
+    inspect(error, { depth: Infinity, showHidden: true, getters: true }),
+  ];
+}
+
+/** Asserts that nothing reachable from the error (message, stack, causes, fields) holds a secret. */
 export function assertNoSecret(error: unknown, secrets: readonly string[]): void {
-  const seen = inspect(error, { depth: Infinity, showHidden: true, getters: true });
-  for (const secret of secrets) assert.ok(!seen.includes(secret), `error exposes a secret: ${seen}`);
+  for (const seen of renderings(error)) {
+    for (const secret of secrets) assert.ok(!seen.includes(secret), `error exposes a secret: ${seen}`);
+  }
 }
 
 /** Waits until `check` holds, polling every 5 ms; fails after `withinMs`. */

@@ -21,7 +21,10 @@
  * - Faults at run time (`inject`): timeout (accepts, never answers), slow (answers after `ms`),
  *   http500, drop (destroys the socket), flap (relay flips by itself), reboot (drops connections,
  *   refuses them for `bootMs`, outputs drop then restore_mode applies; `powerLoss` on esp8266 also
- *   loses the RTC-saved state), down (listener closed: connections refused).
+ *   loses the RTC-saved state), down (listener closed: connections refused). Hostile answers, of no
+ *   real firmware: echo (the request's headers in the body and the Content-Type, as a proxy or
+ *   captive portal may send them back), huge (a 400 MB body, streamed as the client takes it, with or
+ *   without Content-Length), drip (a body of one byte every `ms`).
  * - A call log (method, raw path, auth scheme, Content-Length, status), a hook as each request arrives
  *   (`onRequest`), and the highest number of requests seen in flight at once (`maxConcurrency`).
  *
@@ -64,11 +67,14 @@ export type Fault =
   | ({ readonly kind: "slow"; readonly ms: number } & RequestFaultScope)
   | ({ readonly kind: "http500" } & RequestFaultScope)
   | ({ readonly kind: "drop" } & RequestFaultScope)
+  | ({ readonly kind: "echo"; readonly status?: number } & RequestFaultScope)
+  | ({ readonly kind: "huge"; readonly chunked?: boolean } & RequestFaultScope)
+  | ({ readonly kind: "drip"; readonly ms: number } & RequestFaultScope)
   /** Every `everyMs`, or (omitted) straight after each applied action so the commanded state never shows. */
   | { readonly kind: "flap"; readonly switches?: readonly string[]; readonly everyMs?: number }
   | { readonly kind: "reboot"; readonly bootMs?: number; readonly powerLoss?: boolean }
   | { readonly kind: "down" };
-type RequestFault = Extract<Fault, { kind: "timeout" | "slow" | "http500" | "drop" }>;
+type RequestFault = Extract<Fault, { kind: "timeout" | "slow" | "http500" | "drop" | "echo" | "huge" | "drip" }>;
 
 export interface CallRecord {
   readonly method: string;
@@ -111,6 +117,38 @@ interface Reply {
   readonly after?: () => void;
 }
 
+/** An answer whose body is written over time, until it ends or the client goes away. */
+interface Streamed {
+  readonly headers: Readonly<Record<string, string | number>>;
+  write(res: ServerResponse): Promise<void>;
+}
+
+const HUGE_BYTES = 400 * 1024 * 1024;
+const DRIP_BYTES = 1000;
+
+/** Resolves once the response may take more (or is gone). */
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      res.off("drain", done);
+      res.off("close", done);
+      resolve();
+    };
+    res.on("drain", done);
+    res.on("close", done);
+  });
+}
+
+/** 400 MB in 64 KiB pieces, each written only once the socket took the last: never in memory at once. */
+async function writeHuge(res: ServerResponse): Promise<void> {
+  const piece = Buffer.alloc(64 * 1024, "x");
+  for (let sent = 0; sent < HUGE_BYTES; sent += piece.length) {
+    if (res.destroyed) return;
+    if (!res.write(piece)) await drained(res);
+  }
+  res.end();
+}
+
 const json = (data: unknown): Reply => ({ status: 200, body: JSON.stringify(data), headers: { "content-type": "application/json" } });
 
 function authKind(header: string | undefined): CallRecord["auth"] {
@@ -151,13 +189,37 @@ export async function startPlugEmulator(opts: PlugEmulatorOptions = {}): Promise
     return entry.fault;
   }
 
-  /** What the device does with a request: a reply, closing the socket, or nothing at all. */
-  async function answerFor(req: IncomingMessage, record: CallRecord): Promise<Reply | "close" | "silence"> {
+  /** One byte every `ms`, up to DRIP_BYTES, while the client stays. */
+  async function drip(res: ServerResponse, ms: number): Promise<void> {
+    for (let sent = 0; sent < DRIP_BYTES; sent++) {
+      await sleep(ms, undefined, { signal: lifetime.signal });
+      if (res.destroyed) return;
+      res.write("x");
+    }
+    res.end();
+  }
+
+  function hostile(fault: Extract<RequestFault, { kind: "echo" | "huge" | "drip" }>, req: IncomingMessage): Reply | Streamed {
+    switch (fault.kind) {
+      case "echo": {
+        const seen = JSON.stringify(req.headers);
+        return { status: fault.status ?? 200, body: `${seen}\n${req.rawHeaders.join("\n")}`, headers: { "content-type": `text/plain; echo=${seen}` } };
+      }
+      case "huge":
+        return { headers: fault.chunked === true ? TEXT : { ...TEXT, "content-length": HUGE_BYTES }, write: writeHuge };
+      case "drip":
+        return { headers: { ...TEXT, "content-length": DRIP_BYTES }, write: (res) => drip(res, fault.ms) };
+    }
+  }
+
+  /** What the device does with a request: a reply, a streamed reply, closing the socket, or nothing at all. */
+  async function answerFor(req: IncomingMessage, record: CallRecord): Promise<Reply | Streamed | "close" | "silence"> {
     const fault = takeFault(record.method, record.path);
     if (fault?.kind === "timeout") return "silence";
     if (fault?.kind === "drop") return "close";
     if (fault?.kind === "slow") await sleep(fault.ms, undefined, { signal: lifetime.signal });
     if (fault?.kind === "http500") return { status: 500, body: "Internal Server Error", headers: TEXT };
+    if (fault?.kind === "echo" || fault?.kind === "huge" || fault?.kind === "drip") return hostile(fault, req);
 
     const method = req.method ?? "";
     if (method !== "GET" && method !== "POST") {
@@ -201,6 +263,12 @@ export async function startPlugEmulator(opts: PlugEmulatorOptions = {}): Promise
     if (answer === "silence" || res.destroyed) return;
     if (answer === "close") {
       req.socket.destroy();
+      return;
+    }
+    if ("write" in answer) {
+      res.writeHead(200, { ...BASE_HEADERS, ...answer.headers });
+      res.flushHeaders();
+      await answer.write(res);
       return;
     }
     const { after } = answer;
