@@ -21,7 +21,7 @@ export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undef
 
 /** The error of a call whose signal aborted; the signal's reason (a deadline, a cancel) is its cause. */
 export function cancelled(signal: AbortSignal): PlugpoolError {
-  return new PlugpoolError("cancelled", "the call ended (deadline or cancel) before it finished", { cause: signal.reason });
+  return new PlugpoolError("cancelled", "the call was cancelled, or its deadline passed, before it finished", { cause: signal.reason });
 }
 
 /** Runs functions one at a time, in call order. */

@@ -226,5 +226,6 @@ async function compensate(
   if (traces) return COMPENSATION_POLL_MS;
   st.job = undefined;
   ctx.deps.reporter.report({ type: "power-off-aborted", machine: machine.name, reason: aborting.reason });
-  return undefined;
+  // Look again at once: the machine that keeps its power may need it restored.
+  return 0;
 }

@@ -12,8 +12,8 @@ describe("Pool.instances()", () => {
     assert.equal(w.pool.targetSize("workers"), 0);
   });
 
-  it("shows registered machines running and powered unregistered ones creating, in config order", async () => {
-    const w = new World({ on: ["worker-1", "worker-3"] });
+  it("shows registered machines running and unregistered ones plugpool switched on creating, in config order", async () => {
+    const w = new World({ on: ["worker-1", "worker-3"], poweredByPlugpool: ["worker-1"] });
     w.register("worker-3");
     await w.pool.refresh();
     assert.deepEqual(w.pool.instances("workers"), [
@@ -28,11 +28,23 @@ describe("Pool.instances()", () => {
     assert.deepEqual(w.pool.instances("workers"), [{ id: "k3s://worker-2", state: "running" }]);
   });
 
-  it("shows a machine under a Node with a foreign providerID as creating, never running", async () => {
-    const w = new World({ on: ["worker-1"] });
+  it("shows a machine under a Node with a foreign providerID as no instance: never running, never creating", async () => {
+    const w = new World({ on: ["worker-1"], poweredByPlugpool: ["worker-1"] });
     w.cluster.addNode({ name: "worker-1", providerID: "aws:///i-1" });
     await w.pool.refresh();
-    assert.deepEqual(w.pool.instances("workers"), [{ id: "k3s://worker-1", state: "creating" }]);
+    assert.deepEqual(w.pool.instances("workers"), []);
+  });
+
+  it("leaves a machine powered outside plugpool out of view: no instance, reported once, never cut", async () => {
+    const w = new World({ on: ["worker-2"] });
+    await w.pool.refresh();
+    await w.pool.refresh();
+    assert.deepEqual(w.pool.instances("workers"), []);
+    assert.deepEqual(w.pool.poweredOutside(), ["worker-2"]);
+    assert.equal(w.reporter.of("powered-outside").length, 1);
+    await w.pool.deleteNodes("workers", [w.fakeRef("worker-2")]);
+    await assert.rejects(w.pool.decreaseTargetSize("workers", -1));
+    assert.deepEqual(w.power.callsOf("turnOff"), []);
   });
 
   it("shows a power-off as deleting and leaves it out of the target size", async () => {
@@ -59,7 +71,7 @@ describe("Pool.instances()", () => {
     assert.deepEqual(w.pool.instances("workers"), []);
     assert.equal(w.pool.targetSize("workers"), 0);
     for (const name of ["worker-1", "worker-2", "worker-3"]) assert.equal(w.pool.nodeGroupForNode(w.ref(name)), undefined, name);
-    assert.match(w.reporter.of("unexpected-power")[0]?.detail ?? "", /worker-2 is on .*held, so not reported to cluster-autoscaler/);
+    assert.match(w.reporter.of("powered-outside")[0]?.detail ?? "", /worker-2 is on .*not reported to cluster-autoscaler/);
   });
 
   it("brings a machine back into view when its hold annotation goes", async () => {

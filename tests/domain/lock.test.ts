@@ -49,7 +49,7 @@ describe("createLock()", () => {
       return Promise.resolve();
     });
     controller.abort();
-    await rejectsWith(quitter, "internal", /cancelled/);
+    await rejectsWith(quitter, "cancelled", /cancelled/);
     gate.resolve();
     await Promise.all([holder, patient]);
     assert.deepEqual(order, ["holder", "patient"]);
@@ -61,8 +61,8 @@ describe("untilAborted()", () => {
     const controller = new AbortController();
     const waiting = untilAborted(new Promise(() => undefined), controller.signal);
     controller.abort();
-    await rejectsWith(waiting, "internal");
-    await rejectsWith(untilAborted(Promise.resolve(1), controller.signal), "internal");
+    await rejectsWith(waiting, "cancelled");
+    await rejectsWith(untilAborted(Promise.resolve(1), controller.signal), "cancelled");
   });
 
   it("passes the outcome through when the signal does not abort", async () => {

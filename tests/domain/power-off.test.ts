@@ -39,7 +39,8 @@ describe("the power-off saga", () => {
 
     w.clock.advance(1000);
     assert.equal(await w.pool.runPowerOffs(), 1000);
-    assert.equal(w.cluster.callsOf("deletePowerOffPod").length, 1);
+    // Asked of the apiserver on every pass until it says the pod is gone.
+    assert.equal(w.cluster.callsOf("deletePowerOffPod").length, 2);
     assert.ok(w.cluster.nodeNamed("worker-1"), "the Node stays until its power-off pod is gone");
 
     w.cluster.finishPodDeletion();
@@ -71,16 +72,26 @@ describe("the power-off saga", () => {
     assert.deepEqual(w.cluster.callsOf("createPowerOffPod").length, 1);
   });
 
-  it("carries on when the node does not go NotReady in time, and counts the grace from the timeout", async () => {
+  it("keeps the power when the node does not go NotReady in time (the default), and says why", async () => {
     const w = await deleting();
+    await w.drive(200);
+    assert.equal(w.power.callsOf("turnOff").length, 0);
+    assert.ok(w.power.isOn(w.machine("worker-1").plug));
+    assert.match(w.reporter.of("power-off-aborted")[0]?.reason ?? "", /did not go NotReady within 300000 ms.*keep-power/);
+    assert.deepEqual(w.cluster.pods(), []);
+  });
+
+  it("cuts after the timeout only when configured to, reports the hard cut, and counts the grace from the timeout", async () => {
+    const w = await deletingWorker1({ powerOff: { onShutdownTimeout: "cut" } });
     const t0 = w.clock.now();
     let cutAt: number | undefined;
-    w.power.onCall = (c) => {
+    w.power.onArrival = (c) => {
       if (c.op === "turnOff") cutAt = w.clock.now();
     };
     await w.drive(200);
     assert.equal(cutAt, t0 + 300_000 + 120_000);
-    assert.ok(steps(w).includes("await-not-ready done: timed out, carrying on"));
+    assert.equal(w.reporter.of("hard-cut").length, 1);
+    assert.ok(steps(w).some((s) => s.startsWith("await-not-ready done:") && s.includes("hard cut")));
   });
 
   it("skips the power-off pod for a node already NotReady and counts the grace from when it went", async () => {
@@ -92,12 +103,15 @@ describe("the power-off saga", () => {
     assert.ok(steps(w).includes("power-off-pod done: node already NotReady"));
   });
 
-  it("skips the waits when the plug already reads off, and still cuts it to be sure", async () => {
+  it("creates no pod and skips the wait for NotReady when a fresh reading says the plug is off, and still cuts it to be sure", async () => {
     const w = await deleting();
     w.power.set(w.machine("worker-1").plug, false);
     await w.pool.refresh();
-    assert.equal(await w.pool.runPowerOffs(), 1000);
+    assert.equal(await w.pool.runPowerOffs(), 120_000);
     assert.equal(w.cluster.callsOf("createPowerOffPod").length, 0);
+    assert.ok(steps(w).includes("await-not-ready done: plug reads off"));
+    w.clock.advance(120_000);
+    await w.pool.runPowerOffs();
     assert.equal(w.power.callsOf("turnOff").length, 1);
   });
 

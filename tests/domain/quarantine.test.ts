@@ -144,6 +144,8 @@ describe("boot-failure quarantine", () => {
     w.registerTainted("worker-1");
     await w.pool.refresh();
     await w.pool.deleteNodes("workers", [w.ref("worker-1")]);
+    await w.pool.runPowerOffs();
+    w.cluster.setReady("worker-1", false, w.clock.now());
     await w.drive(200);
     assert.equal(w.reporter.of("power-off-finished").length, 1);
     assert.deepEqual(w.pool.quarantine(), []);

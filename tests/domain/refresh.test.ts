@@ -6,7 +6,7 @@ import { World } from "../fakes/world.ts";
 
 describe("Pool.refresh()", () => {
   it("sends every read at once and never fails because of a plug", async () => {
-    const w = new World({ on: ["worker-2"] });
+    const w = new World({ on: ["worker-2"], poweredByPlugpool: ["worker-2"] });
     w.power.setFault(w.machine("worker-1").plug, "unreachable");
     const done = w.pool.refresh();
     assert.equal(w.power.callsOf("read").length, 3);
@@ -18,7 +18,7 @@ describe("Pool.refresh()", () => {
   });
 
   it("keeps the last state of a plug that cannot be read, and reports a failure once per message", async () => {
-    const w = new World({ on: ["worker-1"] });
+    const w = new World({ on: ["worker-1"], poweredByPlugpool: ["worker-1"] });
     await w.pool.refresh();
     w.power.setFault(w.machine("worker-1").plug, "unreachable");
     await w.pool.refresh();
@@ -71,20 +71,21 @@ describe("Pool.refresh()", () => {
     assert.equal(w.power.callsOf("turnOff").length, 0);
   });
 
-  it("counts a plug found on that nobody asked for as a creating instance and reports it once", async () => {
+  it("leaves a plug found on that plugpool did not switch on out of view, and reports it once per transition", async () => {
     const w = new World();
     await w.pool.refresh();
     w.power.set(w.machine("worker-3").plug, true);
     await w.pool.refresh();
     await w.pool.refresh();
-    assert.deepEqual(w.pool.instances("workers"), [{ id: "k3s://worker-3", state: "creating" }]);
-    assert.equal(w.reporter.of("unexpected-power").length, 1);
+    assert.deepEqual(w.pool.instances("workers"), []);
+    assert.deepEqual(w.pool.poweredOutside(), ["worker-3"]);
+    assert.equal(w.reporter.of("powered-outside").length, 1);
     // Off and on again is a new transition.
     w.power.set(w.machine("worker-3").plug, false);
     await w.pool.refresh();
     w.power.set(w.machine("worker-3").plug, true);
     await w.pool.refresh();
-    assert.equal(w.reporter.of("unexpected-power").length, 2);
+    assert.equal(w.reporter.of("powered-outside").length, 2);
   });
 
   it("reports a Node named like a machine with a foreign providerID once per distinct value", async () => {
@@ -111,9 +112,17 @@ describe("Pool.refresh()", () => {
             })
           : w.power.read(plug),
       turnOn: (plug) => w.power.turnOn(plug),
-      turnOff: (plug) => w.power.turnOff(plug),
+      turnOff: (plug, mayCut) => w.power.turnOff(plug, mayCut),
     };
-    const deps = { clock: w.clock, power: slowReads, cluster: w.cluster, teardown: w.cluster, reporter: w.reporter };
+    const deps = {
+      clock: w.clock,
+      power: slowReads,
+      cluster: w.cluster,
+      lookup: w.cluster,
+      teardown: w.cluster,
+      records: w.records,
+      reporter: w.reporter,
+    };
     const pool = createPool(deps, w.config);
     const first = pool.refresh();
     answerRead({ on: false });
