@@ -4,7 +4,7 @@ import { PlugpoolError } from "../../domain/errors.ts";
 import type { PlugAddress, PlugReading } from "../../domain/model.ts";
 import type { CallOptions, CutGuard, PowerSwitch } from "../../domain/ports.ts";
 import { createUrlStyleMemory, entityPath, type EntityDomain, type UrlStyle } from "./entity-path.ts";
-import { cleanCause, describeFailure, PlugFailure, type FailureContext } from "./plug-failure.ts";
+import { cleanCause, describeFailure, neverConnected, PlugFailure, type FailureContext } from "./plug-failure.ts";
 import { createPlugHttp, type AuthScheme, type Credentials, type PlugAnswer, type PlugHttp, type PlugTarget, type Send } from "./plug-http.ts";
 
 /** What `doctor` prints about one plug. */
@@ -157,7 +157,7 @@ export function createEsphomePowerSwitch(opts: EsphomePowerSwitchOptions): Espho
     try {
       await http.slot(call.target, call.signal, (sender) => request(sender, plug, "switch", plug.switch, on ? "turn_on" : "turn_off", beforeSend));
     } catch (error) {
-      if (error instanceof PlugFailure && error.refused) call.commandSent = false;
+      if ((error instanceof PlugFailure && error.refused) || neverConnected(error)) call.commandSent = false;
       throw error;
     }
   }

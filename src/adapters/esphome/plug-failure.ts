@@ -55,6 +55,15 @@ const NETWORK_DETAILS: Readonly<Record<string, string>> = {
   UND_ERR_CONNECT_TIMEOUT: "connection timed out",
 };
 
+// Errors that prove the request never left: no connection was made. (A timeout or an unreachable host may
+// also strike a connection already carrying the request, so they prove nothing.)
+const NOT_CONNECTED_CODES: ReadonlySet<string> = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "UND_ERR_CONNECT_TIMEOUT"]);
+
+export function neverConnected(error: unknown): boolean {
+  const code = errorCode(error);
+  return code !== undefined && NOT_CONNECTED_CODES.has(code);
+}
+
 function errorCode(error: unknown): string | undefined {
   for (let e: unknown = error; e instanceof Error; e = e.cause) {
     const code = (e as { code?: unknown }).code;

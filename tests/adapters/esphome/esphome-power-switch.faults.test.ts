@@ -212,6 +212,88 @@ describe("createEsphomePowerSwitch() facing faults", () => {
   });
 });
 
+describe("createEsphomePowerSwitch() with a command that may have reached the device", () => {
+  const posts = (plug: Awaited<ReturnType<typeof setup>>["plug"]) => requests(plug).filter((r) => r.startsWith("POST"));
+
+  it("fails as unconfirmed when the switch-off is sent and never answered", async (t) => {
+    const { plug, power, relay } = await setup(t);
+    plug.setState("Relay", true);
+    await plug.inject({ kind: "timeout", method: "POST" });
+    const { error, ms } = await timed(() => power.turnOff(relay, allowCut));
+    assertPlugError(error, "plug-unconfirmed", /^turning off plug .* switch "Relay": timed out after 300 ms; the command was sent and its outcome is unknown$/);
+    assert.ok(ms < TIMEOUT_MS + MARGIN_MS, `took ${ms} ms`);
+    assert.deepEqual(posts(plug), ["POST /switch/Relay/turn_off"]);
+  });
+
+  it("fails as unconfirmed when the connection drops under the switch-on", async (t) => {
+    const { plug, power, relay } = await setup(t, {}, RELAXED_MS);
+    await plug.inject({ kind: "drop", method: "POST" });
+    const { error } = await timed(() => power.turnOn(relay));
+    assertPlugError(error, "plug-unconfirmed", /switch "Relay": connection dropped; the command was sent and its outcome is unknown$/);
+    assert.deepEqual(posts(plug), ["POST /switch/Relay/turn_on"]);
+  });
+
+  it("fails as unconfirmed when the switch-on is answered HTTP 500", async (t) => {
+    const { plug, power, relay } = await setup(t, {}, RELAXED_MS);
+    await plug.inject({ kind: "http500", method: "POST" });
+    const { error } = await timed(() => power.turnOn(relay));
+    assertPlugError(error, "plug-unconfirmed", /POST \/switch\/Relay\/turn_on answered HTTP 500 \(text\/plain, 21 bytes\); the command was sent and its outcome is unknown$/);
+  });
+
+  it("fails as unconfirmed when the command was accepted and no read-back answers", async (t) => {
+    const { plug, power, relay } = await setup(t);
+    await plug.inject({ kind: "timeout", method: "GET" });
+    const { error, ms } = await timed(() => power.turnOn(relay));
+    assertPlugError(error, "plug-unconfirmed", /switch "Relay": state not confirmed within 300 ms \(no read-back succeeded\)$/);
+    assert.ok(ms < TIMEOUT_MS + MARGIN_MS, `took ${ms} ms`);
+    assert.equal(plug.state("Relay"), true);
+  });
+
+  it("fails as unconfirmed when the read-back is refused after the command was accepted", async (t) => {
+    let calls = 0;
+    const answers = () => (calls++ === 0 ? new Response("", { status: 200 }) : new Response("", { status: 403 }));
+    const power = createEsphomePowerSwitch({ timeoutMs: TIMEOUT_MS, fetch: () => Promise.resolve(answers()) });
+    const { error } = await timed(() => power.turnOn(addressOf("http://10.0.0.5")));
+    assertPlugError(error, "plug-unconfirmed", /state not confirmed \(reading it back: GET \/switch\/Relay answered HTTP 403 \(text\/plain, 0 bytes\)\)$/);
+  });
+
+  it("keeps the code of a failure before anything was sent: connection refused", async (t) => {
+    const { plug, power, relay } = await setup(t);
+    await plug.inject({ kind: "down" });
+    const { error } = await timed(() => power.turnOff(relay, allowCut));
+    assertPlugError(error, "plug-unreachable", /switch "Relay": connection refused$/);
+  });
+
+  it("keeps the code of a failure before anything was sent: host not found", async () => {
+    const lookupFailed = Object.assign(new Error("getaddrinfo ENOTFOUND plug.invalid"), { code: "ENOTFOUND" });
+    const power = createEsphomePowerSwitch({ timeoutMs: TIMEOUT_MS, fetch: () => Promise.reject(new TypeError("fetch failed", { cause: lookupFailed })) });
+    const { error } = await timed(() => power.turnOn(addressOf("http://plug.invalid")));
+    assertPlugError(error, "plug-unreachable", /switch "Relay": host not found$/);
+  });
+
+  it("keeps the code of a command the device refused: 404 for both spellings", async (t) => {
+    const { plug, power } = await setup(t, { version: "2026.1" }, RELAXED_MS);
+    const { error } = await timed(() => power.turnOn(addressOf(plug.url, "Relay 9")));
+    assertPlugError(error, "plug-entity-not-found", /not found \(HTTP 404 for \/switch\/Relay%209\/turn_on and \/switch\/relay_9\/turn_on\)$/);
+    assert.deepEqual(posts(plug), ["POST /switch/Relay%209/turn_on", "POST /switch/relay_9/turn_on"]);
+  });
+
+  it("keeps the code of a command the device refused: 405, 411", async () => {
+    for (const status of [405, 411]) {
+      const power = createEsphomePowerSwitch({ timeoutMs: TIMEOUT_MS, fetch: () => Promise.resolve(new Response("", { status })) });
+      const { error } = await timed(() => power.turnOff(addressOf("http://10.0.0.5"), allowCut));
+      assertPlugError(error, "plug-bad-answer", new RegExp(`answered HTTP ${status} \\(text/plain, 0 bytes\\)$`));
+    }
+  });
+
+  it("keeps the code of a command the device refused: credentials", async (t) => {
+    const { plug, power, relay } = await setup(t, { auth: { type: "basic", username: "admin", password: "pw" } });
+    const { error } = await timed(() => power.turnOn(relay));
+    assertPlugError(error, "plug-unauthorized", /asks for credentials and none are configured$/);
+    assert.equal(plug.state("Relay"), false);
+  });
+});
+
 describe("createEsphomePowerSwitch() with a power sensor", () => {
   const sensorStrip = { switches: [{ name: "Relay", powerSensor: "Power" }] };
 
