@@ -249,7 +249,7 @@ describe("createEsphomePowerSwitch() with a command that may have reached the de
     assert.equal(plug.state("Relay"), true);
   });
 
-  it("fails as unconfirmed when the read-back is refused after the command was accepted", async (t) => {
+  it("fails as unconfirmed when the read-back is refused after the command was accepted", async () => {
     let calls = 0;
     const answers = () => (calls++ === 0 ? new Response("", { status: 200 }) : new Response("", { status: 403 }));
     const power = createEsphomePowerSwitch({ timeoutMs: TIMEOUT_MS, fetch: () => Promise.resolve(answers()) });
