@@ -131,13 +131,17 @@ const awaitNotReady: PowerOffStepSpec = {
     const podTrouble = pod === undefined ? undefined : pod.terminating ? "is terminating" : pod.phase === "Failed" ? "failed" : pod.stuck;
     const deadline = job.startedAt + settings.notReadyTimeoutMs;
     const remaining = deadline - now;
-    if (podTrouble !== undefined && remaining > 0) {
+    if ((podTrouble !== undefined || job.podReplacing) && remaining > 0) {
       if (job.podAttempts >= settings.maxPodAttempts) {
-        return shutdownFailed(pool, machine, job, node?.name ?? "", `the power-off pod ${podTrouble} after ${job.podAttempts} attempts`, deadline);
+        return shutdownFailed(pool, machine, job, node?.name ?? "", `the power-off pod ${podTrouble ?? "failed"} after ${job.podAttempts} attempts`, deadline);
       }
-      // Replaced once it is gone: a pod with the same name cannot be created before.
-      if (await pool.deps.teardown.deletePowerOffPod(machine, options)) job.podCreated = false;
-      return { kind: "retry", error: `the power-off pod ${podTrouble}; replacing it (attempt ${job.podAttempts + 1} of ${settings.maxPodAttempts})` };
+      // Replaced once the apiserver says it is gone: a pod with the same name cannot be created before.
+      job.podReplacing = true;
+      if (await pool.deps.teardown.deletePowerOffPod(machine, options)) {
+        job.podReplacing = false;
+        job.podCreated = false;
+      }
+      return { kind: "retry", error: `the power-off pod ${podTrouble ?? "is going"}; replacing it (attempt ${job.podAttempts + 1} of ${settings.maxPodAttempts})` };
     }
     if (remaining <= 0) {
       return shutdownFailed(pool, machine, job, node?.name ?? "", `the node did not go NotReady within ${settings.notReadyTimeoutMs} ms`, deadline);

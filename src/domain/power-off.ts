@@ -49,6 +49,7 @@ function newJob(node: string, startedAt: number): PowerOffJob {
     lastWaiting: undefined,
     podCreated: false,
     podAttempts: 0,
+    podReplacing: false,
     notReadyAt: undefined,
     hardCut: false,
     standbySince: undefined,

@@ -5,7 +5,7 @@ import type { Machine, NodeView } from "./model.ts";
 import type { SafetyRule } from "./events.ts";
 import type { PoolContext } from "./state.ts";
 import { hasDeletionTaint, hasHoldAnnotation, instanceId, safetyNodes } from "./matching.ts";
-import { messageOf, nodesOf, poweredByPlugpool } from "./state.ts";
+import { messageOf, nodesOf, poweredByPlugpool, stateOf } from "./state.ts";
 
 /** Whether an action may go ahead, and if not, which rule refused it and why. */
 export type Verdict =
@@ -51,8 +51,8 @@ export type CutKind = "power-off" | "unregistered";
  * The verdict taken at the last moment before an irreversible act: the cluster view must be current, and the
  * Nodes that claim the machine are read fresh from the apiserver (and those of the view are honoured too, so a
  * lagging view can only add refusals). A power-off needs every claiming Node to allow it; an unregistered cut
- * needs no Node at all and plugpool's own record of the power-on (a machine powered on by anyone else is never
- * cut).
+ * needs no Node at all, plugpool's own record of the power-on (a machine powered on by anyone else is never
+ * cut) and, with a power sensor, a draw at standby.
  */
 export async function freshVerdict(ctx: PoolContext, machine: Machine, kind: CutKind, options?: CallOptions): Promise<Verdict> {
   if (!ctx.deps.cluster.current()) {
@@ -73,6 +73,15 @@ export async function freshVerdict(ctx: PoolContext, machine: Machine, kind: Cut
   }
   if (!poweredByPlugpool(ctx, machine)) {
     return { allowed: false, rule: "powered-outside", detail: `${machine.name} was not switched on by plugpool and keeps its power` };
+  }
+  // A machine drawing more than standby may be running under a Node of another name: never cut it blind.
+  const watts = stateOf(ctx, machine).watts;
+  if (machine.plug.powerSensor !== undefined && watts !== undefined && watts > ctx.config.powerOff.standbyWatts) {
+    return {
+      allowed: false,
+      rule: "powered-outside",
+      detail: `${machine.name} draws ${watts} W with no Node (it may run under another name) and keeps its power`,
+    };
   }
   return ALLOWED;
 }

@@ -42,6 +42,8 @@ export interface PowerOffJob {
   podCreated: boolean;
   /** Power-off pods created by this job (a failed or stuck one is replaced, up to `maxPodAttempts`). */
   podAttempts: number;
+  /** A failed or stuck power-off pod is being deleted, to be created anew once the apiserver says it is gone. */
+  podReplacing: boolean;
   notReadyAt: number | undefined;
   /** The node never went NotReady and `onShutdownTimeout` is "cut": the cut is a hard one. */
   hardCut: boolean;

@@ -1,0 +1,157 @@
+// Each of these is a way a running machine once lost power (or could have): the scenario, replayed on the fakes,
+// now keeps the machine's power.
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { TO_BE_DELETED_TAINT, isPlugpoolError } from "../../src/domain/index.ts";
+import { World, deletingWorker1 } from "../fakes/world.ts";
+
+const TAINT = { key: TO_BE_DELETED_TAINT, value: "1", effect: "NoSchedule" as const };
+
+describe("safety reproductions", () => {
+  it("1a: a machine switched on by hand is no instance and survives DeleteNodes and DecreaseTargetSize", async () => {
+    const w = new World({ on: ["worker-1"] });
+    await w.pool.refresh();
+    assert.deepEqual(w.pool.instances("workers"), []);
+    await w.pool.deleteNodes("workers", [w.fakeRef("worker-1")]);
+    await assert.rejects(w.pool.decreaseTargetSize("workers", -1));
+    assert.deepEqual(w.power.callsOf("turnOff"), []);
+    assert.equal(w.reporter.of("powered-outside").length, 1);
+  });
+
+  it("1b: a machine plugpool switched on whose Node registered under another name keeps its power when it draws", async () => {
+    const w = new World({ groups: [{ id: "workers", machines: ["worker-1", "worker-2"], sensors: ["worker-1"] }] });
+    await w.pool.refresh();
+    await w.pool.increaseSize("workers", 1);
+    w.cluster.addNode({ name: "wroker-1", providerID: "k3s://wroker-1" });
+    await w.pool.refresh();
+    await assert.rejects(w.pool.deleteNodes("workers", [w.fakeRef("worker-1")]), /draws 80 W with no Node/);
+    assert.ok(w.power.isOn(w.machine("worker-1").plug));
+  });
+
+  it("2: the taint removed while the power-off is being recorded yields no power-off pod", async () => {
+    const w = new World({ on: ["worker-1", "worker-2"] });
+    w.registerTainted("worker-1");
+    await w.pool.refresh();
+    w.cluster.onCall = (c) => {
+      if (c.op === "markPowerOff") w.cluster.untaint("worker-1");
+    };
+    await w.pool.deleteNodes("workers", [w.ref("worker-1")]).catch(() => undefined);
+    await w.drive(20);
+    assert.deepEqual(w.cluster.callsOf("createPowerOffPod"), []);
+    assert.ok(w.power.isOn(w.machine("worker-1").plug));
+  });
+
+  it("3a: the taint removed while the switch-off waits for the device is seen at the plug: nothing is sent", async () => {
+    const w = new World({ on: ["worker-1", "worker-2"], lagging: true });
+    w.registerTainted("worker-1");
+    w.view?.sync();
+    await w.pool.refresh();
+    await w.pool.deleteNodes("workers", [w.ref("worker-1")]);
+    await w.pool.runPowerOffs();
+    w.cluster.setReady("worker-1", false, w.clock.now());
+    w.view?.sync();
+    w.power.latency = () => 3;
+    // The view still shows the taint: only the fresh read at the plug can know.
+    w.power.onCall = (c) => {
+      if (c.op === "turnOff") w.cluster.untaint("worker-1");
+    };
+    w.clock.advance(120_000);
+    await w.pool.runPowerOffs();
+    assert.equal(w.power.callsOf("turnOff").length, 1);
+    assert.ok(w.power.isOn(w.machine("worker-1").plug), "refused at the plug");
+    assert.equal(w.reporter.of("refused").at(-1)?.rule, "registered-without-taint");
+  });
+
+  it("3b: no power is cut while the cluster view is not known to be current", async () => {
+    const w = await deletingWorker1();
+    await w.pool.runPowerOffs();
+    w.cluster.setReady("worker-1", false, w.clock.now());
+    w.cluster.viewCurrent = false;
+    w.clock.advance(120_000);
+    await w.pool.runPowerOffs();
+    assert.ok(w.power.isOn(w.machine("worker-1").plug));
+    w.cluster.viewCurrent = true;
+    await w.drive(20);
+    assert.equal(w.power.isOn(w.machine("worker-1").plug), false, "cut once the view is current again");
+  });
+
+  it("4: a DeleteNodes whose deadline ends while its power-off is recorded leaves nothing behind", async () => {
+    const w = new World({ on: ["worker-1", "worker-2"] });
+    w.registerTainted("worker-1");
+    await w.pool.refresh();
+    const controller = new AbortController();
+    w.cluster.onCall = (c) => {
+      if (c.op === "markPowerOff") controller.abort(new DOMException("deadline", "TimeoutError"));
+    };
+    const error: unknown = await w.pool.deleteNodes("workers", [w.ref("worker-1")], { signal: controller.signal }).catch((e: unknown) => e);
+    assert.ok(isPlugpoolError(error) && error.code === "cancelled");
+    w.cluster.onCall = undefined;
+    await w.drive(20);
+    assert.deepEqual(w.cluster.callsOf("createPowerOffPod"), []);
+    assert.equal(w.cluster.nodeNamed("worker-1")?.annotations["plugpool.io/power-off-started-at"], undefined);
+    assert.equal(w.reporter.of("power-off-started").length, 0);
+  });
+
+  it("5a: a failed or stuck power-off pod is replaced, a bounded number of times, then the power is kept", async () => {
+    const w = await deletingWorker1();
+    await w.pool.runPowerOffs();
+    for (let attempt = 0; attempt < 4; attempt++) {
+      const pod = w.cluster.powerOffPod("worker-1");
+      if (pod !== undefined) w.cluster.addPod({ ...pod, ...(attempt % 2 === 0 ? { phase: "Failed" } : { stuck: "ImagePullBackOff" }) });
+      await w.drive(20);
+    }
+    assert.equal(w.cluster.callsOf("createPowerOffPod").length, 3);
+    assert.match(w.reporter.of("power-off-aborted")[0]?.reason ?? "", /after 3 attempts/);
+    assert.ok(w.power.isOn(w.machine("worker-1").plug));
+  });
+
+  it("5b: a Node deleted by someone else mid-power-off is no sign of a shutdown: no cut", async () => {
+    const w = await deletingWorker1();
+    w.cluster.removeNode("worker-1");
+    await w.drive(200);
+    assert.deepEqual(w.power.callsOf("turnOff"), []);
+    assert.equal(w.reporter.of("power-off-aborted").length, 1);
+  });
+
+  it("6: two Nodes claiming one machine must both allow the power-off; the duplicate is reported", async () => {
+    const w = new World({ on: ["worker-1"] });
+    w.cluster.addNode({ name: "worker-1", providerID: "k3s://worker-1", taints: [TAINT] });
+    w.cluster.addNode({ name: "worker-1-old", providerID: "k3s://worker-1" });
+    await w.pool.refresh();
+    assert.deepEqual(w.reporter.of("duplicate-nodes")[0]?.nodes, ["worker-1", "worker-1-old"]);
+    await assert.rejects(w.pool.deleteNodes("workers", [w.ref("worker-1")]), /worker-1-old .*without the ToBeDeleted/);
+    await w.drive(20);
+    assert.deepEqual(w.cluster.callsOf("createPowerOffPod"), []);
+    assert.deepEqual(w.power.callsOf("turnOff"), []);
+  });
+
+  it("8: a switch-off whose answer was lost is not taken for no cut: no restore, no abort, the Node is not deleted while Ready and untainted", async () => {
+    const w = await deletingWorker1();
+    await w.pool.runPowerOffs();
+    w.cluster.setReady("worker-1", false, w.clock.now());
+    w.clock.advance(120_000);
+    w.power.loseNextAnswer("turnOff");
+    await w.pool.runPowerOffs();
+    assert.equal(w.power.isOn(w.machine("worker-1").plug), false, "the cut went through");
+    // The taint goes and the node reports Ready a last time before it stops.
+    w.cluster.untaint("worker-1");
+    w.cluster.setReady("worker-1", true, w.clock.now());
+    await w.pool.refresh();
+    await w.drive(20);
+    assert.deepEqual(w.power.callsOf("turnOn"), []);
+    assert.equal(w.reporter.of("power-off-aborted").length, 0);
+    assert.equal(w.reporter.of("node-deleted").length, 0);
+  });
+
+  it("9: a switch-on whose answer was lost counts as plugpool's power-on: one machine for +1", async () => {
+    const w = new World();
+    await w.pool.refresh();
+    w.power.loseNextAnswer("turnOn");
+    await w.pool.increaseSize("workers", 1);
+    assert.equal(w.power.callsOf("turnOn").length, 1);
+    assert.equal(w.pool.targetSize("workers"), 1);
+    assert.deepEqual(w.pool.instances("workers"), [{ id: "k3s://worker-1", state: "creating" }]);
+    await w.pool.refresh();
+    assert.deepEqual(w.pool.poweredOutside(), []);
+  });
+});
