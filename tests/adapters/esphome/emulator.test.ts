@@ -299,6 +299,41 @@ describe("plug emulator", () => {
       assert.equal((await get(plug, "/switch/Relay")).status, 200);
     });
 
+    it("echoes the request's headers in the body and the Content-Type", async (t) => {
+      const plug = await emulate(t);
+      await plug.inject({ kind: "echo", status: 500 });
+      const res = await get(plug, "/switch/Relay", { headers: { authorization: basic("a", "echoed-pw") } });
+      assert.equal(res.status, 500);
+      assert.match(res.headers.get("content-type") ?? "", /^text\/plain; echo=.*Basic YTplY2hvZWQtcHc=/);
+      assert.match(await res.text(), /Basic YTplY2hvZWQtcHc=/);
+    });
+
+    for (const chunked of [false, true]) {
+      it(`streams a 400 MB body ${chunked ? "chunked" : "with its Content-Length"}, as fast as it is read`, async (t) => {
+        const plug = await emulate(t);
+        await plug.inject({ kind: "huge", chunked });
+        const res = await get(plug, "/switch/Relay");
+        assert.equal(res.headers.get("content-length"), chunked ? null : String(400 * 1024 * 1024));
+        assert.equal(res.headers.get("transfer-encoding"), chunked ? "chunked" : null);
+        const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+        const { value } = await reader.read();
+        assert.ok((value?.byteLength ?? 0) > 0);
+        await reader.cancel();
+      });
+    }
+
+    it("drips its body one byte at a time", async (t) => {
+      const plug = await emulate(t);
+      await plug.inject({ kind: "drip", ms: 20 });
+      const res = await get(plug, "/switch/Relay");
+      const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+      const { ms } = await timed(async () => {
+        for (let bytes = 0; bytes < 3; ) bytes += (await reader.read()).value?.byteLength ?? 0;
+      });
+      assert.ok(ms >= 40, `3 bytes in ${ms} ms`);
+      await reader.cancel();
+    });
+
     it("flips a flapping relay by itself", async (t) => {
       const plug = await emulate(t);
       await plug.inject({ kind: "flap", everyMs: 10 });

@@ -1,0 +1,74 @@
+// Answers are read within a bound on size and on time: a huge or endless body costs neither memory nor more
+// than the call's timeout, and the device is free for the next request afterwards.
+import assert from "node:assert/strict";
+import { describe, it, type TestContext } from "node:test";
+import { createEsphomePowerSwitch } from "../../../src/adapters/esphome/esphome-power-switch.ts";
+import type { Fault } from "../../support/plug-emulator/index.ts";
+import { addressOf, allowCut, assertPlugError, emulate, timed } from "./support.ts";
+
+const TIMEOUT_MS = 1000;
+const SLACK_MS = 300; // scheduling slack on a loaded 2-core machine
+const MAX_RSS_GROWTH_MB = 20;
+
+const mb = (bytes: number): number => Math.round((bytes / 2 ** 20) * 10) / 10;
+
+async function setup(t: TestContext) {
+  const plug = await emulate(t, { switchDelayMs: 10 });
+  const power = createEsphomePowerSwitch({ timeoutMs: TIMEOUT_MS });
+  const relay = addressOf(plug.url);
+  await power.read(relay); // loads the code paths, so the memory measured is the answer's
+  return { plug, power, relay };
+}
+
+/** A fetch answering every request with `body` as the relay's state JSON, padded with spaces to `bytes`. */
+function answering(bytes: number): typeof fetch {
+  const json = '{"value":true}';
+  return () => Promise.resolve(new Response(json + " ".repeat(bytes - json.length)));
+}
+
+describe("createEsphomePowerSwitch() bounds on an answer", () => {
+  for (const { how, fault } of [
+    { how: "declared in Content-Length", fault: { kind: "huge" } },
+    { how: "sent chunked", fault: { kind: "huge", chunked: true } },
+  ] as { how: string; fault: Fault }[]) {
+    it(`refuses a 400 MB body ${how} after at most 4 KiB, within the timeout and without the memory`, async (t) => {
+      const { plug, power, relay } = await setup(t);
+      await plug.inject(fault);
+      const before = process.memoryUsage().rss;
+      const { error, ms } = await timed(() => power.read(relay));
+      const after = process.memoryUsage().rss;
+      console.log(`huge body ${how}: refused after ${ms.toFixed(0)} ms; RSS ${mb(before)} -> ${mb(after)} MB (+${mb(after - before)} MB)`);
+      assertPlugError(error, "plug-bad-answer", /switch "Relay": GET \/switch\/Relay answered HTTP 200 with more than 4096 bytes$/);
+      assert.ok(ms < TIMEOUT_MS + SLACK_MS, `took ${ms} ms`);
+      assert.ok(after - before < MAX_RSS_GROWTH_MB * 2 ** 20, `RSS grew by ${mb(after - before)} MB`);
+    });
+  }
+
+  it("gives up on a body that drips in at the deadline, and frees the device for the next request", async (t) => {
+    const { plug, power, relay } = await setup(t);
+    await plug.inject({ kind: "drip", ms: 200, times: 1 });
+    const { error, ms } = await timed(() => power.read(relay));
+    console.log(`dripping body: given up after ${ms.toFixed(0)} ms (timeout ${TIMEOUT_MS} ms)`);
+    assertPlugError(error, "plug-unreachable", /switch "Relay": timed out after 1000 ms$/);
+    assert.ok(ms >= TIMEOUT_MS - 5 && ms < TIMEOUT_MS + SLACK_MS, `took ${ms} ms`);
+    const next = await timed(() => power.read(relay));
+    assert.deepEqual(next.value, { on: false });
+    assert.ok(next.ms < 500, `the next read took ${next.ms} ms`);
+  });
+
+  it("fails a switch-off whose answer drips as unconfirmed at the deadline", async (t) => {
+    const { plug, power, relay } = await setup(t);
+    plug.setState("Relay", true);
+    await plug.inject({ kind: "drip", ms: 200, method: "POST" });
+    const { error, ms } = await timed(() => power.turnOff(relay, allowCut));
+    assertPlugError(error, "plug-unconfirmed", /timed out after 1000 ms; the command was sent and its outcome is unknown$/);
+    assert.ok(ms < TIMEOUT_MS + SLACK_MS, `took ${ms} ms`);
+  });
+
+  it("reads a body of exactly 4 KiB and refuses one byte more", async () => {
+    const relay = addressOf("http://10.0.0.5");
+    assert.deepEqual(await createEsphomePowerSwitch({ timeoutMs: TIMEOUT_MS, fetch: answering(4096) }).read(relay), { on: true });
+    const { error } = await timed(() => createEsphomePowerSwitch({ timeoutMs: TIMEOUT_MS, fetch: answering(4097) }).read(relay));
+    assertPlugError(error, "plug-bad-answer", /answered HTTP 200 with more than 4096 bytes$/);
+  });
+});
