@@ -66,6 +66,19 @@ describe("createEsphomePowerSwitch() per device", () => {
     });
   }
 
+  it("queues by device, however its URL is spelled", async (t) => {
+    const plug = await emulate(t, { platform: "esp8266", switches: STRIP });
+    await plug.inject({ kind: "slow", ms: 20 });
+    const power = createEsphomePowerSwitch({ timeoutMs: 5000 });
+    const port = new URL(plug.url).port;
+    const spellings = [`http://127.0.0.1:${port}`, `http://[::ffff:127.0.0.1]:${port}`, `http://[::ffff:7f00:1]:${port}/`];
+    const addresses = spellings.map((url, i) => addressOf(url, `Outlet ${i + 1}`));
+    assert.equal(new Set(addresses.map((a) => a.device)).size, 1);
+    await Promise.all(addresses.flatMap((a) => [power.read(a), power.read(a)]));
+    assert.equal(plug.calls.length, 6);
+    assert.equal(plug.maxConcurrency, 1);
+  });
+
   it("keeps serving other relays of a strip between the read-backs of a command", async (t) => {
     const plug = await emulate(t, { switches: STRIP, switchDelayMs: 1000 });
     const power = createEsphomePowerSwitch({ timeoutMs: 3000 });
