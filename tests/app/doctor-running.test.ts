@@ -33,7 +33,7 @@ describe("checkRunningInstance()", () => {
     assert.equal(w.pool.quarantine().length, 1);
     const metrics = createMetrics();
     metrics.observePool(w.pool, w.config);
-    const ops = await startOpsServer({ host: "127.0.0.1", port: 0, registry: metrics.registry, readiness: () => [] });
+    const ops = await startOpsServer({ host: "127.0.0.1", port: 0, registry: metrics.registry, readiness: () => [], liveness: () => [] });
     try {
       const rows = await checkRunningInstance(configOn(ops.port));
       assert.equal(rows[0]?.status, "ok");

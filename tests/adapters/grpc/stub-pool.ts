@@ -4,13 +4,16 @@ import type { Pool } from "../../../src/domain/index.ts";
 import { PlugpoolError } from "../../../src/domain/index.ts";
 import { untilAborted } from "../../../src/domain/lock.ts";
 
-/** One group "workers" (0..2) with no machines up; `overrides` replace single methods. */
+/**
+ * One group "workers" (0..2) with no machines up; `overrides` replace single methods. Only what the gRPC
+ * routes call is there.
+ */
 export function stubPool(overrides: Partial<Pool> = {}): Pool {
   const workers = { id: "workers", minSize: 0, maxSize: 2, debug: "" };
   const known = (id: string) => {
     if (id !== workers.id) throw new PlugpoolError("node-group-not-found", `node group "${id}" is not configured`);
   };
-  return {
+  const routed: Partial<Pool> = {
     nodeGroups: () => [workers],
     nodeGroupForNode: () => undefined,
     targetSize: (id) => {
@@ -46,9 +49,6 @@ export function stubPool(overrides: Partial<Pool> = {}): Pool {
     gpuTypes: () => [],
     // Hangs until the call's signal aborts, as a Refresh does while a plug never answers.
     refresh: (options) => untilAborted(new Promise<void>(() => undefined), options?.signal),
-    runPowerOffs: () => Promise.resolve(undefined),
-    quarantine: () => [],
-    poweredOutside: () => [],
-    ...overrides,
   };
+  return { ...routed, ...overrides } as Pool;
 }
