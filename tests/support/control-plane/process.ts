@@ -14,6 +14,8 @@ export interface ManagedProcess {
   logTail(lines?: number): string;
   /** SIGTERM, then SIGKILL after `graceMs`; resolves once it has exited. Idempotent. */
   stop(graceMs?: number): Promise<void>;
+  /** SIGKILL at once, as a crash or the OOM killer ends it; resolves once it has exited. */
+  kill(): Promise<void>;
 }
 
 const liveChildren = new Set<ChildProcess>();
@@ -63,6 +65,12 @@ export function startProcess(name: string, binary: string, args: readonly string
       const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
       await exit;
       clearTimeout(timer);
+    },
+    kill: async () => {
+      if (exited) return;
+      child.ref();
+      child.kill("SIGKILL");
+      await exit;
     },
   };
 }
