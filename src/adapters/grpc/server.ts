@@ -38,7 +38,7 @@ export interface GrpcServer {
   close(graceMs?: number): Promise<void>;
 }
 
-/** Ends a gRPC call with `error`'s status and no message, before any handler ran. */
+/** Ends a gRPC call with `error`'s status and no response message, before any handler ran. */
 function respondStatus(stream: http2.ServerHttp2Stream, error: ConnectError): void {
   const status = new Headers({ "content-type": "application/grpc" });
   setTrailerStatus(status, error);
