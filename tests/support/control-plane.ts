@@ -22,6 +22,10 @@ export interface ControlPlane {
   kubeconfigFor(kc: KubeConfig): Promise<string>;
   /** Stops kube-apiserver and starts it again on the same port and etcd; resolves once it is ready. */
   restartApiServer(): Promise<void>;
+  /** Stops kube-apiserver (etcd and the rest keep running) until startApiServer(). Idempotent. */
+  stopApiServer(): Promise<void>;
+  /** Starts a stopped kube-apiserver again on the same port and etcd; resolves once it is ready. Idempotent. */
+  startApiServer(): Promise<void>;
   /** Stops every process and removes the plane's files. Idempotent. */
   stop(): Promise<void>;
 }
@@ -150,7 +154,7 @@ async function startOnce(options: ControlPlaneOptions): Promise<ControlPlane> {
         existsSync(certFile) && answersOk(`${server}/readyz`, readFileSync(certFile, "utf8")));
       return apiserver;
     };
-    let apiserver = await startApiServer();
+    let apiserver: ManagedProcess | undefined = await startApiServer();
     const ca = readFileSync(certFile, "utf8");
     const admin = (): KubeConfig => tokenKubeConfig(server, ca, credentials.admin.user, credentials.admin.token);
     const kubeconfigPath = writeKubeconfig(join(dir, "admin.kubeconfig"), admin());
@@ -186,6 +190,14 @@ async function startOnce(options: ControlPlaneOptions): Promise<ControlPlane> {
       await waitUntilReady(scheduler, "/healthz", () => answersOk(`https://127.0.0.1:${port.scheduler}/healthz`, ca));
     }
 
+    const stopApiServer = async (): Promise<void> => {
+      if (apiserver === undefined) return;
+      const stopping = apiserver;
+      apiserver = undefined;
+      await stopping.stop();
+      running.splice(running.indexOf(stopping), 1);
+    };
+
     const kubeconfigDir = join(dir, "kubeconfigs");
     mkdirSync(kubeconfigDir);
     let kubeconfigCount = 0;
@@ -211,9 +223,12 @@ async function startOnce(options: ControlPlaneOptions): Promise<ControlPlane> {
         return Promise.resolve(writeKubeconfig(join(kubeconfigDir, `${kubeconfigCount}.kubeconfig`), kc));
       },
       restartApiServer: async () => {
-        await apiserver.stop();
-        running.splice(running.indexOf(apiserver), 1);
+        await stopApiServer();
         apiserver = await startApiServer();
+      },
+      stopApiServer,
+      startApiServer: async () => {
+        apiserver ??= await startApiServer();
       },
       stop: () => (stopped ??= stopAll()),
     };
