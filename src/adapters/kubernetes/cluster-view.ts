@@ -1,13 +1,22 @@
 // The cluster as plugpool needs it, kept in memory by watches (SPEC §3: watch, not polling): Nodes,
 // plugpool's power-off pods, and the DRA devices of each machine. Every ClusterView answer comes from
-// memory, so once synced a cluster-autoscaler call costs no request at all (stats() counts them).
+// memory, so once synced a cluster-autoscaler call costs no request at all (stats() counts them). The view
+// counts as current only while every watch keeps hearing from the apiserver.
 import { CoreV1Api, Watch, type KubeConfig } from "@kubernetes/client-node";
 import type { ClusterView } from "../../domain/ports.ts";
 import type { DeviceSlice, Machine, NodeView, PowerOffPodView } from "../../domain/model.ts";
+import { callOptions, DEFAULT_WRITE_TIMEOUT_MS } from "./api-errors.ts";
 import { createReflector, defaultRetry, type Reflector, type RequestStats, type RetrySettings } from "./reflector.ts";
 import { POWER_OFF_POD_SELECTOR, toPowerOffPodView } from "./power-off-pod.ts";
 import { createTemplateSlices } from "./template-slices.ts";
 import { toNodeView } from "./wire.ts";
+
+/**
+ * How long after its last contact with the apiserver a watch still counts as current. client-node ends a watch
+ * that has been quiet for 30 s and it is started again at once, so a healthy watch hears from the apiserver at
+ * least that often.
+ */
+export const DEFAULT_CONTACT_BOUND_MS = 60_000;
 
 export interface KubernetesClusterViewOptions {
   /** Where plugpool's power-off pods and its template-slices ConfigMap live. */
@@ -17,13 +26,30 @@ export interface KubernetesClusterViewOptions {
   readonly retry?: RetrySettings;
   /** Every failed list, watch or ConfigMap write; the view retries by itself. */
   readonly onError?: (error: unknown) => void;
+  /** Longest a ConfigMap write may take (default DEFAULT_WRITE_TIMEOUT_MS). */
+  readonly writeTimeoutMs?: number;
+  /** How recent every watch's last contact must be for the view to be current (default DEFAULT_CONTACT_BOUND_MS). */
+  readonly contactBoundMs?: number;
+  /** Epoch ms (default Date.now). */
+  readonly now?: () => number;
+}
+
+export interface ClusterViewHealth {
+  /** As current(). */
+  readonly current: boolean;
+  /** As synced(). */
+  readonly synced: boolean;
+  /** Epoch ms of the least recent last contact among the watches; undefined until each has had one. */
+  readonly lastContactAt: number | undefined;
 }
 
 export interface KubernetesClusterView extends ClusterView {
   /** Starts the watches. Answers are empty until synced. */
   start(): void;
-  /** Every watched collection has been listed once. */
+  /** Every watched collection has been listed once. Stays true while the apiserver is away: see current(). */
   synced(): boolean;
+  /** For readiness and metrics. */
+  health(): ClusterViewHealth;
   /** Resolves once synced; rejects if `signal` aborts first. */
   whenSynced(signal?: AbortSignal): Promise<void>;
   /** Calls `listener` after each change to a Node or a power-off pod. Returns the unsubscribe function. */
@@ -46,8 +72,10 @@ export function createKubernetesClusterView(kc: KubeConfig, options: KubernetesC
   const stats: RequestStats = { lists: 0, watches: 0 };
   const listeners = new Set<() => void>();
   const waiters = new Set<() => void>();
-  const deps = { watch: new Watch(kc), stats, retry: options.retry ?? defaultRetry, onError: options.onError ?? (() => undefined) };
-  let byProviderID: Map<string, NodeView> | undefined;
+  const now = options.now ?? Date.now;
+  const contactBoundMs = options.contactBoundMs ?? DEFAULT_CONTACT_BOUND_MS;
+  const deps = { watch: new Watch(kc), stats, retry: options.retry ?? defaultRetry, onError: options.onError ?? (() => undefined), now };
+  let byProviderID: Map<string, NodeView[]> | undefined;
 
   const changed = (): void => {
     for (const listener of listeners) {
@@ -61,7 +89,7 @@ export function createKubernetesClusterView(kc: KubeConfig, options: KubernetesC
   };
 
   const nodes = createReflector(
-    { path: "/api/v1/nodes", list: () => core.listNode(), convert: toNodeView },
+    { path: "/api/v1/nodes", list: (signal) => core.listNode({}, callOptions({ signal })), convert: toNodeView },
     { ...deps, onChange: () => { byProviderID = undefined; changed(); } },
   );
   const namespace = options.powerOffNamespace;
@@ -69,17 +97,25 @@ export function createKubernetesClusterView(kc: KubeConfig, options: KubernetesC
     {
       path: `/api/v1/namespaces/${namespace}/pods`,
       labelSelector: POWER_OFF_POD_SELECTOR,
-      list: () => core.listNamespacedPod({ namespace, labelSelector: POWER_OFF_POD_SELECTOR }),
+      list: (signal) => core.listNamespacedPod({ namespace, labelSelector: POWER_OFF_POD_SELECTOR }, callOptions({ signal })),
       convert: toPowerOffPodView,
     },
     { ...deps, onChange: changed },
   );
   const templates = createTemplateSlices(
-    kc, { namespace, machines: options.machines.map((m) => m.name) }, { ...deps, onChange: () => { settleWaiters(); } },
+    kc,
+    { namespace, machines: options.machines.map((m) => m.name), writeTimeoutMs: options.writeTimeoutMs ?? DEFAULT_WRITE_TIMEOUT_MS },
+    { ...deps, onChange: () => { settleWaiters(); } },
   );
   const reflectors: readonly Reflector<unknown>[] = [nodes, pods, ...templates.reflectors];
 
   const synced = (): boolean => reflectors.every((r) => r.synced());
+  const health = (): ClusterViewHealth => {
+    const contacts = reflectors.map((r) => r.lastContact());
+    const lastContactAt = contacts.every((c) => c !== undefined) ? Math.min(...contacts) : undefined;
+    const isSynced = synced();
+    return { current: isSynced && lastContactAt !== undefined && now() - lastContactAt <= contactBoundMs, synced: isSynced, lastContactAt };
+  };
   function settleWaiters(): void {
     if (!synced()) return;
     for (const resolve of waiters) resolve();
@@ -88,10 +124,17 @@ export function createKubernetesClusterView(kc: KubeConfig, options: KubernetesC
 
   return {
     nodeNamed: (name) => nodes.items.get(name)?.view,
-    nodeWithProviderID(providerID) {
-      if (providerID === "") return undefined;
-      byProviderID ??= new Map([...nodes.items.values()].map(({ view }) => [view.providerID, view]));
-      return byProviderID.get(providerID);
+    nodesWithProviderID(providerID) {
+      if (providerID === "") return [];
+      if (byProviderID === undefined) {
+        byProviderID = new Map();
+        for (const { view } of nodes.items.values()) {
+          const claiming = byProviderID.get(view.providerID);
+          if (claiming === undefined) byProviderID.set(view.providerID, [view]);
+          else claiming.push(view);
+        }
+      }
+      return byProviderID.get(providerID) ?? [];
     },
     powerOffPod(machine) {
       for (const pod of pods.items.values()) if (pod.machine === machine) return pod;
@@ -102,7 +145,9 @@ export function createKubernetesClusterView(kc: KubeConfig, options: KubernetesC
     start() {
       for (const reflector of reflectors) reflector.start();
     },
+    current: () => health().current,
     synced,
+    health,
     whenSynced(signal) {
       if (synced()) return Promise.resolve();
       return new Promise((resolve, reject) => {

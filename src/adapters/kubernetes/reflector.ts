@@ -2,7 +2,8 @@
 // A watch that ends normally (server timeout, the client's 30 s idle timeout) resumes from the last
 // resourceVersion seen, without a list. A watch whose resourceVersion expired (410) relists at once.
 // Any other failure (apiserver gone, refused) relists after a backoff that doubles up to a limit, so an
-// apiserver restart is caught up with by itself.
+// apiserver restart is caught up with by itself. Each reflector records when it last heard from the apiserver,
+// so that a view whose watches keep failing can tell it is no longer current.
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Watch } from "@kubernetes/client-node";
 import { metaOf, record, text } from "./wire.ts";
@@ -13,6 +14,9 @@ export interface RetrySettings {
 }
 
 export const defaultRetry: RetrySettings = { initialMs: 500, maxMs: 30_000 };
+
+/** Longest wait for a list; one that hangs would otherwise stop the reflector for good. */
+const listTimeoutMs = 60_000;
 
 /** Requests made so far: lists and watch starts. */
 export interface RequestStats {
@@ -25,8 +29,8 @@ export interface ReflectorSource<V> {
   readonly path: string;
   readonly labelSelector?: string;
   readonly fieldSelector?: string;
-  /** Lists the collection (with the same selectors). */
-  list(): Promise<{ readonly items: readonly unknown[]; readonly metadata?: { readonly resourceVersion?: string } }>;
+  /** Lists the collection (with the same selectors), aborting when `signal` does. */
+  list(signal: AbortSignal): Promise<{ readonly items: readonly unknown[]; readonly metadata?: { readonly resourceVersion?: string } }>;
   /** The view kept for an object; undefined drops the object. */
   convert(object: unknown): V | undefined;
 }
@@ -38,6 +42,8 @@ export interface ReflectorDeps {
   /** After every change to the collection, including the first list. */
   readonly onChange: () => void;
   readonly onError: (error: unknown) => void;
+  /** Epoch ms, for the time of the last contact. */
+  readonly now: () => number;
 }
 
 export interface Reflector<V> {
@@ -45,6 +51,11 @@ export interface Reflector<V> {
   readonly items: ReadonlyMap<string, V>;
   /** The first list has completed. Stays true while catching up after a failure. */
   synced(): boolean;
+  /**
+   * Epoch ms of the last answer from the apiserver: a list, a watch accepted, any watch event (bookmarks too),
+   * or a watch the apiserver ended. Undefined before the first.
+   */
+  lastContact(): number | undefined;
   start(): void;
   stop(): Promise<void>;
 }
@@ -64,6 +75,8 @@ export function createReflector<V>(source: ReflectorSource<V>, deps: ReflectorDe
   let abortWatch: (() => void) | undefined;
   // Events received; one arriving during a watch shows the connection worked, so a failure after it starts a fresh backoff.
   let received = 0;
+  let lastContact: number | undefined;
+  const heard = (): void => { lastContact = deps.now(); };
 
   function put(object: unknown): void {
     const meta = metaOf(object);
@@ -74,9 +87,10 @@ export function createReflector<V>(source: ReflectorSource<V>, deps: ReflectorDe
     else items.set(key, view);
   }
 
-  async function list(): Promise<void> {
+  async function list(signal: AbortSignal): Promise<void> {
     deps.stats.lists += 1;
-    const answer = await source.list();
+    const answer = await source.list(AbortSignal.any([signal, AbortSignal.timeout(listTimeoutMs)]));
+    heard();
     items = new Map<string, V>();
     for (const object of answer.items) put(object);
     resourceVersion = answer.metadata?.resourceVersion ?? "";
@@ -90,6 +104,7 @@ export function createReflector<V>(source: ReflectorSource<V>, deps: ReflectorDe
       let ended = false;
       let end: WatchEnd = { kind: "closed" };
       const onEvent = (type: string, object: unknown): void => {
+        heard();
         if (type === "ERROR") {
           const code = record(object)?.code;
           end = code === 410 ? { kind: "expired" } : { kind: "failed", error: new Error(text(record(object)?.message) ?? "watch error") };
@@ -108,6 +123,8 @@ export function createReflector<V>(source: ReflectorSource<V>, deps: ReflectorDe
       const onDone = (error: unknown): void => {
         ended = true;
         abortWatch = undefined;
+        // Ended by the apiserver. Not client-node's idle timeout: that one means nothing was heard for 30 s.
+        if (error === null || error === undefined) heard();
         if (end.kind === "closed" && error !== null && error !== undefined && !isIdleTimeout(error)) {
           end = (error as { statusCode?: unknown }).statusCode === 410 ? { kind: "expired" } : { kind: "failed", error };
         }
@@ -123,8 +140,12 @@ export function createReflector<V>(source: ReflectorSource<V>, deps: ReflectorDe
       };
       deps.watch.watch(source.path, params, onEvent, onDone).then(
         (controller) => {
+          // Still open when the call returns: the apiserver accepted the watch.
           if (ended || signal.aborted) controller.abort();
-          else abortWatch = () => { controller.abort(); };
+          else {
+            heard();
+            abortWatch = () => { controller.abort(); };
+          }
         },
         (error: unknown) => { onDone(error); },
       );
@@ -141,7 +162,7 @@ export function createReflector<V>(source: ReflectorSource<V>, deps: ReflectorDe
         if (stopped()) return;
       }
       try {
-        if (resourceVersion === "") await list();
+        if (resourceVersion === "") await list(signal);
         if (stopped()) return;
         const before = received;
         const end = await watchOnce(signal);
@@ -164,6 +185,7 @@ export function createReflector<V>(source: ReflectorSource<V>, deps: ReflectorDe
       return items;
     },
     synced: () => synced,
+    lastContact: () => lastContact,
     start() {
       if (running !== undefined) return;
       stopping = new AbortController();

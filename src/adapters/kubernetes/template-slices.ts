@@ -2,10 +2,10 @@
 // a configured machine publishes are watched; the last non-empty set per machine is kept in memory and in
 // the ConfigMap `plugpool-template-slices` (one key per machine, JSON), which is loaded at start so the
 // sets survive power-offs and restarts. That ConfigMap is the only object this module writes (SPEC §9.5).
-import { setTimeout as sleep } from "node:timers/promises";
-import { CoreV1Api, ResourceV1Api, type KubeConfig, type V1ConfigMap } from "@kubernetes/client-node";
+import { CoreV1Api, ResourceV1Api, type KubeConfig } from "@kubernetes/client-node";
 import type { DeviceSlice } from "../../domain/model.ts";
-import { clusterError, statusOf } from "./api-errors.ts";
+import { callOptions } from "./api-errors.ts";
+import { createConfigMapWriter } from "./configmap.ts";
 import { createReflector, type Reflector, type ReflectorDeps } from "./reflector.ts";
 import { record, stringMap, toDeviceSlice } from "./wire.ts";
 
@@ -28,7 +28,7 @@ interface LiveSlice {
 
 export function createTemplateSlices(
   kc: KubeConfig,
-  options: { readonly namespace: string; readonly machines: readonly string[] },
+  options: { readonly namespace: string; readonly machines: readonly string[]; readonly writeTimeoutMs: number },
   /** `onChange` is called after each change to either collection, once it is taken in. */
   deps: ReflectorDeps,
 ): TemplateSlices {
@@ -36,14 +36,14 @@ export function createTemplateSlices(
   const resource = kc.makeApiClient(ResourceV1Api);
   const machines = new Set(options.machines);
   const latest = new Map<string, readonly DeviceSlice[]>();
-  const pending = new Map<string, readonly DeviceSlice[]>();
-  const stopping = new AbortController();
-  let writing: Promise<void> | undefined;
+  const writer = createConfigMapWriter(
+    core, { namespace: options.namespace, name: TEMPLATE_SLICES_CONFIGMAP }, { writeTimeoutMs: options.writeTimeoutMs, retry: deps.retry, onError: deps.onError },
+  );
 
   const slices = createReflector<LiveSlice>(
     {
       path: "/apis/resource.k8s.io/v1/resourceslices",
-      list: () => resource.listResourceSlice(),
+      list: (signal) => resource.listResourceSlice({}, callOptions({ signal })),
       convert: (object) => {
         const slice = toDeviceSlice(record(object)?.spec);
         const name = String(record(record(object)?.metadata)?.name);
@@ -58,7 +58,10 @@ export function createTemplateSlices(
       path: `/api/v1/namespaces/${options.namespace}/configmaps`,
       // By name: RBAC can then limit the read to this one ConfigMap.
       fieldSelector: `metadata.name=${TEMPLATE_SLICES_CONFIGMAP}`,
-      list: () => core.listNamespacedConfigMap({ namespace: options.namespace, fieldSelector: `metadata.name=${TEMPLATE_SLICES_CONFIGMAP}` }),
+      list: (signal) => core.listNamespacedConfigMap(
+        { namespace: options.namespace, fieldSelector: `metadata.name=${TEMPLATE_SLICES_CONFIGMAP}` },
+        callOptions({ signal }),
+      ),
       convert: (object) => stringMap(record(object)?.data),
     },
     { ...deps, onChange: () => { loadStored(); deps.onChange(); } },
@@ -73,9 +76,8 @@ export function createTemplateSlices(
       const set = found.sort(bySliceOrder).map((l) => l.slice);
       if (JSON.stringify(set) === JSON.stringify(latest.get(machine))) continue;
       latest.set(machine, set);
-      pending.set(machine, set);
+      writer.later({ [machine]: JSON.stringify(set) });
     }
-    if (pending.size > 0) writing ??= drain().finally(() => { writing = undefined; });
   }
 
   // What was stored fills in machines not seen publishing since start; what is seen live is newer.
@@ -90,57 +92,11 @@ export function createTemplateSlices(
     }
   }
 
-  async function drain(): Promise<void> {
-    let delayMs = deps.retry.initialMs;
-    while (pending.size > 0 && !stopping.signal.aborted) {
-      const batch = new Map(pending);
-      try {
-        await write(batch);
-        for (const [machine, set] of batch) if (pending.get(machine) === set) pending.delete(machine);
-        delayMs = deps.retry.initialMs;
-      } catch (error) {
-        deps.onError(error);
-        await sleep(delayMs, undefined, { signal: stopping.signal }).catch(() => undefined);
-        delayMs = Math.min(delayMs * 2, deps.retry.maxMs);
-      }
-    }
-  }
-
-  async function write(batch: ReadonlyMap<string, readonly DeviceSlice[]>): Promise<void> {
-    const { namespace } = options;
-    const name = TEMPLATE_SLICES_CONFIGMAP;
-    const updates = Object.fromEntries([...batch].map(([machine, set]) => [machine, JSON.stringify(set)]));
-    // Read-modify-write under the resourceVersion: a concurrent change (409 Conflict) means read again.
-    for (let attempt = 1; ; attempt += 1) {
-      let current: V1ConfigMap | undefined;
-      try {
-        current = await core.readNamespacedConfigMap({ name, namespace });
-      } catch (error) {
-        if (statusOf(error) !== 404) throw clusterError(`reading ConfigMap ${namespace}/${name}`, error);
-      }
-      try {
-        if (current === undefined) {
-          const metadata = { name, namespace, labels: { "app.kubernetes.io/managed-by": "plugpool" } };
-          await core.createNamespacedConfigMap({ namespace, body: { metadata, data: updates } });
-        } else {
-          // current.metadata carries the resourceVersion the update is conditional on.
-          const body = { metadata: current.metadata, binaryData: current.binaryData, data: { ...current.data, ...updates } };
-          await core.replaceNamespacedConfigMap({ name, namespace, body });
-        }
-        return;
-      } catch (error) {
-        if (statusOf(error) !== 409 || attempt >= 5) throw clusterError(`writing ConfigMap ${namespace}/${name}`, error);
-      }
-    }
-  }
-
   return {
     reflectors: [slices, stored],
     get: (machine) => latest.get(machine),
-    flushed: async () => {
-      while (writing !== undefined) await writing;
-    },
-    stop: () => { stopping.abort(); },
+    flushed: () => writer.flushed(),
+    stop: () => { writer.stop(); },
   };
 }
 

@@ -3,7 +3,12 @@
 import { CoreV1Api, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { createKubernetesClusterView, type KubernetesClusterView } from "../../../src/adapters/kubernetes/cluster-view.ts";
+import { setTimeout as sleep } from "node:timers/promises";
+import {
+  createKubernetesClusterView,
+  DEFAULT_CONTACT_BOUND_MS,
+  type KubernetesClusterView,
+} from "../../../src/adapters/kubernetes/cluster-view.ts";
 import { powerOffPodManifest } from "../../../src/adapters/kubernetes/power-off-pod.ts";
 import { POWER_OFF_ANNOTATION, TO_BE_DELETED_TAINT } from "../../../src/domain/model.ts";
 import { startControlPlane, type ControlPlane } from "../../support/control-plane.ts";
@@ -46,7 +51,8 @@ describe("createKubernetesClusterView()", () => {
     const before = view.stats();
     for (let i = 0; i < 1_000; i += 1) {
       view.nodeNamed("worker-1");
-      view.nodeWithProviderID("k3s://worker-1");
+      view.nodesWithProviderID("k3s://worker-1");
+      view.current();
       view.powerOffPod("worker-1");
       view.templateSlices("worker-1");
     }
@@ -77,7 +83,7 @@ describe("createKubernetesClusterView()", () => {
       annotations: { "example.com/note": "x" },
       labels: { "example.com/pool": "workers" },
     });
-    assert.deepEqual(view.nodeWithProviderID("k3s://worker-2"), created);
+    assert.deepEqual(view.nodesWithProviderID("k3s://worker-2"), [created]);
 
     await core.patchNode({
       name: "worker-2",
@@ -97,15 +103,26 @@ describe("createKubernetesClusterView()", () => {
 
     await core.deleteNode({ name: "worker-2" });
     await eventually("worker-2 gone", () => view.nodeNamed("worker-2") === undefined);
-    assert.equal(view.nodeWithProviderID("k3s://worker-2"), undefined);
+    assert.deepEqual(view.nodesWithProviderID("k3s://worker-2"), []);
   });
 
   it("shows a Node without providerID by name only", async () => {
     await core.createNode({ body: nodeBody({ name: "bare" }) });
     const bare = await eventually("bare in the view", () => view.nodeNamed("bare"));
     assert.equal(bare.providerID, "");
-    assert.equal(view.nodeWithProviderID(""), undefined);
+    assert.deepEqual(view.nodesWithProviderID(""), []);
     await core.deleteNode({ name: "bare" });
+  });
+
+  it("shows every Node that carries a providerID, not only one of them", async () => {
+    await core.createNode({ body: nodeBody({ name: "twin-a", providerID: "k3s://twin" }) });
+    await core.createNode({ body: nodeBody({ name: "twin-b", providerID: "k3s://twin" }) });
+    await eventually("both twins in the view", () => view.nodeNamed("twin-a") !== undefined && view.nodeNamed("twin-b") !== undefined);
+    assert.deepEqual(view.nodesWithProviderID("k3s://twin").map((n) => n.name).sort(), ["twin-a", "twin-b"]);
+    await core.deleteNode({ name: "twin-a" });
+    await eventually("twin-a gone", () => view.nodeNamed("twin-a") === undefined);
+    assert.deepEqual(view.nodesWithProviderID("k3s://twin").map((n) => n.name), ["twin-b"]);
+    await core.deleteNode({ name: "twin-b" });
   });
 
   it("shows plugpool's power-off pods, terminating ones too, and no other pod", async () => {
@@ -130,6 +147,35 @@ describe("createKubernetesClusterView()", () => {
     await eventually("the pod gone", () => view.powerOffPod("worker-3") === undefined);
   });
 
+  it("shows why a power-off pod cannot run, from its watch and from a list alike", async () => {
+    const pod = powerOffPodManifest({ namespace, image: "registry.invalid/none:1", machine: "worker-2", nodeName: "worker-2", startedAt: 7 });
+    const name = pod.metadata?.name ?? "";
+    await core.createNamespacedPod({ namespace, body: pod });
+    // What a kubelet reports for an image it cannot pull.
+    await core.patchNamespacedPodStatus({
+      name,
+      namespace,
+      body: {
+        status: {
+          phase: "Pending",
+          containerStatuses: [{
+            name: "power-off", ready: false, restartCount: 0, image: "registry.invalid/none:1", imageID: "",
+            state: { waiting: { reason: "ImagePullBackOff", message: "Back-off pulling image" } },
+          }],
+        },
+      },
+    }, setHeaderOptions("Content-Type", PatchStrategy.MergePatch));
+    const watched = await eventually("the stuck pod", () => view.powerOffPod("worker-2")?.stuck !== undefined && view.powerOffPod("worker-2"));
+    assert.equal(watched.stuck, "ImagePullBackOff");
+    const late = createKubernetesClusterView(plane.admin(), { powerOffNamespace: namespace, machines: [machine("worker-2")] });
+    late.start();
+    await late.whenSynced(AbortSignal.timeout(20_000));
+    assert.deepEqual(late.powerOffPod("worker-2"), watched);
+    await late.stop();
+    await core.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: 0 });
+    await eventually("the stuck pod gone", () => view.powerOffPod("worker-2") === undefined);
+  });
+
   it("calls change listeners on Node changes until they unsubscribe", async () => {
     let calls = 0;
     const unsubscribe = view.onChange(() => { calls += 1; });
@@ -146,10 +192,63 @@ describe("createKubernetesClusterView()", () => {
     const before = view.stats();
     await plane.restartApiServer();
     await core.createNode({ body: nodeBody({ name: "after-restart", providerID: "k3s://after-restart" }) });
-    await eventually("a Node created after the restart", () => view.nodeWithProviderID("k3s://after-restart"));
+    await eventually("a Node created after the restart", () => view.nodesWithProviderID("k3s://after-restart").length === 1);
     assert.ok(view.stats().lists > before.lists, "relisted after the watches failed");
     assert.ok(errors.length > 0, "the failures were reported");
     assert.equal(view.synced(), true);
+  });
+
+  it("is current while its watches hear from the apiserver, and no longer once they have not for the bound", async () => {
+    // The clock runs ahead on demand, so the bound passes without waiting for it.
+    let ahead = 0;
+    const clocked = createKubernetesClusterView(plane.admin(), {
+      powerOffNamespace: namespace, machines: [machine("worker-1")], retry: fastRetry, now: () => Date.now() + ahead,
+    });
+    assert.deepEqual(clocked.health(), { current: false, synced: false, lastContactAt: undefined });
+    clocked.start();
+    try {
+      await clocked.whenSynced(AbortSignal.timeout(20_000));
+      assert.equal(clocked.current(), true);
+      await plane.stopApiServer();
+      try {
+        assert.equal(clocked.current(), true, "what it heard last is still recent");
+        ahead += DEFAULT_CONTACT_BOUND_MS + 1_000;
+        assert.equal(clocked.current(), false);
+        // A few rounds of failed relists change nothing.
+        await sleep(1_500);
+        const health = clocked.health();
+        assert.equal(health.current, false);
+        assert.equal(health.synced, true, "synced() stays true: the view still holds what it saw");
+        assert.ok(health.lastContactAt !== undefined && Date.now() + ahead - health.lastContactAt > DEFAULT_CONTACT_BOUND_MS);
+      } finally {
+        await plane.startApiServer();
+      }
+      await eventually("current again once the apiserver is back", () => clocked.current());
+      assert.ok((clocked.health().lastContactAt ?? 0) > Date.now(), "contact taken by the clock ahead");
+    } finally {
+      await clocked.stop();
+    }
+  });
+
+  it("takes its bound from the options", async () => {
+    let ahead = 0;
+    const strict = createKubernetesClusterView(plane.admin(), {
+      powerOffNamespace: namespace, machines: [], contactBoundMs: 5_000, now: () => Date.now() + ahead,
+    });
+    strict.start();
+    try {
+      await strict.whenSynced(AbortSignal.timeout(20_000));
+      // The watches start after the lists; their start is contact too.
+      await sleep(1_000);
+      const at = strict.health().lastContactAt ?? 0;
+      // No await from here on: nothing can be heard in between.
+      ahead = at + 4_000 - Date.now();
+      assert.equal(strict.current(), true);
+      ahead = at + 6_000 - Date.now();
+      assert.equal(strict.current(), false);
+    } finally {
+      await strict.stop();
+    }
   });
 
   it("reads what it lists at start the same as what its watches bring", async () => {
