@@ -6,7 +6,7 @@ import { CoreV1Api, PatchStrategy, type KubeConfig } from "@kubernetes/client-no
 import { PlugpoolError } from "../../domain/errors.ts";
 import { POWER_OFF_ANNOTATION, type Machine } from "../../domain/model.ts";
 import type { CallOptions, NodeTeardown } from "../../domain/ports.ts";
-import { apiserverReason, callOptions, clusterError, statusOf } from "./api-errors.ts";
+import { apiserverReason, callBound, callOptions, DEFAULT_WRITE_TIMEOUT_MS, statusOf, type CallBound } from "./api-errors.ts";
 import { isPowerOffPod, powerOffPodManifest, powerOffPodName } from "./power-off-pod.ts";
 import { metaOf, record, text } from "./wire.ts";
 
@@ -19,6 +19,8 @@ export interface KubernetesNodeTeardownOptions {
   readonly machines: readonly Machine[];
   /** When set, a Node whose providerID is this prefix plus a machine's name is that machine's, whatever its name. */
   readonly providerIDPrefix?: string;
+  /** Longest one call may take, all its requests together (default DEFAULT_WRITE_TIMEOUT_MS). */
+  readonly writeTimeoutMs?: number;
 }
 
 const podSecurityHint = " (power-off pods are privileged: label the namespace pod-security.kubernetes.io/enforce=privileged)";
@@ -27,27 +29,30 @@ export function createKubernetesNodeTeardown(kc: KubeConfig, options: Kubernetes
   const core = kc.makeApiClient(CoreV1Api);
   const { namespace } = options;
   const machineNames = new Set(options.machines.map((m) => m.name));
+  const timeoutMs = options.writeTimeoutMs ?? DEFAULT_WRITE_TIMEOUT_MS;
+  const bound = (call?: CallOptions): CallBound => callBound(timeoutMs, call?.signal);
 
   async function annotate(nodeName: string, value: string | null, action: string, call?: CallOptions): Promise<void> {
     const body = { metadata: { annotations: { [POWER_OFF_ANNOTATION]: value } } };
+    const limits = bound(call);
     try {
-      await core.patchNode({ name: nodeName, body }, callOptions({ signal: call?.signal, contentType: PatchStrategy.MergePatch }));
+      await core.patchNode({ name: nodeName, body }, callOptions({ signal: limits.signal, contentType: PatchStrategy.MergePatch }));
     } catch (error) {
       if (statusOf(error) === 404) return;
-      throw clusterError(`${action} on Node "${nodeName}"`, error);
+      throw limits.error(`${action} on Node "${nodeName}"`, error);
     }
   }
 
   /** The uid to delete under, or undefined when the Node is gone; throws when it is not a configured machine's. */
-  async function configuredNodeUid(nodeName: string, call?: CallOptions): Promise<string | undefined> {
+  async function configuredNodeUid(nodeName: string, limits: CallBound): Promise<string | undefined> {
     const prefix = options.providerIDPrefix;
     if (prefix === undefined || prefix === "") return refuseNode(nodeName);
     let node: unknown;
     try {
-      node = await core.readNode({ name: nodeName }, callOptions({ signal: call?.signal }));
+      node = await core.readNode({ name: nodeName }, callOptions({ signal: limits.signal }));
     } catch (error) {
       if (statusOf(error) === 404) return undefined;
-      throw clusterError(`reading Node "${nodeName}"`, error);
+      throw limits.error(`reading Node "${nodeName}"`, error);
     }
     const providerID = text(record(record(node)?.spec)?.providerID) ?? "";
     if (!providerID.startsWith(prefix) || !machineNames.has(providerID.slice(prefix.length))) return refuseNode(nodeName);
@@ -60,27 +65,31 @@ export function createKubernetesNodeTeardown(kc: KubeConfig, options: Kubernetes
 
     async createPowerOffPod(machine, nodeName, startedAt, call) {
       const body = powerOffPodManifest({ namespace, image: options.image, machine: machine.name, nodeName, startedAt });
+      const limits = bound(call);
       try {
-        await core.createNamespacedPod({ namespace, body }, callOptions({ signal: call?.signal }));
+        await core.createNamespacedPod({ namespace, body }, callOptions({ signal: limits.signal }));
       } catch (error) {
         if (statusOf(error) === 409) return;
         const hint = apiserverReason(error).includes("PodSecurity") ? podSecurityHint : "";
-        throw clusterError(`creating power-off pod "${body.metadata?.name ?? ""}" in namespace "${namespace}"`, error, hint);
+        throw limits.error(`creating power-off pod "${body.metadata?.name ?? ""}" in namespace "${namespace}"`, error, hint);
       }
     },
 
     async deletePowerOffPod(machine, call) {
       const name = powerOffPodName(machine.name);
       const action = `deleting power-off pod "${name}" in namespace "${namespace}"`;
-      let pod: unknown;
-      try {
-        pod = await core.readNamespacedPod({ name, namespace }, callOptions({ signal: call?.signal }));
-      } catch (error) {
-        if (statusOf(error) === 404) return;
-        throw clusterError(action, error);
-      }
-      const meta = metaOf(pod);
-      if (meta === undefined) return;
+      const limits = bound(call);
+      /** The pod as the apiserver has it now; undefined once it is gone. */
+      const read = async (): Promise<unknown> => {
+        try {
+          return await core.readNamespacedPod({ name, namespace }, callOptions({ signal: limits.signal }));
+        } catch (error) {
+          if (statusOf(error) === 404) return undefined;
+          throw limits.error(action, error);
+        }
+      };
+      const meta = metaOf(await read());
+      if (meta === undefined) return true;
       if (!isPowerOffPod(meta.labels)) {
         throw new PlugpoolError("unsafe", `${action}: refused, the pod does not carry plugpool's power-off labels`);
       }
@@ -88,23 +97,27 @@ export function createKubernetesNodeTeardown(kc: KubeConfig, options: Kubernetes
         // Grace 0: the node is (being) powered off and its kubelet may never confirm.
         await core.deleteNamespacedPod(
           { name, namespace, gracePeriodSeconds: 0, body: { gracePeriodSeconds: 0, preconditions: { uid: meta.uid } } },
-          callOptions({ signal: call?.signal }),
+          callOptions({ signal: limits.signal }),
         );
       } catch (error) {
-        if (statusOf(error) === 404) return;
-        throw clusterError(action, error);
+        if (statusOf(error) === 404) return true;
+        throw limits.error(action, error);
       }
+      // Read again: the answer to a delete carries a deletionTimestamp whether the pod went at once or stays
+      // (a finalizer) until its kubelet or a controller lets it go.
+      return (await read()) === undefined;
     },
 
     async deleteNode(nodeName, call) {
-      const uid = machineNames.has(nodeName) ? "" : await configuredNodeUid(nodeName, call);
+      const limits = bound(call);
+      const uid = machineNames.has(nodeName) ? "" : await configuredNodeUid(nodeName, limits);
       if (uid === undefined) return;
       try {
         const body = uid === "" ? {} : { preconditions: { uid } };
-        await core.deleteNode({ name: nodeName, body }, callOptions({ signal: call?.signal }));
+        await core.deleteNode({ name: nodeName, body }, callOptions({ signal: limits.signal }));
       } catch (error) {
         if (statusOf(error) === 404) return;
-        throw clusterError(`deleting Node "${nodeName}"`, error);
+        throw limits.error(`deleting Node "${nodeName}"`, error);
       }
     },
   };

@@ -10,7 +10,7 @@ import { machine } from "./support.ts";
 
 describe("nodeEvent()", () => {
   const cases: [PoolEvent, string, string, string][] = [
-    [{ type: "powered-on", machine: "w1", group: "g" }, "w1", "Normal", "PoweredOn"],
+    [{ type: "powered-on", machine: "w1", group: "g", confirmed: true }, "w1", "Normal", "PoweredOn"],
     [{ type: "power-on-failed", machine: "w1", group: "g", error: "timeout" }, "w1", "Warning", "PowerOnFailed"],
     [{ type: "power-on-queued", machine: "w1", group: "g" }, "w1", "Normal", "PowerOnQueued"],
     [{ type: "power-restored", machine: "w1", group: "g", node: "w1.lan" }, "w1.lan", "Warning", "PowerRestored"],
@@ -59,7 +59,7 @@ describe("createKubernetesEventRecorder()", () => {
 
   it("records an Event on the machine's Node, with the Node's uid when known", async () => {
     const recorder = createKubernetesEventRecorder(plane.admin(), { nodeUid: (node) => (node === "worker-1" ? "uid-1" : undefined) });
-    recorder.report({ type: "powered-on", machine: "worker-1", group: "workers" });
+    recorder.report({ type: "powered-on", machine: "worker-1", group: "workers", confirmed: true });
     await recorder.flushed();
     const [event, ...others] = await eventsOn("worker-1");
     assert.equal(others.length, 0);
@@ -104,8 +104,8 @@ describe("createKubernetesEventRecorder()", () => {
 
   it("records only events about configured machines when given them", async () => {
     const recorder = createKubernetesEventRecorder(plane.admin(), { machines: [machine("worker-3")] });
-    recorder.report({ type: "powered-on", machine: "elsewhere", group: "g" });
-    recorder.report({ type: "powered-on", machine: "worker-3", group: "g" });
+    recorder.report({ type: "powered-on", machine: "elsewhere", group: "g", confirmed: true });
+    recorder.report({ type: "powered-on", machine: "worker-3", group: "g", confirmed: true });
     await recorder.flushed();
     assert.equal((await eventsOn("elsewhere")).length, 0);
     assert.equal((await eventsOn("worker-3")).length, 1);
@@ -115,7 +115,7 @@ describe("createKubernetesEventRecorder()", () => {
     const noRights = await plane.asServiceAccount("default", "no-rights");
     const errors: unknown[] = [];
     const recorder = createKubernetesEventRecorder(noRights, { onError: (error) => errors.push(error) });
-    recorder.report({ type: "powered-on", machine: "worker-4", group: "g" });
+    recorder.report({ type: "powered-on", machine: "worker-4", group: "g", confirmed: true });
     recorder.report({ type: "unexpected-power", machine: "worker-4", detail: "on" });
     await recorder.flushed();
     assert.equal(errors.length, 2);

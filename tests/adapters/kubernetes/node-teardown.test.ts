@@ -1,6 +1,6 @@
 // The cluster writes of a power-off against a real kube-apiserver: idempotent, limited to plugpool's own
 // objects, and refused with a clear reason where the cluster says no.
-import { ApiException, CoreV1Api } from "@kubernetes/client-node";
+import { ApiException, CoreV1Api, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { createKubernetesNodeTeardown } from "../../../src/adapters/kubernetes/node-teardown.ts";
@@ -96,10 +96,29 @@ describe("createKubernetesNodeTeardown()", () => {
     assert.deepEqual(container.resources?.requests, { cpu: "10m", memory: "16Mi" });
   });
 
-  it("deletes its power-off pod at once, and deleting a missing one is fine", async () => {
-    await teardown.deletePowerOffPod(worker1);
+  it("deletes its power-off pod at once and says it is gone, and deleting a missing one is fine", async () => {
+    assert.equal(await teardown.deletePowerOffPod(worker1), true);
     assert.equal(await exists(() => core.readNamespacedPod({ name: "plugpool-power-off-worker-1", namespace })), false);
-    await teardown.deletePowerOffPod(worker1);
+    assert.equal(await teardown.deletePowerOffPod(worker1), true);
+  });
+
+  it("says a power-off pod that the apiserver still holds after the delete is not gone yet", async () => {
+    await teardown.createPowerOffPod(worker2, "worker-2", 1);
+    const name = powerOffPodName("worker-2");
+    // A finalizer keeps the pod, terminating, until it is removed.
+    await core.patchNamespacedPod(
+      { name, namespace, body: { metadata: { finalizers: ["example.com/hold"] } } },
+      setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+    );
+    assert.equal(await teardown.deletePowerOffPod(worker2), false);
+    const held = await core.readNamespacedPod({ name, namespace });
+    assert.ok(held.metadata?.deletionTimestamp !== undefined, "terminating");
+    assert.equal(await teardown.deletePowerOffPod(worker2), false, "asking again changes nothing while it is held");
+    await core.patchNamespacedPod(
+      { name, namespace, body: { metadata: { finalizers: null } } },
+      setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+    );
+    assert.equal(await teardown.deletePowerOffPod(worker2), true);
   });
 
   it("gives a machine with a long name a valid pod name and label", async () => {
@@ -109,7 +128,7 @@ describe("createKubernetesNodeTeardown()", () => {
     const pod = await core.readNamespacedPod({ name, namespace });
     assert.equal(pod.metadata?.annotations?.["plugpool.io/machine"], longName);
     assert.notEqual(powerOffPodName(`${longName}x`), name);
-    await teardown.deletePowerOffPod(longNamed);
+    assert.equal(await teardown.deletePowerOffPod(longNamed), true);
   });
 
   it("refuses to delete a pod with its name that does not carry plugpool's labels", async () => {
@@ -153,7 +172,20 @@ describe("createKubernetesNodeTeardown()", () => {
     );
   });
 
-  it("stops a call when its signal aborts", async () => {
-    await assert.rejects(teardown.markPowerOff("worker-1", 1, { signal: AbortSignal.abort(new Error("deadline")) }), /deadline/);
+  it("stops a call when its signal aborts, and says so", async () => {
+    await assert.rejects(
+      teardown.markPowerOff("worker-1", 1, { signal: AbortSignal.abort(new Error("deadline")) }),
+      coded("cancelled", /recording the power-off on Node "worker-1" ended before it finished: deadline/),
+    );
+  });
+
+  it("reports an apiserver it cannot reach as a refusal that says so", async () => {
+    const unreachable = plane.admin();
+    const cluster = unreachable.getCurrentCluster();
+    assert.ok(cluster !== null);
+    // Port 1 on loopback: nothing listens there.
+    unreachable.clusters = unreachable.clusters.map((c) => (c.name === cluster.name ? { ...c, server: "https://127.0.0.1:1" } : c));
+    const nowhere = createKubernetesNodeTeardown(unreachable, { namespace, image, machines });
+    await assert.rejects(nowhere.deleteNode("worker-1"), coded("cluster-refused", /deleting Node "worker-1" failed, the apiserver did not answer/));
   });
 });
