@@ -3,7 +3,7 @@
 import { createHash } from "node:crypto";
 import type { V1Pod } from "@kubernetes/client-node";
 import { POWER_OFF_ANNOTATION, type PowerOffPodView } from "../../domain/model.ts";
-import { metaOf, record, text } from "./wire.ts";
+import { list, metaOf, record, text, type Json } from "./wire.ts";
 
 export const MANAGED_BY_LABEL = "app.kubernetes.io/managed-by";
 export const COMPONENT_LABEL = "app.kubernetes.io/component";
@@ -91,6 +91,26 @@ export function isPowerOffPod(labels: Readonly<Record<string, string>>): boolean
 
 const phases: readonly PowerOffPodView["phase"][] = ["Pending", "Running", "Succeeded", "Failed", "Unknown"];
 
+/**
+ * Waiting reasons of a container that will not start without a change to the pod or the node: a bad image or a
+ * container the runtime cannot create. Passing ones (ContainerCreating, PodInitializing) are left out.
+ */
+const stuckReasons: ReadonlySet<string> = new Set([
+  "ImagePullBackOff", "ErrImagePull", "InvalidImageName", "CreateContainerConfigError", "CreateContainerError", "RunContainerError",
+]);
+
+/** Why the pod cannot run, when its status says so. */
+function stuckReason(status: Json | undefined): string | undefined {
+  const conditions = list(status?.conditions).map(record);
+  const scheduled = conditions.find((c) => c?.type === "PodScheduled");
+  if (scheduled?.status === "False" && scheduled.reason === "Unschedulable") return "Unschedulable";
+  for (const container of list(status?.containerStatuses).map(record)) {
+    const waiting = text(record(record(container?.state)?.waiting)?.reason);
+    if (waiting !== undefined && stuckReasons.has(waiting)) return waiting;
+  }
+  return undefined;
+}
+
 /** The domain's view of one of plugpool's power-off pods; undefined for any other pod. */
 export function toPowerOffPodView(object: unknown): PowerOffPodView | undefined {
   const meta = metaOf(object);
@@ -100,12 +120,15 @@ export function toPowerOffPodView(object: unknown): PowerOffPodView | undefined 
   const started = Number(meta.annotations[POWER_OFF_ANNOTATION]);
   const startedAt = Number.isSafeInteger(started) && started > 0 ? started : meta.creationTimestamp ?? 0;
   const pod = record(object);
-  const phase = text(record(pod?.status)?.phase) ?? "Pending";
+  const status = record(pod?.status);
+  const phase = text(status?.phase) ?? "Pending";
+  const stuck = stuckReason(status);
   return {
     machine,
     nodeName: text(record(pod?.spec)?.nodeName) ?? "",
     startedAt,
     phase: phases.find((p) => p === phase) ?? "Unknown",
     terminating: meta.deleting,
+    ...(stuck === undefined ? {} : { stuck }),
   };
 }

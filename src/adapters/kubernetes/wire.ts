@@ -14,7 +14,7 @@ export function text(value: unknown): string | undefined {
   return typeof value === "string" ? value : undefined;
 }
 
-function list(value: unknown): readonly unknown[] {
+export function list(value: unknown): readonly unknown[] {
   return Array.isArray(value) ? value : [];
 }
 
