@@ -4,9 +4,12 @@
 import { ApiException, AuthorizationV1Api, CoreV1Api, ResourceV1Api, type KubeConfig, type V1ResourceAttributes } from "@kubernetes/client-node";
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import { requiredAccess } from "../../../src/adapters/kubernetes/access.ts";
 import { createKubernetesClusterView } from "../../../src/adapters/kubernetes/cluster-view.ts";
 import { createKubernetesEventRecorder } from "../../../src/adapters/kubernetes/events.ts";
+import { createKubernetesNodeLookup } from "../../../src/adapters/kubernetes/node-lookup.ts";
 import { createKubernetesNodeTeardown } from "../../../src/adapters/kubernetes/node-teardown.ts";
+import { createKubernetesPowerRecords, POWER_RECORDS_CONFIGMAP } from "../../../src/adapters/kubernetes/power-records.ts";
 import { TEMPLATE_SLICES_CONFIGMAP } from "../../../src/adapters/kubernetes/template-slices.ts";
 import { POWER_OFF_ANNOTATION } from "../../../src/domain/model.ts";
 import { startControlPlane, type ControlPlane } from "../../support/control-plane.ts";
@@ -89,9 +92,33 @@ describe("deploy/examples/rbac.yaml", () => {
     assert.equal((await core.readNode({ name: "worker-1" })).metadata?.annotations?.[POWER_OFF_ANNOTATION], "1700000000000");
     await teardown.clearPowerOffMark("worker-1");
     await teardown.createPowerOffPod(worker1, "worker-1", 1_700_000_000_000);
-    await teardown.deletePowerOffPod(worker1);
+    assert.equal(await teardown.deletePowerOffPod(worker1), true);
     await teardown.deleteNode("worker-1");
     await assert.rejects(core.readNode({ name: "worker-1" }), (error: unknown) => error instanceof ApiException && error.code === 404);
+  });
+
+  it("lets plugpool read the Nodes that claim a machine", async () => {
+    await core.createNode({ body: nodeBody({ name: "worker-2.lan", providerID: "k3s://worker-2" }) });
+    const claiming = await createKubernetesNodeLookup(asServiceAccount).nodesClaiming("worker-2", "k3s://worker-2");
+    assert.deepEqual(claiming.map((n) => n.name), ["worker-2.lan"]);
+  });
+
+  it("lets plugpool keep its power records: load, create, patch", async () => {
+    const errors: unknown[] = [];
+    const options = { namespace, machines, retry: fastRetry, onError: (error: unknown) => errors.push(error) };
+    const records = createKubernetesPowerRecords(asServiceAccount, options);
+    await records.load();
+    await records.recordPowerOn("worker-1", { at: 1, why: "scale-up" });
+    records.setQuarantine("worker-2", { until: 2, failures: 1 });
+    records.endPowerOn("worker-1");
+    await records.flushed();
+    const restarted = createKubernetesPowerRecords(asServiceAccount, options);
+    await restarted.load();
+    assert.deepEqual(restarted.quarantine("worker-2"), { until: 2, failures: 1 });
+    assert.equal(restarted.powerOn("worker-1"), undefined);
+    assert.deepEqual(errors, []);
+    const stored = await core.readNamespacedConfigMap({ name: POWER_RECORDS_CONFIGMAP, namespace });
+    assert.deepEqual(Object.keys(stored.data ?? {}), ["quarantine.worker-2"]);
   });
 
   it("lets plugpool record Events and count their repeats", async () => {
@@ -104,6 +131,12 @@ describe("deploy/examples/rbac.yaml", () => {
     const events = await core.listNamespacedEvent({ namespace: "default", fieldSelector: "involvedObject.name=worker-2" });
     assert.deepEqual(events.items.map((e) => e.count), [2]);
   });
+
+  for (const attributes of requiredAccess(namespace)) {
+    it(`allows plugpool to ${describeAttributes(attributes)}`, async () => {
+      assert.equal(await allowed(attributes), true);
+    });
+  }
 
   const caUses: Attributes[] = [
     ...["get", "list", "watch", "update"].map((verb) => ({ verb, resource: "nodes" })),
@@ -140,6 +173,10 @@ describe("deploy/examples/rbac.yaml", () => {
     { verb: "update", resource: "configmaps", namespace, name: "other" },
     { verb: "get", resource: "configmaps", namespace, name: "other" },
     { verb: "delete", resource: "configmaps", namespace, name: TEMPLATE_SLICES_CONFIGMAP },
+    { verb: "update", resource: "configmaps", namespace, name: TEMPLATE_SLICES_CONFIGMAP },
+    { verb: "delete", resource: "configmaps", namespace, name: POWER_RECORDS_CONFIGMAP },
+    { verb: "update", resource: "configmaps", namespace, name: POWER_RECORDS_CONFIGMAP },
+    { verb: "list", resource: "configmaps", namespace },
     { verb: "update", resource: "configmaps", namespace: "kube-system", name: "cluster-autoscaler-status" },
     { verb: "update", group: "coordination.k8s.io", resource: "leases", namespace, name: "other" },
     { verb: "create", group: "resource.k8s.io", resource: "resourceslices" },
