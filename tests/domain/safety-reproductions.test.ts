@@ -41,6 +41,16 @@ describe("safety reproductions", () => {
     assert.ok(w.power.isOn(w.machine("worker-1").plug));
   });
 
+  it("2b: a power-off whose Node lost the taint stops at its first step, before anything else is asked of the cluster", async () => {
+    const w = await deletingWorker1();
+    w.cluster.untaint("worker-1");
+    const before = w.cluster.calls.length;
+    await w.pool.runPowerOffs();
+    const first = w.reporter.of("power-off-step").find((e) => e.outcome === "failed");
+    assert.equal(first?.step, "check-taint");
+    assert.deepEqual(w.cluster.calls.slice(before).map((c) => c.op).filter((op) => op !== "deletePowerOffPod" && op !== "clearPowerOffMark"), []);
+  });
+
   it("3a: the taint removed while the switch-off waits for the device is seen at the plug: nothing is sent", async () => {
     const w = new World({ on: ["worker-1", "worker-2"], lagging: true });
     w.registerTainted("worker-1");

@@ -1,0 +1,80 @@
+// Bugs planted one at a time in the safety checks: each must make the domain's safety tests fail. A plant is a
+// list of exact replacements in src/domain; `run.ts` applies each to a copy of the repository.
+
+export interface Plant {
+  readonly name: string;
+  readonly edits: readonly { readonly file: string; readonly find: string; readonly replace: string }[];
+}
+
+export const PLANTS: readonly Plant[] = [
+  {
+    name: "skip the re-check on a plug-off retry",
+    edits: [
+      {
+        file: "src/domain/switching.ts",
+        find: "    if (verdict.allowed) return true;",
+        replace: '    if (verdict.allowed || (stateOf(ctx, machine).job?.attempts["plug-off"] ?? 0) > 0) return true;',
+      },
+      {
+        file: "src/domain/power-off-steps.ts",
+        find: "    const verdict = mayCutPower(machine, pool.deps.cluster, pool.config.providerIDPrefix);\n    if (!verdict.allowed) return abort(verdict);\n    const cut =",
+        replace:
+          '    const verdict = mayCutPower(machine, pool.deps.cluster, pool.config.providerIDPrefix);\n    if (!verdict.allowed && (job.attempts["plug-off"] ?? 0) === 0) return abort(verdict);\n    const cut =',
+      },
+    ],
+  },
+  {
+    name: "no check at the plug",
+    edits: [{ file: "src/domain/switching.ts", find: "    if (verdict.allowed) return true;", replace: "    if (verdict.allowed || cut.reason === \"power-off\") return true;" }],
+  },
+  {
+    name: "drop check-taint's verdict",
+    edits: [
+      {
+        file: "src/domain/power-off-steps.ts",
+        find: "    const verdict = mayCutPower(machine, pool.deps.cluster, pool.config.providerIDPrefix);\n    if (!verdict.allowed) return abort(verdict);\n    const nodes = nodesOf(pool, machine);",
+        replace: "    const nodes = nodesOf(pool, machine);",
+      },
+    ],
+  },
+  {
+    name: "create the power-off pod without a verdict",
+    edits: [
+      {
+        file: "src/domain/power-off-steps.ts",
+        find: "    const fresh = await freshVerdict(pool, machine, \"power-off\", options);\n    if (!fresh.allowed) return abort(fresh);\n    const verdict = mayCutPower(machine, pool.deps.cluster, pool.config.providerIDPrefix);\n    if (!verdict.allowed) return abort(verdict);\n    await pool.deps.teardown.createPowerOffPod",
+        replace: "    await pool.deps.teardown.createPowerOffPod",
+      },
+    ],
+  },
+  {
+    name: "count a name-matched Node as unregistered",
+    edits: [
+      {
+        file: "src/domain/matching.ts",
+        find: "  return byName === undefined || byID.some((n) => n.name === byName.name) ? byID : [...byID, byName];",
+        replace: "  return byName === undefined || byName.providerID !== \"\" || byID.some((n) => n.name === byName.name) ? byID : [...byID, byName];",
+      },
+      {
+        file: "src/domain/safety.ts",
+        find: "  const nodes = [...fresh, ...nodesOf(ctx, machine).filter((v) => !fresh.some((f) => f.name === v.name))];",
+        replace:
+          "  const nodes = [...fresh, ...nodesOf(ctx, machine).filter((v) => !fresh.some((f) => f.name === v.name))].filter((n) => n.providerID === instanceId(ctx.config.providerIDPrefix, machine));",
+      },
+    ],
+  },
+  {
+    name: "ignore the hold",
+    edits: [
+      { file: "src/domain/safety.ts", find: "  const held = nodes.find(hasHoldAnnotation);", replace: "  const held = nodes.find(() => false);" },
+      { file: "src/domain/safety.ts", find: "  if (machine.hold) return { allowed: false, rule: \"held\", detail: `${machine.name} is held in the configuration` };\n  const held", replace: "  const held" },
+    ],
+  },
+  {
+    name: "cut an unregistered machine plugpool did not power on",
+    edits: [
+      { file: "src/domain/safety.ts", find: "  if (!poweredByPlugpool(ctx, machine)) {\n    return { allowed: false, rule: \"powered-outside\"", replace: "  if (poweredByPlugpool(ctx, machine) && false) {\n    return { allowed: false, rule: \"powered-outside\"" },
+      { file: "src/domain/instances.ts", find: "  if (poweredByPlugpool(ctx, machine) || st.queued !== undefined", replace: "  if (st.plug === \"on\" || poweredByPlugpool(ctx, machine) || st.queued !== undefined" },
+    ],
+  },
+];
