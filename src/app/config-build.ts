@@ -19,6 +19,7 @@ export interface RawConfig {
     readonly namespace: string;
     readonly image: string;
     readonly notReadyTimeout: string;
+    readonly onShutdownTimeout: "keep-power" | "cut";
     readonly grace: string;
     readonly standbyWatts: number;
     readonly standbyWindow: string;
@@ -56,6 +57,8 @@ interface RawGroup {
 
 /** Retry delays of a failing power-off step: not configurable, documented in the README. */
 export const POWER_OFF_RETRY_MS = 5_000;
+/** Power-off pods tried per power-off (a failed or stuck one is replaced): not configurable, in the README. */
+export const POWER_OFF_POD_ATTEMPTS = 3;
 export const POWER_OFF_MAX_RETRY_MS = 120_000;
 
 /** `files`: the values of the credentials files the configuration names, by path (all read). */
@@ -118,6 +121,8 @@ function buildPool(raw: RawConfig): PoolConfig {
     gpuTypes: [...raw.gpuTypes],
     powerOff: {
       notReadyTimeoutMs: duration(raw.powerOff.notReadyTimeout),
+      onShutdownTimeout: raw.powerOff.onShutdownTimeout,
+      maxPodAttempts: POWER_OFF_POD_ATTEMPTS,
       graceMs: duration(raw.powerOff.grace),
       standbyWatts: raw.powerOff.standbyWatts,
       standbyWindowMs: duration(raw.powerOff.standbyWindow),

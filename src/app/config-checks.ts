@@ -67,6 +67,9 @@ function pointer(path: ConfigPath): string {
 }
 
 /** Every semantic problem of the parsed file. `schemaErrorPointers`: the instancePaths of ajv's errors. */
+const MIN_NOT_READY_TIMEOUT_MS = 10_000;
+const MIN_GRACE_MS = 1_000;
+
 export function checkConfig(root: unknown, schemaErrorPointers: readonly string[]): ConfigIssue[] {
   const read = new Reader(root, schemaErrorPointers);
   const issues: ConfigIssue[] = [];
@@ -77,9 +80,13 @@ export function checkConfig(root: unknown, schemaErrorPointers: readonly string[
   if (timeout !== undefined && (timeout === 0 || timeout > MAX_PLUG_TIMEOUT_MS)) {
     report(["plugs", "timeout"], "must be more than 0 and at most 4s (cluster-autoscaler allows 5s per call)");
   }
-  if (parseDuration(read.string(["powerOff", "notReadyTimeout"]) ?? "") === 0) {
-    report(["powerOff", "notReadyTimeout"], "must be more than 0");
+  // Shorter than these, the power-off pod and the cut would come in one pass: no shutdown could finish between them.
+  const notReady = parseDuration(read.string(["powerOff", "notReadyTimeout"]) ?? "");
+  if (notReady !== undefined && notReady < MIN_NOT_READY_TIMEOUT_MS) {
+    report(["powerOff", "notReadyTimeout"], "must be at least 10s: the OS needs time to shut down before the node goes NotReady");
   }
+  const grace = parseDuration(read.string(["powerOff", "grace"]) ?? "");
+  if (grace !== undefined && grace < MIN_GRACE_MS) report(["powerOff", "grace"], "must be at least 1s");
   if (parseDuration(read.string(["scaleUp", "powerOnInterval"]) ?? "") === 0) {
     report(["scaleUp", "powerOnInterval"], "must be more than 0");
   }

@@ -1,6 +1,6 @@
 import type { Interceptor } from "@connectrpc/connect";
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { Machine, PlugAddress, PowerSwitch } from "../domain/index.ts";
+import type { Machine, PlugAddress, PlugReading, PowerSwitch } from "../domain/index.ts";
 import { isPlugpoolError } from "../domain/index.ts";
 import { toConnectError } from "../adapters/grpc/errors.ts";
 import type { Logger } from "./logger.ts";
@@ -9,20 +9,23 @@ import type { Metrics } from "./metrics.ts";
 /** Counts every plug request by machine, operation and result; passes everything else through unchanged. */
 export function instrumentPowerSwitch<P extends PowerSwitch>(power: P, metrics: Metrics, machines: readonly Machine[]): P {
   const machineOf = new Map(machines.map((m) => [`${m.plug.url}\n${m.plug.switch}`, m.name]));
-  const counted =
-    (operation: "read" | "turnOn" | "turnOff") =>
-    async (plug: PlugAddress, options?: { signal?: AbortSignal }) => {
-      const labels = { machine: machineOf.get(`${plug.url}\n${plug.switch}`) ?? "", operation };
-      try {
-        const reading = await power[operation](plug, options);
-        metrics.plugRequests.inc({ ...labels, result: "ok" });
-        return reading;
-      } catch (e) {
-        metrics.plugRequests.inc({ ...labels, result: isPlugpoolError(e) ? e.code : "error" });
-        throw e;
-      }
-    };
-  return { ...power, read: counted("read"), turnOn: counted("turnOn"), turnOff: counted("turnOff") };
+  const counted = async (operation: "read" | "turnOn" | "turnOff", plug: PlugAddress, call: () => Promise<PlugReading>) => {
+    const labels = { machine: machineOf.get(`${plug.url}\n${plug.switch}`) ?? "", operation };
+    try {
+      const reading = await call();
+      metrics.plugRequests.inc({ ...labels, result: "ok" });
+      return reading;
+    } catch (e) {
+      metrics.plugRequests.inc({ ...labels, result: isPlugpoolError(e) ? e.code : "error" });
+      throw e;
+    }
+  };
+  return {
+    ...power,
+    read: (plug, options) => counted("read", plug, () => power.read(plug, options)),
+    turnOn: (plug, options) => counted("turnOn", plug, () => power.turnOn(plug, options)),
+    turnOff: (plug, mayCut, options) => counted("turnOff", plug, () => power.turnOff(plug, mayCut, options)),
+  };
 }
 
 /** Latency by method and status code; logs calls that failed with anything but the expected Unimplemented. */

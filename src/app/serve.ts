@@ -9,13 +9,15 @@ import { cloudProviderRoutes, errorMapping } from "../adapters/grpc/routes.ts";
 import { startGrpcServer } from "../adapters/grpc/server.ts";
 import { createKubernetesClusterView } from "../adapters/kubernetes/cluster-view.ts";
 import { createKubernetesNodeTeardown } from "../adapters/kubernetes/node-teardown.ts";
+import { createKubernetesNodeLookup } from "../adapters/kubernetes/node-lookup.ts";
+import { createKubernetesPowerRecords } from "../adapters/kubernetes/power-records.ts";
 import { createKubernetesEventRecorder } from "../adapters/kubernetes/events.ts";
 import type { AppConfig } from "./config.ts";
 import type { Logger } from "./logger.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
 import { startOpsServer } from "./ops-server.ts";
 import { plugCredentialsFor } from "./plug-credentials.ts";
-import { startPowerOffLoop } from "./power-off-loop.ts";
+import { powerOffLoopLiveness, startPowerOffLoop, type PowerOffLoop } from "./power-off-loop.ts";
 import { createReporter } from "./reporting.ts";
 import { instrumentPowerSwitch, rpcMetrics } from "./instrumentation.ts";
 
@@ -50,17 +52,37 @@ export async function serve(config: AppConfig, deps: ServeDeps): Promise<Served>
       logger.warn("cluster watch failed; it retries by itself", { error: e instanceof Error ? e.message : String(e) });
     },
   });
+  metrics.observeView(() => view.current());
+  let loop: PowerOffLoop | undefined;
   const ops = await startOpsServer({
     host: config.opsListen.host,
     port: config.opsListen.port,
     registry: metrics.registry,
-    readiness: () => [...(view.synced() ? [] : ["cluster view not synced"]), ...(grpcServing ? [] : ["gRPC not serving"])],
+    readiness: () => [
+      ...(view.synced() ? [] : ["cluster view not synced"]),
+      // Not current: no power is cut until the watches hear from the apiserver again.
+      ...(view.synced() && !view.current() ? ["cluster view not current"] : []),
+      ...(grpcServing ? [] : ["gRPC not serving"]),
+    ],
+    liveness: () => (loop === undefined ? [] : powerOffLoopLiveness(loop, clock.now())),
   });
   logger.info("starting", { version: deps.version, machines: machines.length, groups: config.pool.groups.length });
 
   view.start();
   await view.whenSynced();
   logger.info("cluster view synced");
+  const records = createKubernetesPowerRecords(kubeConfig, {
+    namespace: config.powerOffPod.namespace,
+    machines,
+    onError: (e) => {
+      logger.warn("plugpool's records on the cluster: a write failed or a key was ignored", {
+        error: e instanceof Error ? e.message : String(e),
+      });
+    },
+  });
+  // The records are plugpool's licence to cut machines it powered: nothing is served before they are read.
+  await records.load();
+  const lookup = createKubernetesNodeLookup(kubeConfig);
 
   const power = instrumentPowerSwitch(
     createEsphomePowerSwitch({ timeoutMs: config.plugTimeoutMs, credentialsFor: plugCredentialsFor(config) }),
@@ -86,7 +108,9 @@ export async function serve(config: AppConfig, deps: ServeDeps): Promise<Served>
       clock,
       power,
       cluster: view,
+      lookup,
       teardown,
+      records,
       reporter,
       wake: () => {
         wake();
@@ -100,12 +124,17 @@ export async function serve(config: AppConfig, deps: ServeDeps): Promise<Served>
     cert: readFileSync(config.tls.certFile),
     key: readFileSync(config.tls.keyFile),
     ca: readFileSync(config.tls.caFile),
+    ...(config.tls.clientNames && { clientNames: config.tls.clientNames }),
   };
-  const loop = startPowerOffLoop(pool, logger);
+  const runner = startPowerOffLoop(pool, logger, clock);
+  loop = runner;
   wake = () => {
-    loop.wake();
+    runner.wake();
   };
-  const unsubscribe = view.onChange(wake);
+  const unsubscribe = view.onChange(() => {
+    pool.clusterChanged();
+    wake();
+  });
   const grpc = await startGrpcServer({
     host: config.listen.host,
     port: config.listen.port,
@@ -137,8 +166,10 @@ export async function serve(config: AppConfig, deps: ServeDeps): Promise<Served>
     async stop() {
       grpcServing = false;
       await grpc.close();
-      await loop.stop();
+      await runner.stop();
       unsubscribe();
+      await records.flushed();
+      records.stop();
       await view.stop();
       await ops.close();
       logger.info("stopped");

@@ -102,10 +102,10 @@ describe("loadConfig() value rules", () => {
     });
 
     it("reads Go-style durations", () => {
-      const loaded = load(config(undefined, { powerOff: { notReadyTimeout: "1h30m", grace: "0", standbyWindow: "1.5s" }, plugs: { timeout: "500ms" } }));
+      const loaded = load(config(undefined, { powerOff: { notReadyTimeout: "1h30m", grace: "1s", standbyWindow: "1.5s" }, plugs: { timeout: "500ms" } }));
       assert.deepEqual(
         [loaded.pool.powerOff.notReadyTimeoutMs, loaded.pool.powerOff.graceMs, loaded.pool.powerOff.standbyWindowMs, loaded.plugTimeoutMs],
-        [5_400_000, 0, 1_500, 500],
+        [5_400_000, 1_000, 1_500, 500],
       );
     });
 
@@ -116,8 +116,18 @@ describe("loadConfig() value rules", () => {
       assert.equal(load(config(undefined, { plugs: { timeout: "4s" } })).plugTimeoutMs, 4_000);
     });
 
-    it("rejects a notReadyTimeout of 0", () => {
-      assert.deepEqual(issuesOf(config(undefined, { powerOff: { notReadyTimeout: "0s" } })), ["powerOff.notReadyTimeout: must be more than 0"]);
+    it("refuses timings that would make the power-off meaningless: the pod and the cut in one pass", () => {
+      assert.deepEqual(issuesOf(config(undefined, { powerOff: { notReadyTimeout: "1ns", grace: "0" } })), [
+        "powerOff.notReadyTimeout: must be at least 10s: the OS needs time to shut down before the node goes NotReady",
+        "powerOff.grace: must be at least 1s",
+      ]);
+      assert.equal(load(config(undefined, { powerOff: { notReadyTimeout: "10s", grace: "1s" } })).pool.powerOff.notReadyTimeoutMs, 10_000);
+    });
+
+    it("keeps the power after a shutdown timeout unless told to cut", () => {
+      assert.equal(load(config()).pool.powerOff.onShutdownTimeout, "keep-power");
+      assert.equal(load(config(undefined, { powerOff: { onShutdownTimeout: "cut" } })).pool.powerOff.onShutdownTimeout, "cut");
+      assert.equal(issuesOf(config(undefined, { powerOff: { onShutdownTimeout: "yes" } })).length, 1);
     });
   });
 

@@ -13,6 +13,8 @@ const read = (name: string) => readFileSync(fixture(name), "utf8");
 
 const POWER_OFF_DEFAULTS = {
   notReadyTimeoutMs: 300_000,
+  onShutdownTimeout: "keep-power" as const,
+  maxPodAttempts: 3,
   graceMs: 120_000,
   standbyWatts: 5,
   standbyWindowMs: 20_000,
@@ -89,6 +91,8 @@ describe("loadConfig()", () => {
       assert.deepEqual(loaded.powerOffPod, { namespace: "power", image: "registry.example/tools:1.0" });
       assert.deepEqual(loaded.pool.powerOff, {
         notReadyTimeoutMs: 180_000,
+        onShutdownTimeout: "keep-power",
+        maxPodAttempts: 3,
         graceMs: 90_000,
         standbyWatts: 2.5,
         standbyWindowMs: 30_000,

@@ -1,6 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { PLANTS, runPlant } from "./run.ts";
+import { PLANTS } from "./plants.ts";
+import { runPlant } from "./run.ts";
 
 describe("planted bugs in the safety checks", () => {
   for (const plant of PLANTS) {
