@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import fc from "fast-check";
 import { createDigestSession, digestResponse, parseDigestChallenge } from "../../../src/adapters/esphome/digest-auth.ts";
 
 describe("digestResponse()", () => {
@@ -80,6 +81,52 @@ describe("parseDigestChallenge()", () => {
 
   it("returns undefined for a qop list without auth", () => {
     assert.equal(parseDigestChallenge('Digest realm="r", nonce="n", qop="auth-int"'), undefined);
+  });
+
+  it("returns undefined at once for a value longer than any device's challenge", () => {
+    const long = `Digest realm="r", nonce="n", opaque="${"o".repeat(3000)}"`;
+    assert.equal(parseDigestChallenge(long), undefined);
+  });
+
+  describe("with arbitrary text (fast-check)", () => {
+    // Pieces of challenges, so that the generated text often comes close to a real one.
+    const piece = fc.oneof(
+      fc.constantFrom("Digest ", "digest", "Basic ", "realm=", "nonce=", "qop=", "opaque=", "algorithm=", "stale=", '"', "\\", ",", " ", "=", "auth", "MD5", "SHA-256", "true"),
+      fc.string({ unit: "binary", maxLength: 20 }),
+    );
+    const param = fc
+      .tuple(fc.constantFrom("realm", "nonce", "qop", "opaque", "algorithm", "stale", "domain"), fc.string({ unit: "binary", maxLength: 40 }), fc.boolean())
+      .map(([name, value, quoted]) => `${name}=${quoted ? `"${value.replace(/["\\]/gu, "\\$&")}"` : value}`);
+    const challenge = fc
+      .tuple(fc.constantFrom("Digest ", "digest  ", 'Basic realm="x", Digest '), fc.array(param, { maxLength: 8 }), fc.constantFrom(", ", ",", " , "))
+      .map(([scheme, params, comma]) => `${scheme}realm="r"${comma}nonce="n"${comma}${params.join(comma)}`);
+    const texts = fc.oneof(
+      fc.string({ unit: "binary", maxLength: 3000 }),
+      fc.array(piece, { maxLength: 200 }).map((p) => p.join("")),
+      challenge,
+    );
+
+    it("never throws, answers a challenge it can use or nothing, and does bounded work", () => {
+      let runs = 0;
+      let parsed = 0;
+      let slowestMs = 0;
+      fc.assert(
+        fc.property(texts, (text) => {
+          runs += 1;
+          const start = performance.now();
+          const challenge = parseDigestChallenge(text);
+          slowestMs = Math.max(slowestMs, performance.now() - start);
+          if (challenge === undefined) return;
+          parsed += 1;
+          assert.equal(typeof challenge.realm, "string");
+          assert.equal(typeof challenge.nonce, "string");
+          assert.ok(["MD5", "MD5-sess", "SHA-256", "SHA-256-sess"].includes(challenge.algorithm));
+        }),
+        { numRuns: 5000 },
+      );
+      console.log(`fuzz (parseDigestChallenge): ${runs} runs, ${parsed} parsed as a challenge, slowest ${slowestMs.toFixed(2)} ms`);
+      assert.ok(slowestMs < 50, `one value took ${slowestMs} ms`);
+    });
   });
 });
 
