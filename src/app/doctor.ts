@@ -7,6 +7,7 @@ import { createEsphomePowerSwitch, type PlugProbe } from "../adapters/esphome/es
 import { apiserverReason, statusOf } from "../adapters/kubernetes/api-errors.ts";
 import { powerOffPodManifest } from "../adapters/kubernetes/power-off-pod.ts";
 import { TEMPLATE_SLICES_CONFIGMAP } from "../adapters/kubernetes/template-slices.ts";
+import { POWER_RECORDS_CONFIGMAP, recordKey } from "../adapters/kubernetes/power-records.ts";
 import type { AppConfig } from "./config.ts";
 import { checkRunningInstance } from "./doctor-running.ts";
 import { plugCredentialsFor } from "./plug-credentials.ts";
@@ -16,8 +17,8 @@ type Status = "ok" | "warn" | "FAIL";
 interface Row {
   readonly area: string;
   readonly subject: string;
-  readonly status: Status;
-  readonly detail: string;
+  status: Status;
+  detail: string;
 }
 
 export interface DoctorReport {
@@ -67,11 +68,13 @@ export async function doctor(config: AppConfig, deps: DoctorDeps): Promise<Docto
       detail: `${config.pool.groups.length} group(s), ${machines.length} machine(s); gRPC on ${config.listen.host}:${config.listen.port}${config.tls ? " (mTLS)" : ""}; credentials ${config.credentials ? "set" : "not set"}`,
     },
   ];
+  const poweredOn = new Set<string>();
   const [plugRows, clusterRows, runningRows] = await Promise.all([
-    checkPlugs(config, machines, deps),
+    checkPlugs(config, machines, deps, poweredOn),
     checkCluster(config, machines, deps.kubeConfig),
     checkRunningInstance(config),
   ]);
+  await markPoweredOutside(config, deps.kubeConfig, poweredOn, clusterRows);
   rows.push(...plugRows, ...clusterRows, ...runningRows);
   const ok = rows.every((r) => r.status !== "FAIL");
   return { ok, rows, text: render(rows, ok) };
@@ -83,13 +86,14 @@ function defaultProbe(config: AppConfig): (plug: PlugAddress) => Promise<PlugPro
   return (plug) => plugs.probe(plug);
 }
 
-async function checkPlugs(config: AppConfig, machines: readonly Machine[], deps: DoctorDeps): Promise<Row[]> {
+async function checkPlugs(config: AppConfig, machines: readonly Machine[], deps: DoctorDeps, poweredOn: Set<string>): Promise<Row[]> {
   const probe = deps.probe ?? defaultProbe(config);
   return Promise.all(
     machines.map(async (m): Promise<Row> => {
       const subject = `${m.name} (${m.plug.url} "${m.plug.switch}")`;
       try {
         const p = await probe(m.plug);
+        if (p.state === "on") poweredOn.add(m.name);
         const watts = p.watts === undefined ? "" : `, ${p.watts} W`;
         const detail = `${p.state}; entity by ${p.urlStyle === "name" ? "name (ESPHome 2026.1+)" : "object_id (before 2026.1)"}; auth ${p.auth}${watts}`;
         if (p.sensorError !== undefined) return { area: "plug", subject, status: "warn", detail: `${detail}; power sensor: ${p.sensorError}` };
@@ -188,11 +192,43 @@ async function checkNodes(config: AppConfig, kc: KubeConfig, machines: readonly 
       return { area: "cluster", subject, status: "FAIL", detail: `providerID is "${byName.spec?.providerID ?? ""}", expected "${expected}" (set providerIDPrefix or the kubelet's --provider-id)` };
     }
     const node = byProviderID ?? byName;
-    if (node === undefined) return { area: "cluster", subject, status: "ok", detail: "not registered (powered off or booting)" };
+    if (node === undefined) return { area: "cluster", subject, status: "ok", detail: NOT_REGISTERED };
     const ready = node.status?.conditions?.find((c) => c.type === "Ready")?.status === "True";
     const how = node === byProviderID ? "providerID" : "name (no providerID)";
     return { area: "cluster", subject, status: "ok", detail: `registered as ${node.metadata?.name ?? ""}, matched by ${how}, ${ready ? "Ready" : "NotReady"}` };
   });
+}
+
+const NOT_REGISTERED = "not registered (powered off or booting)";
+
+/**
+ * A plug that is on under no Node is booting only if plugpool switched it on (its record in the records
+ * ConfigMap); otherwise someone else powered the machine: plugpool leaves it alone, and doctor says so as a failure.
+ */
+async function markPoweredOutside(config: AppConfig, kc: KubeConfig, poweredOn: ReadonlySet<string>, rows: Row[]): Promise<void> {
+  const unregistered = rows.filter((r) => r.detail === NOT_REGISTERED && poweredOn.has(r.subject.slice("node ".length)));
+  if (unregistered.length === 0) return;
+  let data: Readonly<Record<string, string>> = {};
+  try {
+    const map = await kc.makeApiClient(CoreV1Api).readNamespacedConfigMap({ name: POWER_RECORDS_CONFIGMAP, namespace: config.powerOffPod.namespace });
+    data = map.data ?? {};
+  } catch (e) {
+    if (statusOf(e) !== 404) {
+      for (const row of unregistered) {
+        row.status = "warn";
+        row.detail = `plug on, no Node; plugpool's records could not be read: ${apiserverReason(e)}`;
+      }
+      return;
+    }
+  }
+  for (const row of unregistered) {
+    const machine = row.subject.slice("node ".length);
+    const recorded = data[recordKey("power-on", machine)] !== undefined;
+    row.status = recorded ? "ok" : "FAIL";
+    row.detail = recorded
+      ? "plug on, not registered yet: booting (switched on by plugpool)"
+      : "plug on with no Node and no record of plugpool switching it on: powered outside plugpool (by hand, or its Node registered under another name); plugpool never switches it off";
+  }
 }
 
 function render(rows: readonly Row[], ok: boolean): string {
