@@ -104,6 +104,17 @@ describe("doctor (emulated plugs, real apiserver)", () => {
     assert.match(rowOf(report, "worker-auth").detail, /rejected the credentials/);
   });
 
+  it("fails the plug that echoes the request back, without a byte of it in the report", async () => {
+    const plug = await emulator({ auth });
+    await plug.inject({ kind: "echo", withAuth: true });
+    const report = await check(configWith([node("worker-echo", { url: plug.url, switch: "Relay" })]));
+    const row = rowOf(report, "worker-echo");
+    assert.equal(row.status, "FAIL");
+    assert.match(row.detail, /answered without a switch state \(text\/plain, \d+ bytes\)$/);
+    const basic = Buffer.from(`${USERNAME}:${PASSWORD}`).toString("base64");
+    assert.ok(!report.text.includes(basic) && !JSON.stringify(report.rows).includes(basic), report.text);
+  });
+
   it("fails the plug whose switch entity does not exist", async () => {
     const report = await check(configWith([node("worker-typo", { url: modern.url, switch: "Relay 9" })]));
     assert.equal(report.ok, false);

@@ -334,6 +334,13 @@ describe("plug emulator", () => {
       await reader.cancel();
     });
 
+    it("limits a fault to requests that carry credentials", async (t) => {
+      const plug = await emulate(t, { auth: { type: "basic", username: "a", password: "b" } });
+      await plug.inject({ kind: "http500", withAuth: true });
+      assert.equal((await get(plug, "/switch/Relay")).status, 401);
+      assert.equal((await get(plug, "/switch/Relay", { headers: { authorization: basic("a", "b") } })).status, 500);
+    });
+
     it("flips a flapping relay by itself", async (t) => {
       const plug = await emulate(t);
       await plug.inject({ kind: "flap", everyMs: 10 });

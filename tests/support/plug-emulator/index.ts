@@ -56,11 +56,15 @@ export interface PlugEmulatorOptions {
   readonly onRequest?: (record: Readonly<CallRecord>) => void;
 }
 
-/** Faults of requests: for `times` requests (default: until cleared), optionally one domain or method only. */
+/**
+ * Faults of requests: for `times` requests (default: until cleared), optionally one domain or method only, or
+ * only requests that carry credentials (`withAuth`).
+ */
 interface RequestFaultScope {
   readonly times?: number;
   readonly domain?: "switch" | "sensor";
   readonly method?: "GET" | "POST";
+  readonly withAuth?: boolean;
 }
 export type Fault =
   | ({ readonly kind: "timeout" } & RequestFaultScope)
@@ -179,9 +183,12 @@ export async function startPlugEmulator(opts: PlugEmulatorOptions = {}): Promise
     res.end(body);
   }
 
-  function takeFault(method: string, path: string): RequestFault | undefined {
+  function takeFault({ method, path, auth }: CallRecord): RequestFault | undefined {
     const entry = faults.find(
-      ({ fault }) => (fault.domain === undefined || path.startsWith(`/${fault.domain}/`)) && (fault.method === undefined || fault.method === method),
+      ({ fault }) =>
+        (fault.domain === undefined || path.startsWith(`/${fault.domain}/`)) &&
+        (fault.method === undefined || fault.method === method) &&
+        (fault.withAuth !== true || auth !== "none"),
     );
     if (!entry) return undefined;
     entry.left -= 1;
@@ -214,7 +221,7 @@ export async function startPlugEmulator(opts: PlugEmulatorOptions = {}): Promise
 
   /** What the device does with a request: a reply, a streamed reply, closing the socket, or nothing at all. */
   async function answerFor(req: IncomingMessage, record: CallRecord): Promise<Reply | Streamed | "close" | "silence"> {
-    const fault = takeFault(record.method, record.path);
+    const fault = takeFault(record);
     if (fault?.kind === "timeout") return "silence";
     if (fault?.kind === "drop") return "close";
     if (fault?.kind === "slow") await sleep(fault.ms, undefined, { signal: lifetime.signal });
