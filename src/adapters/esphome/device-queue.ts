@@ -1,5 +1,5 @@
 // At most one request in flight per ESPHome device: the IDF httpd serves one request at a time and the
-// ESP8266 stack has crashed under parallel requests (reference/esphome-web-server.md §6). Devices are
+// ESP8266 stack has crashed under parallel requests (esphome/issues#5676). Devices are
 // independent of each other, so only requests to the same key wait.
 
 export interface DeviceQueue {

@@ -1,5 +1,5 @@
 // Where an entity lives in the web_server URL space, and which of its two spellings a device answers to
-// (reference/esphome-web-server.md §1.2–§1.3).
+// (https://esphome.io/web-api/; names since ESPHome 2026.1, object_id URLs removed in 2026.7).
 
 /** How the entity is written in the URL: its configured name (2026.1+) or its object_id (≤ 2026.6). */
 export type UrlStyle = "name" | "object_id";

@@ -1,4 +1,4 @@
-// PowerSwitch over the ESPHome web_server REST API (SPEC §8, §10; https://esphome.io/web-api/).
+// PowerSwitch over the ESPHome web_server REST API (https://esphome.io/web-api/).
 import { setTimeout as sleep } from "node:timers/promises";
 import { PlugpoolError } from "../../domain/errors.ts";
 import type { PlugAddress, PlugReading } from "../../domain/model.ts";

@@ -1,4 +1,4 @@
-// The plug emulator itself: it must behave as reference/esphome-web-server.md says, or the adapter
+// The plug emulator itself: it must behave as ESPHome's web_server does, or the adapter
 // tests prove nothing.
 import assert from "node:assert/strict";
 import { connect } from "node:net";

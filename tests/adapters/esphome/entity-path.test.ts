@@ -3,7 +3,7 @@ import { describe, it } from "node:test";
 import { createUrlStyleMemory, entityPath, objectIdOf } from "../../../src/adapters/esphome/entity-path.ts";
 
 describe("objectIdOf()", () => {
-  // The examples of reference/esphome-web-server.md §1.2.
+  // The examples of ESPHome's object_id derivation (sanitize(snake_case(name))).
   it("lower-cases a plain name", () => {
     assert.equal(objectIdOf("Relay"), "relay");
   });

@@ -10,7 +10,7 @@ type AuthProfile = "none" | "basic" | "digest";
 const PROFILES: { version: Version; platform: Platform; auth: AuthProfile }[] = [];
 for (const version of ["2025.12", "2026.1", "2026.7"] as const) {
   for (const platform of ["esp32", "esp8266"] as const) {
-    // `auth.type: digest` exists from 2026.7 only (reference/esphome-web-server.md §4.1).
+    // `auth.type: digest` exists from 2026.7 only.
     for (const auth of version === "2026.7" ? (["none", "basic", "digest"] as const) : (["none", "basic"] as const)) {
       PROFILES.push({ version, platform, auth });
     }

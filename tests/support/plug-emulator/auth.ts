@@ -1,4 +1,4 @@
-// web_server `auth:` as each backend and version enforces it (reference/esphome-web-server.md §4.1).
+// web_server `auth:` as each backend and version enforces it.
 // Written independently of the adapter's digest code, so the two check each other.
 import { createHash, randomBytes } from "node:crypto";
 import type { IncomingMessage } from "node:http";
@@ -25,7 +25,7 @@ export interface AuthGate {
 }
 
 const REALM = "Login Required";
-const NONCE_SLOTS = 8; // IDF digest keeps 8 nonces (§4.1)
+const NONCE_SLOTS = 8; // IDF digest keeps 8 nonces
 const NONCE_LIFETIME_MS = 5 * 60_000;
 const REPLAY_WINDOW = 64;
 // ESP8266 libb64 inserts a newline every 72 output characters, so Basic fails from 54 bytes of user:pass.
@@ -59,7 +59,7 @@ export function createAuthGate(config: AuthConfig | undefined, version: Version,
     throw new Error(`auth type "digest" does not exist before ESPHome 2026.7 (asked for ${version})`);
   }
   const typed = version === "2026.7";
-  // Which schemes the device accepts and which it asks for (§4.1 behaviour matrix).
+  // Which schemes the device accepts and which it asks for.
   const acceptsBasic = !(platform === "esp32" && config.type === "digest");
   const acceptsDigest = platform === "esp8266" ? !(typed && config.type === "basic") : typed && config.type === "digest";
   const challengesDigest = acceptsDigest;

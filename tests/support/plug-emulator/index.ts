@@ -1,23 +1,24 @@
 /**
  * plug-emulator — one ESPHome device with `web_server`, as a node:http server on 127.0.0.1 (port 0).
- * Every behaviour below follows reference/esphome-web-server.md (section numbers in brackets).
+ * Every behaviour below follows ESPHome's web_server and web_server_idf sources, the ESPAsyncWebServer
+ * library and the web API docs (https://esphome.io/web-api/).
  *
  * Emulated:
- * - Version profiles [§1.2, §2.1]: "2025.12" object_id URLs only (GET on an action URL executes it,
+ * - Version profiles: "2025.12" object_id URLs only (GET on an action URL executes it,
  *   trailing slash on GET reads the state, IDF does not URL-decode); "2026.1" names with object_id
  *   fallback (logged as a deprecation warning, see `warnings`) and `name_id` + legacy `id` in JSON
  *   (the 2026.1.3 – 2026.6 shape); "2026.7" names only. 2026.x: empty or surplus segments → 404
  *   `Not Found`, a two-segment GET is read as sub-device/entity (none exist here) → 404.
- * - Platform profiles [§2.3, §3, §6]: "esp32" (IDF backend): keep-alive, 405 for methods other than
+ * - Platform profiles: "esp32" (IDF backend): keep-alive, 405 for methods other than
  *   GET/POST/OPTIONS, 411 for a POST without Content-Length, socket closed without an answer for
  *   paths no handler claims, one request served at a time. "esp8266" (async backend): `Connection:
  *   close` on every answer, 404 `Not found` for other methods and unknown paths, requests not queued.
- * - Auth [§4.1]: none, or `{type, username, password}` with each backend's accepted schemes and
+ * - Auth: none, or `{type, username, password}` with each backend's accepted schemes and
  *   challenge strings, including IDF Digest nonce slots (8, 5 min), the nc replay check, the uri
  *   check, `stale=true`, and the async backend's Basic failure from 54 bytes of `user:pass`.
- * - Several switches (multi-relay strips), each with `restore_mode` [§7.1] and an optional power
+ * - Several switches (multi-relay strips), each with `restore_mode` and an optional power
  *   sensor (`/sensor/<name>`, watts follow the relay or an attached machine).
- * - 200 means queued [§3]: an action applies `switchDelayMs` after the answer; publish deduplicates.
+ * - 200 means queued: an action applies `switchDelayMs` after the answer; publish deduplicates.
  * - Faults at run time (`inject`): timeout (accepts, never answers), slow (answers after `ms`),
  *   http500, drop (destroys the socket), flap (relay flips by itself), reboot (drops connections,
  *   refuses them for `bootMs`, outputs drop then restore_mode applies; `powerLoss` on esp8266 also
@@ -307,7 +308,7 @@ export async function startPlugEmulator(opts: PlugEmulatorOptions = {}): Promise
       await handle(req, res, record).catch(() => req.socket.destroy());
       await closed;
     };
-    // The IDF httpd is one task: it serves requests strictly one after another (§6.1).
+    // The IDF httpd is one task: it serves requests strictly one after another.
     if (platform === "esp32") serial = serial.then(run);
     else void run();
   });

@@ -1,7 +1,7 @@
 // The relays (switch entities) of one emulated device, their power sensors and what they power.
-// Behaviour follows reference/esphome-web-server.md §7: restore modes, deferred actions, reboots.
+// Behaviour follows ESPHome's switch and gpio switch components: restore modes, deferred actions, reboots.
 
-/** ESPHome `switch: restore_mode:` values (§7.1). The ESPHome default is ALWAYS_OFF. */
+/** ESPHome `switch: restore_mode:` values. The ESPHome default is ALWAYS_OFF. */
 export type RestoreMode =
   | "ALWAYS_OFF"
   | "ALWAYS_ON"
@@ -37,7 +37,7 @@ export interface Relay {
   machine: AttachedMachine | undefined;
 }
 
-/** What `restore_mode` gives at boot, from the saved state (§7.1; DISABLED counts as OFF on a GPIO switch). */
+/** What `restore_mode` gives at boot, from the saved state (DISABLED counts as OFF on a GPIO switch). */
 export function bootState(mode: RestoreMode, saved: boolean | undefined): boolean {
   switch (mode) {
     case "ALWAYS_OFF":

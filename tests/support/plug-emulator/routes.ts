@@ -1,5 +1,5 @@
 // How web_server maps a request to an entity and an answer, by version and backend
-// (reference/esphome-web-server.md §1–§3). Pure: the server in index.ts does the I/O.
+// (https://esphome.io/web-api/). Pure: the server in index.ts does the I/O.
 import type { Platform, Version } from "./auth.ts";
 import type { Relay, RelayBank } from "./relays.ts";
 
@@ -101,7 +101,7 @@ export function route(
   return { kind: "not-found" };
 }
 
-/** The JSON id fields of an entity for this version (§2.1). */
+/** The JSON id fields of an entity for this version (`name_id` from 2026.1.3, esphome#13535). */
 export function idFields(domain: "switch" | "sensor", name: string, version: Version): Record<string, string> {
   const legacy = `${domain}-${emulatedObjectId(name)}`;
   return version === "2025.12" ? { id: legacy } : { name_id: `${domain}/${name}`, id: legacy };
