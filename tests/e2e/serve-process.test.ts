@@ -78,7 +78,9 @@ describe("plugpool serve (as a process)", () => {
     assert.equal((await client.call("nodeGroupIncreaseSize", { id: "workers", delta: 1 })).error, undefined);
     client.close();
     assert.equal(plug.state("Relay"), true);
-    assert.ok(plug.calls.every((c) => c.auth === "basic"));
+    // The first request carries no credentials; the device's 401 asks for Basic, sent up front from then on.
+    assert.deepEqual(plug.calls.slice(0, 2).map((c) => [c.auth, c.status]), [["none", 401], ["basic", 200]]);
+    assert.ok(plug.calls.slice(1).every((c) => c.auth === "basic"));
   });
 
   it("stops cleanly on SIGTERM and never logs the plug password", async () => {
