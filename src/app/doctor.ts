@@ -6,7 +6,7 @@ import type { Machine, PlugAddress } from "../domain/index.ts";
 import { createEsphomePowerSwitch, type PlugProbe } from "../adapters/esphome/esphome-power-switch.ts";
 import { apiserverReason, statusOf } from "../adapters/kubernetes/api-errors.ts";
 import { powerOffPodManifest } from "../adapters/kubernetes/power-off-pod.ts";
-import { TEMPLATE_SLICES_CONFIGMAP } from "../adapters/kubernetes/template-slices.ts";
+import { requiredAccess } from "../adapters/kubernetes/access.ts";
 import { POWER_RECORDS_CONFIGMAP, recordKey } from "../adapters/kubernetes/power-records.ts";
 import type { AppConfig } from "./config.ts";
 import { checkRunningInstance } from "./doctor-running.ts";
@@ -34,29 +34,7 @@ export interface DoctorDeps {
   readonly probe?: (plug: PlugAddress) => Promise<PlugProbe>;
 }
 
-interface Access {
-  readonly verb: string;
-  readonly resource: string;
-  readonly group?: string;
-  /** Absent: cluster-wide. */
-  readonly namespace?: string;
-  /** Absent: any object; rules limited by resourceNames grant only the named one. */
-  readonly name?: string;
-}
 
-/** Every call plugpool's Kubernetes adapters make, as SelfSubjectAccessReview attributes. */
-function requiredAccess(namespace: string): Access[] {
-  const each = (verbs: readonly string[], rest: Omit<Access, "verb">): Access[] => verbs.map((verb) => ({ verb, ...rest }));
-  return [
-    ...each(["get", "list", "watch", "patch", "delete"], { resource: "nodes" }),
-    ...each(["list", "watch"], { resource: "resourceslices", group: "resource.k8s.io" }),
-    // Node Events live in `default`.
-    ...each(["create", "patch"], { resource: "events", namespace: "default" }),
-    ...each(["create", "get", "list", "watch", "delete"], { resource: "pods", namespace }),
-    { verb: "create", resource: "configmaps", namespace },
-    ...each(["get", "list", "watch", "update"], { resource: "configmaps", namespace, name: TEMPLATE_SLICES_CONFIGMAP }),
-  ];
-}
 
 export async function doctor(config: AppConfig, deps: DoctorDeps): Promise<DoctorReport> {
   const machines = config.pool.groups.flatMap((g) => g.machines);

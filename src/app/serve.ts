@@ -53,7 +53,8 @@ export async function serve(config: AppConfig, deps: ServeDeps): Promise<Served>
     },
   });
   metrics.observeView(() => view.current());
-  let loop: PowerOffLoop | undefined;
+  // The runner starts after the ops server; /healthz asks it once it exists.
+  const started: { runner?: PowerOffLoop } = {};
   const ops = await startOpsServer({
     host: config.opsListen.host,
     port: config.opsListen.port,
@@ -64,7 +65,7 @@ export async function serve(config: AppConfig, deps: ServeDeps): Promise<Served>
       ...(view.synced() && !view.current() ? ["cluster view not current"] : []),
       ...(grpcServing ? [] : ["gRPC not serving"]),
     ],
-    liveness: () => (loop === undefined ? [] : powerOffLoopLiveness(loop, clock.now())),
+    liveness: () => (started.runner === undefined ? [] : powerOffLoopLiveness(started.runner, clock.now())),
   });
   logger.info("starting", { version: deps.version, machines: machines.length, groups: config.pool.groups.length });
 
@@ -127,7 +128,7 @@ export async function serve(config: AppConfig, deps: ServeDeps): Promise<Served>
     ...(config.tls.clientNames && { clientNames: config.tls.clientNames }),
   };
   const runner = startPowerOffLoop(pool, logger, clock);
-  loop = runner;
+  started.runner = runner;
   wake = () => {
     runner.wake();
   };

@@ -65,7 +65,7 @@ export async function deleteNodes(
       failed.set(m.name, `recording the power-off: ${messageOf(e)}`);
     }),
   );
-  let failure: unknown;
+  let failure: Error | undefined;
   try {
     await untilAborted(Promise.all(recorded), signal);
     if (failed.size > 0) {
@@ -75,7 +75,7 @@ export async function deleteNodes(
     await cutUnregistered(ctx, toCut, what, options);
     if (signal?.aborted === true) throw cancelled(signal);
   } catch (e) {
-    failure = e;
+    failure = e instanceof Error ? e : new PlugpoolError("internal", `${what}: ${String(e)}`);
   }
   if (failure !== undefined) {
     // Nothing may start from a call that failed towards cluster-autoscaler: undo every record it made.
