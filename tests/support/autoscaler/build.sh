@@ -35,7 +35,16 @@ cd "$here"
 # cluster-autoscaler module cut down to what this build compiles. Used whenever no clone is named.
 archive="${PLUGPOOL_AUTOSCALER_ARCHIVE:-$here/../../../../shared/vendor/cluster-autoscaler-1.36.1-externalgrpc-src.tar.gz}"
 
+# Points the two modules at the source in $1 through a copy of go.mod (-modfile reads the go.sum beside it).
 modflags=()
+use_source() {
+  local modfile="$1/tool.mod"
+  cp go.mod "$modfile"
+  cp go.sum "$1/tool.sum"
+  go mod edit -replace="$module=$1/cluster-autoscaler" -replace="$module/apis=$1/cluster-autoscaler/apis" "$modfile"
+  modflags=(-modfile="$modfile")
+}
+
 if [ -z "${PLUGPOOL_AUTOSCALER_GIT:-}" ] && [ -f "$archive" ]; then
   src="$cache/src/autoscaler-archive-$commit"
   if [ ! -d "$src/cluster-autoscaler" ]; then
@@ -44,11 +53,7 @@ if [ -z "${PLUGPOOL_AUTOSCALER_GIT:-}" ] && [ -f "$archive" ]; then
     tar -xzf "$archive" -C "$src.tmp" --strip-components=1
     mv "$src.tmp" "$src"
   fi
-  modfile="$src/tool.mod"
-  cp go.mod "$modfile"
-  cp go.sum "$src/tool.sum"
-  go mod edit -replace="$module=$src/cluster-autoscaler" -replace="$module/apis=$src/cluster-autoscaler/apis" "$modfile"
-  modflags=(-modfile="$modfile")
+  use_source "$src"
   echo "cluster-autoscaler $version: source from $archive" >&2
 elif [ -n "${PLUGPOOL_AUTOSCALER_GIT:-}" ]; then
   src="$cache/src/autoscaler-$commit"
@@ -62,12 +67,7 @@ elif [ -n "${PLUGPOOL_AUTOSCALER_GIT:-}" ]; then
     git -C "$PLUGPOOL_AUTOSCALER_GIT" archive "$commit" cluster-autoscaler | tar -x -C "$src.tmp"
     mv "$src.tmp" "$src"
   fi
-  # A copy of go.mod that points the two modules at the export; -modfile reads the go.sum beside it.
-  modfile="$src/tool.mod"
-  cp go.mod "$modfile"
-  cp go.sum "$src/tool.sum"
-  go mod edit -replace="$module=$src/cluster-autoscaler" -replace="$module/apis=$src/cluster-autoscaler/apis" "$modfile"
-  modflags=(-modfile="$modfile")
+  use_source "$src"
   echo "cluster-autoscaler $version: source from $PLUGPOOL_AUTOSCALER_GIT" >&2
 fi
 
