@@ -1,0 +1,234 @@
+// The soak's faults, one at a time at random: plugs that die, slow down or flap; plugpool killed and restarted; the
+// apiserver restarted; and an operator's hand: a machine switched on at its plug, CA's taint removed from a node
+// being powered off, a running machine's Node deleted (its kubelet restarted half a minute to two minutes later).
+import { setTimeout as sleep } from "node:timers/promises";
+import { ApiException, CoreV1Api, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
+import type { Observer } from "./observer.ts";
+import { TO_BE_DELETED } from "./observer.ts";
+import type { Random } from "./prng.ts";
+import { SWITCH, type Site } from "./site.ts";
+
+export const FAULT_KINDS = [
+  "plug-dead",
+  "plug-slow",
+  "plug-flapping",
+  "plugpool-killed",
+  "apiserver-restarted",
+  "powered-on-by-hand",
+  "taint-removed-by-hand",
+  "node-deleted-by-hand",
+] as const;
+export type FaultKind = (typeof FAULT_KINDS)[number];
+
+const MERGE = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
+/** How long an armed taint removal waits for a power-off to interrupt. */
+const TAINT_REMOVAL_WAIT_MS = 90_000;
+
+export interface Faults {
+  /** Injects one fault chosen at random (or arms it); resolves with what was done, or why nothing was. */
+  inject(): Promise<string>;
+  /** Faults injected so far, by kind. */
+  counts(): Readonly<Record<FaultKind, number>>;
+  /** Whether plugpool is down on purpose (killed, not yet restarted). */
+  plugpoolDown(): boolean;
+  /** Ends every fault still in effect: plugs healed, plugpool running, deleted Nodes' kubelets restarted. */
+  end(): Promise<void>;
+}
+
+interface Pending {
+  readonly timer: NodeJS.Timeout;
+  readonly finish: () => Promise<void>;
+}
+
+export function createFaults(site: Site, observer: Observer, random: Random, log: (message: string) => void): Faults {
+  const core = site.admin.makeApiClient(CoreV1Api);
+  const counts = Object.fromEntries(FAULT_KINDS.map((k) => [k, 0])) as Record<FaultKind, number>;
+  /** Plugs with a fault in effect: one fault per plug at a time. */
+  const busy = new Set<string>();
+  const pending = new Set<Pending>();
+  let plugpoolDown = false;
+  let restarting = false;
+  let armed: Promise<void> | undefined;
+  let ending = false;
+
+  const count = (kind: FaultKind, what: string): string => {
+    counts[kind] += 1;
+    return `${kind}: ${what}`;
+  };
+
+  /** Runs `finish` after `ms`, or at once when the soak ends. */
+  const later = (ms: number, finish: () => Promise<void>): void => {
+    const entry: Pending = {
+      timer: setTimeout(() => {
+        pending.delete(entry);
+        finish().catch((error: unknown) => { log(`fault end failed: ${String(error)}`); });
+      }, ms),
+      finish,
+    };
+    pending.add(entry);
+  };
+
+  const freePlugs = (): string[] => site.machines.filter((m) => !busy.has(m));
+
+  async function plugFault(kind: "plug-dead" | "plug-slow" | "plug-flapping"): Promise<string> {
+    const free = freePlugs();
+    if (free.length === 0) return `${kind}: every plug already has a fault`;
+    const machine = random.pick(free);
+    const plug = site.plug(machine);
+    let what: string;
+    let ms: number;
+    if (kind === "plug-dead") {
+      const silent = random.chance(0.5);
+      ms = random.int(10_000, 30_000);
+      await plug.inject(silent ? { kind: "timeout" } : { kind: "down" });
+      what = `${machine}'s plug ${silent ? "never answers" : "refuses connections"} for ${(ms / 1000).toFixed(1)} s`;
+    } else if (kind === "plug-slow") {
+      const delay = random.int(300, 1500);
+      ms = random.int(10_000, 30_000);
+      await plug.inject({ kind: "slow", ms: delay });
+      what = `${machine}'s plug answers after ${delay} ms for ${(ms / 1000).toFixed(1)} s`;
+    } else {
+      const every = random.int(1500, 4000);
+      ms = random.int(4_000, 12_000);
+      await plug.inject({ kind: "flap", everyMs: every });
+      what = `${machine}'s relay flips by itself every ${every} ms for ${(ms / 1000).toFixed(1)} s`;
+    }
+    busy.add(machine);
+    later(ms, async () => {
+      await plug.clearFaults();
+      busy.delete(machine);
+      log(`${kind} over: ${machine}'s plug healthy (relay ${plug.state(SWITCH) ? "on" : "off"})`);
+    });
+    return count(kind, what);
+  }
+
+  async function killPlugpool(): Promise<string> {
+    if (plugpoolDown) return "plugpool-killed: already down";
+    const downMs = random.int(1000, 10_000);
+    plugpoolDown = true;
+    await site.plugpool.kill();
+    later(downMs, startPlugpool);
+    return count("plugpool-killed", `SIGKILL, restarted after ${(downMs / 1000).toFixed(1)} s`);
+  }
+
+  async function startPlugpool(): Promise<void> {
+    try {
+      await site.plugpool.start();
+      log("plugpool restarted and ready");
+    } finally {
+      // Started or not, it is no longer down on purpose: the soak's supervisor takes over if it is not running.
+      plugpoolDown = false;
+    }
+  }
+
+  async function restartApiServer(): Promise<string> {
+    if (restarting) return "apiserver-restarted: already restarting";
+    restarting = true;
+    try {
+      const started = performance.now();
+      await site.plane.restartApiServer();
+      return count("apiserver-restarted", `back after ${((performance.now() - started) / 1000).toFixed(1)} s`);
+    } finally {
+      restarting = false;
+    }
+  }
+
+  function powerOnByHand(): string {
+    const candidates = freePlugs().filter((m) => !site.plug(m).state(SWITCH) && !observer.claimed(m));
+    if (candidates.length === 0) return "powered-on-by-hand: no machine is off";
+    const machine = random.pick(candidates);
+    site.plug(machine).setState(SWITCH, true);
+    return count("powered-on-by-hand", `${machine}'s plug switched on at the device`);
+  }
+
+  /** Takes CA's taint off the Node as an operator would; false when it no longer has it. */
+  async function removeTaint(node: string): Promise<boolean> {
+    for (let attempt = 1; attempt <= 5; attempt++) {
+      const current = await core.readNode({ name: node });
+      const taints = current.spec?.taints ?? [];
+      if (!taints.some((t) => t.key === TO_BE_DELETED)) return false;
+      // The resourceVersion makes the merge patch fail on a conflict rather than undo another change.
+      const body = { metadata: { resourceVersion: current.metadata?.resourceVersion }, spec: { taints: taints.filter((t) => t.key !== TO_BE_DELETED) } };
+      try {
+        await core.patchNode({ name: node, body }, MERGE);
+        observer.taintRemoved(node);
+        return true;
+      } catch (error) {
+        if (!(error instanceof ApiException && error.code === 409)) throw error;
+      }
+    }
+    return false;
+  }
+
+  function armTaintRemoval(): string {
+    if (armed !== undefined) return "taint-removed-by-hand: already waiting for a power-off";
+    const delayMs = random.int(0, 2500);
+    const deadline = performance.now() + TAINT_REMOVAL_WAIT_MS;
+    armed = (async () => {
+      while (!ending && performance.now() < deadline) {
+        const target = observer.nodes().find((n) => n.tainted && n.marked);
+        if (target !== undefined) {
+          await sleep(delayMs);
+          if (await removeTaint(target.name)) {
+            log(count("taint-removed-by-hand", `${TO_BE_DELETED} removed from ${target.name} ${delayMs} ms into its power-off`));
+          } else {
+            log(`taint-removed-by-hand: ${target.name} lost its taint before the operator got to it`);
+          }
+          return;
+        }
+        await sleep(200);
+      }
+      log("taint-removed-by-hand: no power-off to interrupt");
+    })()
+      .catch((error: unknown) => { log(`taint-removed-by-hand failed: ${String(error)}`); })
+      .finally(() => { armed = undefined; });
+    return `taint-removed-by-hand: armed, for the next power-off, ${delayMs} ms into it`;
+  }
+
+  async function deleteNodeByHand(): Promise<string> {
+    const candidates = observer.nodes().filter((n) => n.ready && !n.tainted && !n.marked && site.machines.includes(n.name));
+    if (candidates.length === 0) return "node-deleted-by-hand: no Ready node to delete";
+    const { name } = random.pick(candidates);
+    const restartMs = random.int(30_000, 120_000);
+    await core.deleteNode({ name });
+    later(restartMs, () => {
+      site.simulator.restartKubelet(name);
+      log(`node-deleted-by-hand over: ${name}'s kubelet restarted`);
+      return Promise.resolve();
+    });
+    return count("node-deleted-by-hand", `Node ${name} deleted under its running kubelet, which restarts in ${(restartMs / 1000).toFixed(0)} s`);
+  }
+
+  return {
+    inject: async () => {
+      const kind = random.pick(FAULT_KINDS);
+      switch (kind) {
+        case "plug-dead":
+        case "plug-slow":
+        case "plug-flapping":
+          return plugFault(kind);
+        case "plugpool-killed":
+          return killPlugpool();
+        case "apiserver-restarted":
+          return restartApiServer();
+        case "powered-on-by-hand":
+          return powerOnByHand();
+        case "taint-removed-by-hand":
+          return armTaintRemoval();
+        case "node-deleted-by-hand":
+          return deleteNodeByHand();
+      }
+    },
+    counts: () => counts,
+    plugpoolDown: () => plugpoolDown,
+    end: async () => {
+      ending = true;
+      await armed;
+      for (const entry of [...pending]) {
+        clearTimeout(entry.timer);
+        pending.delete(entry);
+        await entry.finish().catch((error: unknown) => { log(`fault end failed: ${String(error)}`); });
+      }
+    },
+  };
+}

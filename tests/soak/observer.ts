@@ -1,0 +1,329 @@
+// The soak's independent observer. It knows nothing of plugpool's code: it sees the plugs (every request as it
+// reaches a device, and the relays' state) and the cluster (Node and power-off pod watches as admin, plugpool's
+// power-on records and its PoweredOutside Events), and records a violation whenever the outside world shows one
+// of these:
+// - a switch-off reached the plug of a machine whose Node was Ready and without CA's ToBeDeleted taint;
+// - a switch-off reached the plug of a machine that was on without a Node and without plugpool's record of
+//   powering it on (powered outside plugpool: never plugpool's to cut);
+// - a power-off pod was created on a Node without that taint;
+// - a machine stayed on without a Node, without plugpool's record of powering it on and without a PoweredOutside
+//   Event about it (out of everyone's view) for longer than OUT_OF_VIEW_MS;
+// - a power-off (plugpool's mark on a Node, or its power-off pod on a Node still tainted) lasted longer than
+//   STUCK_MS.
+import { CoreV1Api, makeInformer, type CoreV1Event, type KubeConfig, type V1Node, type V1Pod } from "@kubernetes/client-node";
+import type { CallRecord, EmulatedPlug } from "../support/plug-emulator/index.ts";
+import { NOT_READY_TIMEOUT_MS, GRACE_MS, POWER_OFF_NAMESPACE, PREFIX, PROVISION_MS, SWITCH } from "./site.ts";
+
+export const TO_BE_DELETED = "ToBeDeletedByClusterAutoscaler";
+export const POWER_OFF_MARK = "plugpool.io/power-off-started-at";
+const RECORDS_CONFIGMAP = "plugpool-records";
+const POWER_ON_KEY = "power-on.";
+
+/**
+ * How long a fresh change may take to reach the observer's watches, or a check right before an act may precede
+ * it: a taint removed less than this before a switch-off or a pod creation is a race, not a violation.
+ */
+const SLACK_MS = 1_000;
+/**
+ * How long after plugpool's last sign of having powered a machine on (its record, read every second, or its
+ * switch-on request) a switch-off is still taken for plugpool's own.
+ */
+const RECORD_SLACK_MS = 3_000;
+/** How much older than the episode a PoweredOutside Event may look (its timestamps have whole seconds). */
+const EVENT_SLACK_MS = 5_000;
+/** Longest a machine may be on without a Node and out of everyone's view (plugpool reads plugs every CA loop). */
+export const OUT_OF_VIEW_MS = 60_000;
+/** Longest a power-off may take: its own bounds, plus room for plug faults, restarts and an apiserver restart. */
+export const STUCK_MS = NOT_READY_TIMEOUT_MS + GRACE_MS + PROVISION_MS + 120_000;
+
+export type ViolationKind =
+  | "unsafe-switch-off"
+  | "switch-off-powered-outside"
+  | "power-off-pod-on-untainted-node"
+  | "machine-out-of-view"
+  | "power-off-stuck";
+
+export interface Violation {
+  /** Wall-clock time it was seen (epoch ms). */
+  readonly at: number;
+  readonly kind: ViolationKind;
+  readonly detail: string;
+}
+
+interface NodeState {
+  readonly name: string;
+  providerID: string;
+  ready: boolean;
+  tainted: boolean;
+  /** Since when (epoch ms) the Node has been without CA's taint, as far as the observer knows. */
+  untaintedSince: number;
+  /** Since when plugpool's power-off mark has been on it; undefined without the mark. */
+  markedSince: number | undefined;
+}
+
+interface PodState {
+  readonly name: string;
+  readonly node: string;
+  readonly firstSeen: number;
+}
+
+export interface ObserverStats {
+  /** turn_on requests that reached a plug whose relay was off. */
+  readonly powerOns: number;
+  /** turn_off requests that reached a plug whose relay was on. */
+  readonly powerOffs: number;
+  readonly powerOffPods: number;
+}
+
+export interface NodeInfo {
+  readonly name: string;
+  readonly ready: boolean;
+  readonly tainted: boolean;
+  readonly marked: boolean;
+}
+
+export interface Observer {
+  /** Wired to every plug: called as a request reaches `machine`'s plug, before the plug acts on it. */
+  onPlugRequest(machine: string, record: Readonly<CallRecord>): void;
+  /** Starts the watches; the plugs are looked up through `plug`. */
+  start(admin: KubeConfig, plug: (machine: string) => EmulatedPlug): Promise<void>;
+  /** The fault injector took the taint off `node`: known at once, before the watch reports it. */
+  taintRemoved(node: string): void;
+  /** The Nodes as the observer sees them now. */
+  nodes(): readonly NodeInfo[];
+  /** The machines a Node claims (by name or providerID). */
+  claimed(machine: string): boolean;
+  violations(): readonly Violation[];
+  /** Things worth telling that are not violations. */
+  notes(): readonly string[];
+  stats(): ObserverStats;
+  stop(): Promise<void>;
+}
+
+export function createObserver(machines: readonly string[], log: (message: string) => void): Observer {
+  const nodes = new Map<string, NodeState>();
+  const pods = new Map<string, PodState>();
+  const violations: Violation[] = [];
+  const notes: string[] = [];
+  const reported = new Set<string>();
+  let plugOf: ((machine: string) => EmulatedPlug) | undefined;
+  let records = new Set<string>();
+  /** When (epoch ms) plugpool last showed it had powered each machine on: its record seen, or its switch-on request. */
+  const poweredByPlugpool = new Map<string, number>();
+  /** The latest PoweredOutside Event time (epoch ms) per machine. */
+  const poweredOutside = new Map<string, number>();
+  /** Since when each machine has been on without a Node and without a power-on record. */
+  const unseenSince = new Map<string, number>();
+  let stats = { powerOns: 0, powerOffs: 0, powerOffPods: 0 };
+  let stopped = false;
+  const informers: { stop(): Promise<void> }[] = [];
+  let ticker: NodeJS.Timeout | undefined;
+  let ticking: Promise<void> = Promise.resolve();
+
+  const violation = (kind: ViolationKind, key: string, detail: string): void => {
+    if (reported.has(`${kind}/${key}`)) return;
+    reported.add(`${kind}/${key}`);
+    violations.push({ at: Date.now(), kind, detail });
+    log(`VIOLATION ${kind}: ${detail}`);
+  };
+
+  const claiming = (machine: string): NodeState[] =>
+    [...nodes.values()].filter((n) => n.name === machine || n.providerID === PREFIX + machine);
+
+  const describe = (n: NodeState, now: number): string =>
+    `Node ${n.name} ${n.ready ? "Ready" : "NotReady"}, without ${TO_BE_DELETED} for ${((now - n.untaintedSince) / 1000).toFixed(1)} s`;
+
+  function onPlugRequest(machine: string, record: Readonly<CallRecord>): void {
+    try {
+      checkPlugRequest(machine, record);
+    } catch (error) {
+      log(`observer failed on a request to ${machine}'s plug: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
+    }
+  }
+
+  function checkPlugRequest(machine: string, record: Readonly<CallRecord>): void {
+    const action = /^\/switch\/[^/?]+\/(turn_on|turn_off|toggle)(\?|$)/.exec(record.path)?.[1];
+    if (action === undefined) return;
+    const relayOn = plugOf?.(machine).state(SWITCH);
+    const now = Date.now();
+    if (action === "turn_on") {
+      poweredByPlugpool.set(machine, now);
+      if (relayOn === false) stats = { ...stats, powerOns: stats.powerOns + 1 };
+      return;
+    }
+    if (relayOn === true) stats = { ...stats, powerOffs: stats.powerOffs + 1 };
+    const nodesOfMachine = claiming(machine);
+    if (relayOn === true && nodesOfMachine.length === 0 && now - (poweredByPlugpool.get(machine) ?? 0) > RECORD_SLACK_MS) {
+      violation("switch-off-powered-outside", `${machine}/${now}`,
+        `${record.method} ${record.path} reached ${machine}'s plug while it was on without a Node and without a power-on record`);
+    }
+    for (const n of nodesOfMachine) {
+      if (n.tainted || now - n.untaintedSince <= SLACK_MS) continue;
+      if (n.ready) {
+        violation("unsafe-switch-off", `${machine}/${now}`, `${record.method} ${record.path} reached ${machine}'s plug while ${describe(n, now)}`);
+      } else {
+        notes.push(`a switch-off reached ${machine}'s plug while ${describe(n, now)}`);
+        log(`note: a switch-off reached ${machine}'s plug while ${describe(n, now)}`);
+      }
+    }
+  }
+
+  function onNode(node: V1Node): void {
+    const name = node.metadata?.name ?? "";
+    const now = Date.now();
+    const ready = node.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") === true;
+    const tainted = node.spec?.taints?.some((t) => t.key === TO_BE_DELETED) === true;
+    const marked = node.metadata?.annotations?.[POWER_OFF_MARK] !== undefined;
+    const known = nodes.get(name);
+    if (known === undefined) {
+      nodes.set(name, { name, providerID: node.spec?.providerID ?? "", ready, tainted, untaintedSince: now, markedSince: marked ? now : undefined });
+      return;
+    }
+    known.providerID = node.spec?.providerID ?? "";
+    known.ready = ready;
+    if (known.tainted && !tainted) known.untaintedSince = now;
+    known.tainted = tainted;
+    if (!marked) known.markedSince = undefined;
+    else known.markedSince ??= now;
+  }
+
+  function onPod(pod: V1Pod): void {
+    const uid = pod.metadata?.uid ?? "";
+    if (pods.has(uid)) return;
+    const name = pod.metadata?.name ?? "";
+    const nodeName = pod.spec?.nodeName ?? "";
+    pods.set(uid, { name, node: nodeName, firstSeen: Date.now() });
+    stats = { ...stats, powerOffPods: stats.powerOffPods + 1 };
+    // Watch events carry the JSON as sent (a string), list answers a Date.
+    const stamp = pod.metadata?.creationTimestamp as Date | string | undefined;
+    const created = stamp === undefined ? Date.now() : new Date(stamp).getTime();
+    const node = nodes.get(nodeName);
+    // creationTimestamp has whole seconds, rounded down: the pod was created no earlier than `created`.
+    if (node !== undefined && !node.tainted && created - node.untaintedSince > SLACK_MS) {
+      violation("power-off-pod-on-untainted-node", uid, `power-off pod ${name} created on ${describe(node, created)}`);
+    }
+  }
+
+  async function readRecords(core: CoreV1Api): Promise<void> {
+    try {
+      const map = await core.readNamespacedConfigMap({ namespace: POWER_OFF_NAMESPACE, name: RECORDS_CONFIGMAP });
+      records = new Set(Object.keys(map.data ?? {}).filter((k) => k.startsWith(POWER_ON_KEY)).map((k) => k.slice(POWER_ON_KEY.length)));
+      const now = Date.now();
+      for (const machine of records) poweredByPlugpool.set(machine, now);
+    } catch (error) {
+      if ((error as { code?: number }).code === 404) records = new Set();
+      // Otherwise (an apiserver restart) the last answer stands.
+    }
+  }
+
+  async function readPoweredOutside(core: CoreV1Api): Promise<void> {
+    let items: CoreV1Event[];
+    try {
+      ({ items } = await core.listEventForAllNamespaces({ fieldSelector: "reason=PoweredOutside" }));
+    } catch {
+      return;
+    }
+    for (const event of items) {
+      const time = [event.lastTimestamp, event.eventTime, event.series?.lastObservedTime, event.firstTimestamp, event.metadata.creationTimestamp]
+        .map((t) => (t === undefined ? undefined : new Date(t).getTime()))
+        .find((t) => t !== undefined && !Number.isNaN(t));
+      if (time === undefined) continue;
+      for (const machine of machines) {
+        const about = event.involvedObject.name === machine || new RegExp(`(^|[^\\w-])${machine}($|[^\\w-])`).test(event.message ?? "");
+        if (about && time > (poweredOutside.get(machine) ?? 0)) poweredOutside.set(machine, time);
+      }
+    }
+  }
+
+  async function tick(core: CoreV1Api): Promise<void> {
+    await Promise.all([readRecords(core), readPoweredOutside(core)]);
+    const now = Date.now();
+    for (const machine of machines) {
+      const on = plugOf?.(machine).state(SWITCH) === true;
+      const unseen = on && claiming(machine).length === 0 && !records.has(machine);
+      if (!unseen) {
+        unseenSince.delete(machine);
+        continue;
+      }
+      const since = unseenSince.get(machine) ?? now;
+      unseenSince.set(machine, since);
+      const reportedAt = poweredOutside.get(machine) ?? 0;
+      if (reportedAt < since - EVENT_SLACK_MS && now - since > OUT_OF_VIEW_MS) {
+        violation("machine-out-of-view", `${machine}/${since}`,
+          `${machine} on for ${((now - since) / 1000).toFixed(0)} s without a Node, a power-on record or a PoweredOutside Event`);
+      }
+    }
+    for (const n of nodes.values()) {
+      if (n.markedSince !== undefined && now - n.markedSince > STUCK_MS) {
+        violation("power-off-stuck", `mark/${n.name}/${n.markedSince}`, `Node ${n.name} carries ${POWER_OFF_MARK} for ${((now - n.markedSince) / 1000).toFixed(0)} s`);
+      }
+    }
+    for (const [uid, pod] of pods) {
+      const node = nodes.get(pod.node);
+      if (node?.tainted === true && now - pod.firstSeen > STUCK_MS) {
+        violation("power-off-stuck", `pod/${uid}`, `power-off pod ${pod.name} on ${pod.node} (still tainted) for ${((now - pod.firstSeen) / 1000).toFixed(0)} s`);
+      }
+    }
+  }
+
+  /** An informer that starts again after an error (an apiserver restart ends its watch with one). */
+  async function inform<T extends V1Node | V1Pod>(
+    admin: KubeConfig,
+    path: string,
+    list: () => Promise<{ items: T[] }>,
+    onChange: (object: T) => void,
+    onDelete: (object: T) => void,
+  ): Promise<void> {
+    const informer = makeInformer<T>(admin, path, list);
+    // A mistake of the observer's must not end the soak: it is told, and the watch goes on.
+    const guarded = (handle: (object: T) => void) => (object: T): void => {
+      try {
+        handle(object);
+      } catch (error) {
+        log(`observer failed on a ${path} event: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
+      }
+    };
+    informer.on("add", guarded(onChange));
+    informer.on("update", guarded(onChange));
+    informer.on("delete", guarded(onDelete));
+    const restart = (): void => {
+      if (stopped) return;
+      setTimeout(() => { informer.start().catch(restart); }, 1000);
+    };
+    informer.on("error", restart);
+    informers.push(informer);
+    await informer.start();
+  }
+
+  return {
+    onPlugRequest,
+    start: async (admin, plug) => {
+      plugOf = plug;
+      const core = admin.makeApiClient(CoreV1Api);
+      await inform<V1Node>(admin, "/api/v1/nodes", () => core.listNode(), onNode, (n) => { nodes.delete(n.metadata?.name ?? ""); });
+      await inform<V1Pod>(admin, `/api/v1/namespaces/${POWER_OFF_NAMESPACE}/pods`, () => core.listNamespacedPod({ namespace: POWER_OFF_NAMESPACE }),
+        onPod, (p) => { pods.delete(p.metadata?.uid ?? ""); });
+      ticker = setInterval(() => {
+        ticking = ticking.then(() => tick(core)).catch((error: unknown) => { log(`observer tick failed: ${String(error)}`); });
+      }, 1000);
+    },
+    taintRemoved: (name) => {
+      const n = nodes.get(name);
+      if (n !== undefined && n.tainted) {
+        n.tainted = false;
+        n.untaintedSince = Date.now();
+      }
+    },
+    nodes: () => [...nodes.values()].map((n) => ({ name: n.name, ready: n.ready, tainted: n.tainted, marked: n.markedSince !== undefined })),
+    claimed: (machine) => claiming(machine).length > 0,
+    violations: () => violations,
+    notes: () => notes,
+    stats: () => stats,
+    stop: async () => {
+      stopped = true;
+      clearInterval(ticker);
+      await ticking;
+      for (const informer of informers) await informer.stop();
+    },
+  };
+}

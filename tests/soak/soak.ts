@@ -1,0 +1,169 @@
+// The soak: the real cluster-autoscaler and plugpool (as its own process) run a random workload on simulated
+// machines behind emulated plugs while faults are injected at random, and an independent observer records every
+// violation of plugpool's safety promises it sees from outside. The seed fixes the sequence of random choices
+// (what they hit still depends on timing).
+import { setTimeout as sleep } from "node:timers/promises";
+import { followLog, parseKlog } from "../e2e/autoscaler/ca-log.ts";
+import { createFaults, FAULT_KINDS, type FaultKind } from "./faults.ts";
+import { createObserver, OUT_OF_VIEW_MS, STUCK_MS, type Violation } from "./observer.ts";
+import { seededRandom } from "./prng.ts";
+import { assertBuilt, machineNames, startSite } from "./site.ts";
+import { createWorkload } from "./workload.ts";
+
+export interface SoakOptions {
+  readonly minutes: number;
+  readonly seed: number;
+  /** How many simulated machines (default 8). */
+  readonly machines?: number;
+  /** Where the soak tells what happens (default: stdout). */
+  readonly log?: (line: string) => void;
+}
+
+export interface SoakResult {
+  readonly seed: number;
+  readonly minutesRun: number;
+  readonly machines: number;
+  /** CA's scale-ups ("Scale-up: setting group … size to") and scale-downs ("Scale-down: removing …"). */
+  readonly scaleUps: number;
+  readonly scaleDowns: number;
+  /** Switch-on and switch-off requests that changed a relay, as the plugs saw them. */
+  readonly powerOns: number;
+  readonly powerOffs: number;
+  readonly powerOffPods: number;
+  readonly faults: Readonly<Record<FaultKind, number>>;
+  readonly violations: readonly Violation[];
+  readonly notes: readonly string[];
+}
+
+const SETTLE_MS = 5_000;
+
+export async function runSoak(options: SoakOptions): Promise<SoakResult> {
+  assertBuilt();
+  const write = options.log ?? ((line: string) => { console.log(line); });
+  const began = performance.now();
+  const say = (message: string): void => {
+    write(`[${((performance.now() - began) / 1000).toFixed(1).padStart(7)}s] ${message}`);
+  };
+  const count = options.machines ?? 8;
+  say(`soak: seed ${options.seed}, ${options.minutes} min, ${count} machines (again: npm run soak -- --minutes ${options.minutes} --seed ${options.seed})`);
+  say(`bounds: a machine out of everyone's view ${OUT_OF_VIEW_MS / 1000} s, a power-off ${STUCK_MS / 1000} s`);
+
+  const observer = createObserver(machineNames(count), say);
+  const site = await startSite({ machines: count, onPlugRequest: (machine, record) => { observer.onPlugRequest(machine, record); }, log: say });
+  const notes: string[] = [];
+  let scaleUps = 0;
+  let scaleDowns = 0;
+  const onCaLine = (raw: string): void => {
+    const line = parseKlog(raw);
+    if (line === undefined) return;
+    if (/^Scale-up: setting group \S+ size to/.test(line.message)) {
+      scaleUps += 1;
+      say(`cluster-autoscaler: ${line.message}`);
+    } else if (/^Scale-down: removing/.test(line.message)) {
+      scaleDowns += 1;
+      say(`cluster-autoscaler: ${line.message}`);
+    }
+  };
+  let caLog = followLog(site.autoscaler().logPath, onCaLine);
+  const stopLoops = new AbortController();
+  const { signal } = stopLoops;
+  /** Sleeps `ms`; false once the soak is over. */
+  const pause = (ms: number): Promise<boolean> => sleep(ms, true, { signal }).catch(() => false);
+
+  try {
+    await observer.start(site.admin, (machine) => site.plug(machine));
+    const workload = createWorkload(site.admin, seededRandom(options.seed));
+    const faults = createFaults(site, observer, seededRandom(options.seed ^ 0x5eed), say);
+
+    const workloadLoop = async (): Promise<void> => {
+      const random = seededRandom(options.seed + 1);
+      while (await pause(random.int(4_000, 12_000))) {
+        try {
+          say(`workload: ${await workload.step()}`);
+        } catch (error) {
+          say(`workload step failed: ${message(error)}`);
+        }
+      }
+    };
+    const faultLoop = async (): Promise<void> => {
+      const random = seededRandom(options.seed + 2);
+      while (await pause(random.int(8_000, 25_000))) {
+        try {
+          say(`fault: ${await faults.inject()}`);
+        } catch (error) {
+          say(`fault injection failed: ${message(error)}`);
+        }
+      }
+    };
+    // Neither CA nor plugpool should stop by themselves; if one does, it is told and started again.
+    const supervisor = async (): Promise<void> => {
+      while (await pause(2_000)) {
+        if (!site.autoscaler().running()) {
+          const note = `cluster-autoscaler exited; its log ended:\n${site.autoscaler().logTail(20)}`;
+          notes.push(note);
+          say(note);
+          caLog.stop();
+          await site.restartAutoscaler().catch((error: unknown) => { say(`cluster-autoscaler did not restart: ${message(error)}`); });
+          caLog = followLog(site.autoscaler().logPath, onCaLine);
+        }
+        if (!site.plugpool.running() && !faults.plugpoolDown()) {
+          const note = `plugpool was not running without being killed; its log ended:\n${site.plugpool.logTail(20)}`;
+          notes.push(note);
+          say(note);
+          await site.plugpool.start().catch((error: unknown) => { say(`plugpool did not start: ${message(error)}`); });
+        }
+      }
+    };
+
+    const loops = Promise.all([workloadLoop(), faultLoop(), supervisor()]);
+    await sleep(options.minutes * 60_000);
+    stopLoops.abort();
+    await loops;
+    say("soak over: ending every fault");
+    await faults.end();
+    await sleep(SETTLE_MS);
+
+    const violations = observer.violations();
+    if (violations.length > 0) {
+      write(`--- plugpool (${site.plugpool.logPath}) ---\n${site.plugpool.logTail(60)}`);
+      write(`--- cluster-autoscaler ---\n${site.autoscaler().logTail(60)}`);
+    }
+    const stats = observer.stats();
+    return {
+      seed: options.seed,
+      minutesRun: (performance.now() - began) / 60_000,
+      machines: count,
+      scaleUps,
+      scaleDowns,
+      ...stats,
+      faults: { ...faults.counts() },
+      violations: [...violations],
+      notes: [...notes, ...observer.notes()],
+    };
+  } finally {
+    stopLoops.abort();
+    caLog.stop();
+    await observer.stop();
+    await site.stop();
+  }
+}
+
+export function formatSummary(result: SoakResult): string {
+  const faults = FAULT_KINDS.map((k) => `${k} ${result.faults[k]}`).join(", ");
+  const total = FAULT_KINDS.reduce((sum, k) => sum + result.faults[k], 0);
+  return [
+    "=== soak summary ===",
+    `seed: ${result.seed}`,
+    `minutes run: ${result.minutesRun.toFixed(1)} (${result.machines} machines)`,
+    `scale cycles: ${result.scaleUps} scale-ups and ${result.scaleDowns} scale-downs by cluster-autoscaler; ` +
+      `plugs switched on ${result.powerOns} times and off ${result.powerOffs} times; ${result.powerOffPods} power-off pods`,
+    `faults injected: ${total} (${faults})`,
+    ...(result.notes.length > 0 ? [`notes: ${result.notes.length}`, ...result.notes.map((n) => `  - ${n.split("\n")[0] ?? ""}`)] : []),
+    `violations: ${result.violations.length}`,
+    ...result.violations.map((v) => `  - ${new Date(v.at).toISOString()} ${v.kind}: ${v.detail}`),
+  ].join("\n");
+}
+
+function message(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
