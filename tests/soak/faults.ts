@@ -141,10 +141,15 @@ export function createFaults(site: Site, observer: Observer, random: Random, log
     return count("powered-on-by-hand", `${machine}'s plug switched on at the device`);
   }
 
-  /** Takes CA's taint off the Node as an operator would; false when it no longer has it. */
+  /** Takes CA's taint off the Node as an operator would; false when it no longer has it (or is gone). */
   async function removeTaint(node: string): Promise<boolean> {
     for (let attempt = 1; attempt <= 5; attempt++) {
-      const current = await core.readNode({ name: node });
+      const current = await core.readNode({ name: node }).catch((error: unknown) => {
+        // Powered off and deleted meanwhile: nothing left to remove.
+        if (error instanceof ApiException && error.code === 404) return undefined;
+        throw error;
+      });
+      if (current === undefined) return false;
       const taints = current.spec?.taints ?? [];
       if (!taints.some((t) => t.key === TO_BE_DELETED)) return false;
       // The resourceVersion makes the merge patch fail on a conflict rather than undo another change.

@@ -2,6 +2,9 @@
 // machines behind emulated plugs while faults are injected at random, and an independent observer records every
 // violation of plugpool's safety promises it sees from outside. The seed fixes the sequence of random choices
 // (what they hit still depends on timing).
+import { copyFileSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { followLog, parseKlog } from "../e2e/autoscaler/ca-log.ts";
 import { createFaults, FAULT_KINDS, type FaultKind } from "./faults.ts";
@@ -125,8 +128,13 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
 
     const violations = observer.violations();
     if (violations.length > 0) {
-      write(`--- plugpool (${site.plugpool.logPath}) ---\n${site.plugpool.logTail(60)}`);
-      write(`--- cluster-autoscaler ---\n${site.autoscaler().logTail(60)}`);
+      const kept = mkdtempSync(join(tmpdir(), `plugpool-soak-${options.seed}-logs-`));
+      copyFileSync(site.plugpool.logPath, join(kept, "plugpool.log"));
+      copyFileSync(site.autoscaler().logPath, join(kept, "cluster-autoscaler.log"));
+      const short = (text: string): string => text.split("\n").map((l) => (l.length > 300 ? `${l.slice(0, 300)}…` : l)).join("\n");
+      write(`--- plugpool ---\n${short(site.plugpool.logTail(30))}`);
+      write(`--- cluster-autoscaler ---\n${short(site.autoscaler().logTail(30))}`);
+      write(`--- the whole logs are kept in ${kept} ---`);
     }
     const stats = observer.stats();
     return {
