@@ -12,7 +12,7 @@
 //   STUCK_MS.
 import { CoreV1Api, makeInformer, type CoreV1Event, type KubeConfig, type V1Node, type V1Pod } from "@kubernetes/client-node";
 import type { CallRecord, EmulatedPlug } from "../support/plug-emulator/index.ts";
-import { NOT_READY_TIMEOUT_MS, GRACE_MS, POWER_OFF_NAMESPACE, PREFIX, PROVISION_MS, SWITCH } from "./site.ts";
+import { GRACE_MS, NOT_READY_TIMEOUT_MS, POWER_OFF_NAMESPACE, PREFIX, SWITCH } from "./site.ts";
 
 export const TO_BE_DELETED = "ToBeDeletedByClusterAutoscaler";
 export const POWER_OFF_MARK = "plugpool.io/power-off-started-at";
@@ -33,8 +33,11 @@ const RECORD_SLACK_MS = 3_000;
 const EVENT_SLACK_MS = 5_000;
 /** Longest a machine may be on without a Node and out of everyone's view (plugpool reads plugs every CA loop). */
 export const OUT_OF_VIEW_MS = 60_000;
-/** Longest a power-off may take: its own bounds, plus room for plug faults, restarts and an apiserver restart. */
-export const STUCK_MS = NOT_READY_TIMEOUT_MS + GRACE_MS + PROVISION_MS + 120_000;
+/**
+ * Longest a power-off may take: its own bounds, plus room for what the faults add (a plug dead for up to 30 s,
+ * plugpool down for up to 10 s, an apiserver restart) and for the retries' back-off after them.
+ */
+export const STUCK_MS = NOT_READY_TIMEOUT_MS + GRACE_MS + 150_000;
 
 export type ViolationKind =
   | "unsafe-switch-off"

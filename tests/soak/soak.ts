@@ -56,9 +56,15 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   const notes: string[] = [];
   let scaleUps = 0;
   let scaleDowns = 0;
+  // CA may log one decision twice within a loop: a repeat within two seconds is the same one.
+  const lastSeen = new Map<string, number>();
   const onCaLine = (raw: string): void => {
     const line = parseKlog(raw);
     if (line === undefined) return;
+    const now = performance.now();
+    const repeat = now - (lastSeen.get(line.message) ?? -Infinity) < 2_000;
+    lastSeen.set(line.message, now);
+    if (repeat) return;
     if (/^Scale-up: setting group \S+ size to/.test(line.message)) {
       scaleUps += 1;
       say(`cluster-autoscaler: ${line.message}`);
