@@ -31,11 +31,14 @@ export function runPlant(plant: Plant): PlantResult {
     const run = spawnSync(process.execPath, ["--test", "--test-reporter=spec", ...SUITE], {
       cwd: dir,
       encoding: "utf8",
-      env: { ...process.env, PLUGPOOL_PROPERTY_SEED: "20260901", PLUGPOOL_PROPERTY_RUNS: "600" },
+      // Without the parent's test context, so the suite runs as its own test run even under `node --test`.
+      env: { ...withoutTestContext(process.env), PLUGPOOL_PROPERTY_SEED: "20260901", PLUGPOOL_PROPERTY_RUNS: "600" },
       timeout: 300_000,
     });
-    const failed = /^ℹ fail (\d+)/m.exec(run.stdout)?.[1];
-    const caught = run.status !== 0 && failed !== undefined && Number(failed) > 0;
+    const passed = Number(/^ℹ pass (\d+)/m.exec(run.stdout)?.[1] ?? 0);
+    const failed = Number(/^ℹ fail (\d+)/m.exec(run.stdout)?.[1] ?? 0);
+    if (passed + failed === 0) return { name: plant.name, caught: false, detail: `the suite ran no test (exit ${String(run.status)})` };
+    const caught = run.status !== 0 && failed > 0;
     return { name: plant.name, caught, detail: caught ? `${failed} failing` : `suite passed (exit ${String(run.status)})` };
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -46,4 +49,10 @@ if (import.meta.main) {
   const results = PLANTS.map(runPlant);
   for (const r of results) console.log(`${r.caught ? "caught  " : "SURVIVED"}  ${r.name}: ${r.detail}`);
   process.exitCode = results.every((r) => r.caught) ? 0 : 1;
+}
+
+function withoutTestContext(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const rest = { ...env };
+  delete rest.NODE_TEST_CONTEXT;
+  return rest;
 }
