@@ -27,7 +27,7 @@ export function isScaleUpCandidate(ctx: PoolContext, machine: Machine): boolean 
 
 /**
  * Switches on `delta` candidates in parallel rounds: each round takes as many further candidates as are
- * still missing; a plug that fails is skipped and the next round tries others. A candidate beyond the inrush
+ * still missing, config order but plugs whose last read failed last; a plug that fails is skipped and the next round tries others. A candidate beyond the inrush
  * limit is queued instead (a creating instance at once; the runner switches it on in turn, and `wake` asks
  * for a run). Stops when done, out of candidates, or when the signal aborts (answers that arrive later still
  * count). Throws `invalid-argument` for a bad delta, `plug-unreachable` naming the failed plugs when fewer
@@ -55,8 +55,11 @@ export async function increaseSize(
   const { tried, switchedOn, queued, failed } = outcome;
   try {
     while (switchedOn.size + queued.size < delta && signal?.aborted !== true) {
+      // Plugs whose last read failed go last: a switch-on sent to a plug that does not answer has an unknown
+      // outcome, counts as switched on, and would hold the scale-up until cluster-autoscaler gives up on it.
       const round = group.machines
         .filter((m) => !tried.has(m.name) && isScaleUpCandidate(ctx, m))
+        .toSorted((a, b) => Number(stateOf(ctx, a).readError !== undefined) - Number(stateOf(ctx, b).readError !== undefined))
         .slice(0, delta - switchedOn.size - queued.size);
       if (round.length === 0) break;
       const answers: Promise<unknown>[] = [];

@@ -114,4 +114,16 @@ describe("Pool.increaseSize()", () => {
     );
     assert.equal(w.pool.targetSize("workers"), 2);
   });
+
+  it("tries a plug whose last read failed only after the healthy ones", async () => {
+    const w = new World();
+    await w.pool.refresh();
+    w.power.setFault(w.machine("worker-1").plug, "unreachable");
+    await w.pool.refresh();
+    w.power.setFault(w.machine("worker-1").plug, undefined);
+    await w.pool.increaseSize("workers", 1);
+    assert.deepEqual(w.power.callsOf("turnOn").map((c) => c.plug.url), ["http://plug-worker-2.test"]);
+    await w.pool.increaseSize("workers", 2);
+    assert.deepEqual(w.power.callsOf("turnOn").map((c) => c.plug.url).toSorted(), ["http://plug-worker-1.test", "http://plug-worker-2.test", "http://plug-worker-3.test"]);
+  });
 });

@@ -48,8 +48,9 @@ describe("cluster-autoscaler with plugpool: safety", { skip: autoscalerMissing()
       assert.deepEqual(env.caLog(/Failed to refresh cloud provider config/), [], "Refresh never failed");
       assert.equal(env.caLog(/Scale-up: setting group workers size to/).length, 1, "one IncreaseSize did it");
       assert.ok(env.events("plug-read-failed").some((e) => e.machine === "worker-1"));
-      // IncreaseSize tried worker-1 first (last read off), gave up after the plug timeout, took worker-2.
-      assert.deepEqual(env.events("power-on-failed").map((e) => e.machine), ["worker-1"]);
+      // worker-1's last read failed, so IncreaseSize took worker-2 first: a switch-on sent to a plug that does not
+      // answer would have an unknown outcome and count as switched on.
+      assert.deepEqual(env.events("power-on-failed").map((e) => e.machine), []);
       assert.deepEqual(env.events("powered-on").map((e) => e.machine), ["worker-2"]);
     } finally {
       await env.plug("worker-1").clearFaults();
