@@ -113,11 +113,10 @@ export function createPlugHttp(opts: { fetch?: typeof fetch }): PlugHttp {
       }
       const verdict = auth.challenged(target.device, sent, challenge, round > 1);
       if (verdict === "unanswerable") {
-        throw new PlugFailure(
-          "plug-unauthorized",
-          "the plug asks for credentials in a way plugpool does not answer (Digest other than MD5 or SHA-256, or Basic after it offered Digest)",
-          { refused: true },
-        );
+        const why = challenge === null
+          ? "the plug answers 401 without saying which credentials it wants (no WWW-Authenticate)"
+          : "the plug asks for credentials in a way plugpool does not answer (Digest other than MD5 or SHA-256, or Basic after it offered Digest)";
+        throw new PlugFailure("plug-unauthorized", why, { refused: true });
       }
       if (verdict === "rejected") break;
     }

@@ -152,6 +152,13 @@ describe("createEsphomePowerSwitch() authentication", () => {
 });
 
 describe("createEsphomePowerSwitch() errors", () => {
+  it("says a 401 without WWW-Authenticate names no scheme, rather than blaming one it did not offer", async () => {
+    const fetch: typeof globalThis.fetch = () => Promise.resolve(new Response("", { status: 401 }));
+    const power = createEsphomePowerSwitch({ timeoutMs: 1000, fetch, credentialsFor: () => CREDENTIALS });
+    const error: unknown = await power.read(addressOf("http://plug.test")).catch((e: unknown) => e);
+    assertPlugError(error, "plug-unauthorized", /answers 401 without saying which credentials it wants/);
+  });
+
   const devices: Record<string, PlugEmulatorOptions> = {
     Basic: basicDevice,
     Digest: digestDevice,
