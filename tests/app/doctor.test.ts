@@ -115,6 +115,29 @@ describe("doctor (emulated plugs, real apiserver)", () => {
     assert.ok(!report.text.includes(basic) && !JSON.stringify(report.rows).includes(basic), report.text);
   });
 
+  it("fails a machine whose plug is on with no Node and no power-on record, and passes one plugpool switched on", async () => {
+    const outside = await emulator({ auth });
+    const booting = await emulator({ auth });
+    outside.setState("Relay", true);
+    booting.setState("Relay", true);
+    await plane.admin().makeApiClient(CoreV1Api).patchNamespacedConfigMap(
+      { name: "plugpool-records", namespace: NAMESPACE, body: { data: { "power-on.worker-booting": JSON.stringify({ at: 1, why: "scale-up" }) } } },
+      callOptions({ contentType: "application/merge-patch+json" }),
+    ).catch(async () => {
+      await core.createNamespacedConfigMap({
+        namespace: NAMESPACE,
+        body: { metadata: { name: "plugpool-records" }, data: { "power-on.worker-booting": JSON.stringify({ at: 1, why: "scale-up" }) } },
+      });
+    });
+    const report = await check(configWith([
+      node("worker-outside", { url: outside.url, switch: "Relay" }),
+      node("worker-booting", { url: booting.url, switch: "Relay" }),
+    ]));
+    assert.deepEqual(failed(report), ["node worker-outside"]);
+    assert.match(rowOf(report, "node worker-outside").detail, /powered outside plugpool/);
+    assert.match(rowOf(report, "node worker-booting").detail, /booting \(switched on by plugpool\)/);
+  });
+
   it("fails the plug whose switch entity does not exist", async () => {
     const report = await check(configWith([node("worker-typo", { url: modern.url, switch: "Relay 9" })]));
     assert.equal(report.ok, false);
