@@ -1,9 +1,9 @@
-// Type-aware linting for the project's own code; generated code under gen/ is not linted.
+// Type-aware linting for the project's own code; generated code under gen/ and the copies and reports of a mutation run are not linted.
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["dist/**", "gen/**", "node_modules/**"] },
+  { ignores: ["dist/**", "gen/**", "node_modules/**", ".stryker-tmp/**", "reports/**"] },
   js.configs.recommended,
   ...tseslint.configs.strictTypeChecked,
   {
