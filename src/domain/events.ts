@@ -14,7 +14,8 @@ export type PowerOffStep =
 /**
  * Which safety rule refused an action: a Node claims the machine without the taint; it is held; the group would
  * go below its minimum; the plug is not configured; the cluster view is not known to be current (or the Nodes
- * could not be read fresh); the machine was switched on by someone other than plugpool.
+ * could not be read fresh); the machine was switched on by someone other than plugpool; the drained Node vanished
+ * before the cut.
  */
 export type SafetyRule =
   | "registered-without-taint"
@@ -22,7 +23,8 @@ export type SafetyRule =
   | "min-size"
   | "unconfigured-plug"
   | "view-not-current"
-  | "powered-outside";
+  | "powered-outside"
+  | "node-vanished";
 
 /** Everything the domain reports, as plain data; one variant per kind of outcome. */
 export type PoolEvent =

@@ -65,7 +65,15 @@ export async function freshVerdict(ctx: PoolContext, machine: Machine, kind: Cut
     return { allowed: false, rule: "view-not-current", detail: `the Nodes of ${machine.name} could not be read: ${messageOf(e)}` };
   }
   const nodes = [...fresh, ...nodesOf(ctx, machine).filter((v) => !fresh.some((f) => f.name === v.name))];
-  if (kind === "power-off") return cutVerdict(machine, nodes);
+  if (kind === "power-off") {
+    // A drained Node that vanished is no evidence the OS is down (it may have come back Ready just before): only a
+    // power sensor at standby vouches for a cut without it.
+    const job = stateOf(ctx, machine).job;
+    if (nodes.length === 0 && job !== undefined && job.node !== "" && job.graceEnded !== "standby") {
+      return { allowed: false, rule: "node-vanished", detail: `node ${job.node} vanished before the cut; no sign ${machine.name} is down` };
+    }
+    return cutVerdict(machine, nodes);
+  }
   if (machine.hold) return { allowed: false, rule: "held", detail: `${machine.name} is held in the configuration` };
   const node = nodes[0];
   if (node !== undefined) {
