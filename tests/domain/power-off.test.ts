@@ -115,6 +115,21 @@ describe("the power-off saga", () => {
     assert.equal(w.power.callsOf("turnOff").length, 1);
   });
 
+  it("does not take a plug remembered off for a shutdown: one switched on again by hand gets its power-off pod and keeps its power while its Node stays Ready", async () => {
+    const w = await deleting();
+    const plug = w.machine("worker-1").plug;
+    w.power.set(plug, false);
+    await w.pool.refresh();
+    w.power.set(plug, true);
+    await w.drive(200);
+    // Only a reading taken now says the machine has no power: this one says on, so the OS gets its power-off pod
+    // and, its Node staying Ready, keeps its power.
+    assert.equal(w.cluster.callsOf("createPowerOffPod").length, 1);
+    assert.equal(w.power.callsOf("turnOff").length, 0);
+    assert.ok(w.power.isOn(plug));
+    assert.match(w.reporter.of("power-off-aborted")[0]?.reason ?? "", /did not go NotReady/);
+  });
+
   describe("with a power sensor", () => {
     const sensor: WorldOptions = {
       groups: [{ id: "workers", machines: ["worker-1", "worker-2", "worker-3"], sensors: ["worker-1"] }],

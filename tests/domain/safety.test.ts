@@ -2,6 +2,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { HOLD_ANNOTATION, mayCutPower } from "../../src/domain/index.ts";
 import { PREFIX, World } from "../fakes/world.ts";
+import { rejectsWith } from "../fakes/assertions.ts";
 
 describe("mayCutPower()", () => {
   const world = (): World => new World({ groups: [{ id: "g", machines: ["m-1", "m-2"], hold: ["m-2"] }] });
@@ -20,6 +21,19 @@ describe("mayCutPower()", () => {
   it("refuses a registered machine without the taint", () => {
     const w = world();
     w.register("m-1");
+    const verdict = mayCutPower(w.machine("m-1"), w.cluster, PREFIX);
+    assert.equal(verdict.allowed ? undefined : verdict.rule, "registered-without-taint");
+  });
+
+  it("refuses a registered machine whose Node carries other taints, even cluster-autoscaler's deletion-candidate one", () => {
+    // Only ToBeDeleted says CA has drained the Node; DeletionCandidate marks one it merely considers removing.
+    const w = world();
+    w.register("m-1", {
+      taints: [
+        { key: "DeletionCandidateOfClusterAutoscaler", value: "1", effect: "PreferNoSchedule" },
+        { key: "node.kubernetes.io/unschedulable", value: "", effect: "NoSchedule" },
+      ],
+    });
     const verdict = mayCutPower(w.machine("m-1"), w.cluster, PREFIX);
     assert.equal(verdict.allowed ? undefined : verdict.rule, "registered-without-taint");
   });
@@ -49,5 +63,47 @@ describe("mayCutPower()", () => {
     assert.equal(verdict.allowed ? undefined : verdict.rule, "held");
     w.cluster.annotate("m-1", HOLD_ANNOTATION, "false");
     assert.equal(mayCutPower(w.machine("m-1"), w.cluster, PREFIX).allowed, true);
+  });
+});
+
+// The last check of an unregistered cut runs at the plug, after the command's wait for its device: what changed
+// during that wait is seen only there (cutUnregistered's own checks ran before it).
+describe("the verdict at the plug for a machine cut unregistered", () => {
+  async function switchedOn(): Promise<World> {
+    const w = new World();
+    await w.pool.refresh();
+    await w.pool.increaseSize("workers", 1);
+    return w;
+  }
+
+  it("keeps the power of a machine whose Node registered while the switch-off waited for the device", async () => {
+    const w = await switchedOn();
+    w.power.onCall = (c) => {
+      if (c.op === "turnOff") w.register("worker-1");
+    };
+    await rejectsWith(w.pool.decreaseTargetSize("workers", -1), "unsafe", /worker-1 registered meanwhile \(node worker-1\)/);
+    assert.equal(w.power.callsOf("turnOff").length, 1, "refused at the plug, not before");
+    assert.ok(w.power.isOn(w.machine("worker-1").plug));
+    assert.equal(w.reporter.of("refused").at(-1)?.rule, "registered-without-taint");
+  });
+
+  it("keeps the power when the Nodes claiming the machine cannot be read at the plug", async () => {
+    const w = await switchedOn();
+    w.cluster.failNext("nodesClaiming");
+    await rejectsWith(w.pool.decreaseTargetSize("workers", -1), "unsafe", /the Nodes of worker-1 could not be read/);
+    assert.ok(w.power.isOn(w.machine("worker-1").plug));
+    assert.equal(w.reporter.of("refused").at(-1)?.rule, "view-not-current");
+    assert.deepEqual(w.reporter.of("plug-off"), []);
+  });
+
+  it("keeps the power of a machine whose power-on record ended while the switch-off waited for the device", async () => {
+    // As when a refresh saw a Node (which ends the record) that is gone again by the time the plug is reached.
+    const w = await switchedOn();
+    w.power.onCall = (c) => {
+      if (c.op === "turnOff") w.records.endPowerOn("worker-1");
+    };
+    await rejectsWith(w.pool.decreaseTargetSize("workers", -1), "unsafe", /worker-1 was not switched on by plugpool/);
+    assert.ok(w.power.isOn(w.machine("worker-1").plug));
+    assert.equal(w.reporter.of("refused").at(-1)?.rule, "powered-outside");
   });
 });
