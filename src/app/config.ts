@@ -1,4 +1,4 @@
-// Loads plugpool's configuration (SPEC §2): YAML → JSON Schema (config.schema.json, defaults applied) →
+// Loads plugpool's configuration: YAML → JSON Schema (config.schema.json, defaults applied) →
 // semantic checks → typed, deeply frozen AppConfig. Every problem is reported at once, by path.
 import { readFileSync } from "node:fs";
 import { Ajv2020, type ErrorObject } from "ajv/dist/2020.js";

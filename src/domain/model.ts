@@ -196,7 +196,7 @@ export interface NodeGroupInfo {
   readonly debug: string;
 }
 
-/** The state of an instance as cluster-autoscaler sees it (SPEC §3). */
+/** The state of an instance as cluster-autoscaler sees it (InstanceStatus in externalgrpc.proto). */
 export type InstanceState = "creating" | "running" | "deleting";
 
 /** What cluster-autoscaler sees of a machine. `id` is always providerIDPrefix + machine name. */

@@ -1,4 +1,4 @@
-// What a new machine of a group would look like (SPEC §6, §7): the template Node, and the DRA slices of the
+// What a new machine of a group would look like: the template Node, and the DRA slices of the
 // first machine that has published some, renamed to the template node.
 import type { DeviceAttribute, DeviceSlice, Machine, NodeGroupSpec, TemplateNode } from "./model.ts";
 import type { PoolContext } from "./state.ts";

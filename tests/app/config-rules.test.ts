@@ -1,4 +1,4 @@
-// The rejection rules of SPEC §2, one behaviour per test, each checked by the exact issues it produces.
+// The configuration's rejection rules, one behaviour per test, each checked by the exact issues it produces.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { config, group, issuesOf, load, node } from "./fixtures/config-builders.ts";

@@ -29,7 +29,7 @@ function frozenEverywhere(value: unknown, path = "config"): string[] {
 }
 
 describe("loadConfig()", () => {
-  describe("with the example of SPEC §2", () => {
+  describe("with the README's example configuration", () => {
     const loaded = loadConfig(read("spec-example.yaml"), {});
 
     it("loads it to the typed value, with every default applied", () => {

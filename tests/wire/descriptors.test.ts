@@ -1,5 +1,6 @@
-// The generated descriptors against the wire contract, table by table as written in
-// reference/externalgrpc.md §1.2-§1.3 (plus the proposed resourceSliceBytes, SPEC §7). A wrong
+// The generated descriptors against the wire contract, table by table as in cluster-autoscaler's
+// https://github.com/kubernetes/autoscaler/blob/cluster-autoscaler-1.36.1/cluster-autoscaler/cloudprovider/externalgrpc/protos/externalgrpc.proto
+// (plus plugpool's proposed resourceSliceBytes). A wrong
 // field number, name or type in proto/ fails here; CA would otherwise misread it silently.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";

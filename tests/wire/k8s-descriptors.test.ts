@@ -1,5 +1,5 @@
-// The Kubernetes subset against the upstream field tables (reference/externalgrpc.md §2, k8s.io/api
-// and apimachinery v0.36.2). The Go reader decodes nodeBytes and resourceSliceBytes by number and
+// The Kubernetes subset against the upstream field tables (k8s.io/api and apimachinery v0.36.2:
+// https://github.com/kubernetes/api/blob/v0.36.2/core/v1/generated.proto). The Go reader decodes nodeBytes and resourceSliceBytes by number and
 // wire type only, so every number and type here is load-bearing.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";

@@ -1,4 +1,4 @@
-// The cluster as plugpool needs it, kept in memory by watches (SPEC §3: watch, not polling): Nodes,
+// The cluster as plugpool needs it, kept in memory by watches (never polled): Nodes,
 // plugpool's power-off pods, and the DRA devices of each machine. Every ClusterView answer comes from
 // memory, so once synced a cluster-autoscaler call costs no request at all (stats() counts them). The view
 // counts as current only while every watch keeps hearing from the apiserver.

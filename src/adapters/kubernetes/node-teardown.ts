@@ -1,6 +1,6 @@
-// The cluster writes of a power-off (SPEC §5): the mark on the Node, the power-off pod, the Node's
+// The cluster writes of a power-off: the mark on the Node, the power-off pod, the Node's
 // deletion. Each is idempotent: what is already done or already gone is success. It touches only
-// plugpool's own pods and the Nodes of configured machines (SPEC §9.5), checked here again although
+// plugpool's own pods and the Nodes of configured machines, checked here again although
 // the domain already guarantees it.
 import { CoreV1Api, PatchStrategy, type KubeConfig } from "@kubernetes/client-node";
 import { PlugpoolError } from "../../domain/errors.ts";

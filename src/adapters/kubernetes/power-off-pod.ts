@@ -46,7 +46,7 @@ export interface PowerOffPodSpec {
   readonly startedAt: number;
 }
 
-/** A one-shot privileged pod bound to the node that shuts its OS down from the host's namespaces (SPEC §5.2). */
+/** A one-shot privileged pod bound to the node that shuts its OS down from the host's namespaces. */
 export function powerOffPodManifest(spec: PowerOffPodSpec): V1Pod {
   return {
     apiVersion: "v1",

@@ -1,7 +1,7 @@
-// The DRA devices each machine offers, remembered while it is off (SPEC §7). The ResourceSlices that
+// The DRA devices each machine offers, remembered while it is off. The ResourceSlices that
 // a configured machine publishes are watched; the last non-empty set per machine is kept in memory and in
 // the ConfigMap `plugpool-template-slices` (one key per machine, JSON), which is loaded at start so the
-// sets survive power-offs and restarts. That ConfigMap is the only object this module writes (SPEC §9.5).
+// sets survive power-offs and restarts. That ConfigMap is the only object this module writes.
 import { CoreV1Api, ResourceV1Api, type KubeConfig } from "@kubernetes/client-node";
 import type { DeviceSlice } from "../../domain/model.ts";
 import { callOptions } from "./api-errors.ts";

@@ -1,4 +1,4 @@
-// The DRA devices of each machine as the view remembers them (SPEC §7): the last non-empty set a
+// The DRA devices of each machine as the view remembers them: the last non-empty set a
 // machine published, kept in ConfigMap plugpool-template-slices across power-offs and restarts.
 import { CoreV1Api, PatchStrategy, ResourceV1Api, setHeaderOptions, type V1ResourceSlice } from "@kubernetes/client-node";
 import assert from "node:assert/strict";

@@ -1,4 +1,4 @@
-// DRA devices in the template (SPEC §7) against a cluster-autoscaler that predates them: CA 1.36 has no
+// DRA devices in the template against a cluster-autoscaler that predates them: CA 1.36 has no
 // ResourceSlices in externalgrpc templates, so plugpool's `resourceSliceBytes` (field 3) must be ignored by it,
 // and scale-up from zero must work as before.
 import { after, before, describe, it } from "node:test";
