@@ -37,8 +37,3 @@ export function isPlugpoolError(e: unknown): e is PlugpoolError {
       typeof (e as { code?: unknown }).code === "string")
   );
 }
-
-/** True for the plug failures that mean "could not talk to the plug" (worth retrying later). */
-export function isPlugFailure(e: unknown): e is PlugpoolError {
-  return isPlugpoolError(e) && e.code.startsWith("plug-");
-}

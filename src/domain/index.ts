@@ -7,7 +7,7 @@ export type { Pool, PoolDeps } from "./pool.ts";
 export { mayCutPower } from "./safety.ts";
 export type { Verdict } from "./safety.ts";
 
-export { PlugpoolError, isPlugpoolError, isPlugFailure } from "./errors.ts";
+export { PlugpoolError, isPlugpoolError } from "./errors.ts";
 export type { ErrorCode } from "./errors.ts";
 
 export type { PoolEvent, PowerOffStep, SafetyRule } from "./events.ts";
