@@ -40,6 +40,8 @@ interface RawGroup {
     readonly memory: RawQuantity;
     readonly pods: RawQuantity;
     readonly resources: Readonly<Record<string, RawQuantity>>;
+    readonly arch: string;
+    readonly os: string;
     readonly labels: Readonly<Record<string, string>>;
     readonly taints: readonly { readonly key: string; readonly value: string; readonly effect: TaintEffect }[];
   };
@@ -95,7 +97,7 @@ function buildPool(raw: RawConfig): PoolConfig {
       memory: String(group.template.memory),
       pods: String(group.template.pods),
       resources: Object.fromEntries(Object.entries(group.template.resources).map(([k, v]) => [k, String(v)])),
-      labels: { ...group.template.labels },
+      labels: { ...group.template.labels, "kubernetes.io/arch": group.template.arch, "kubernetes.io/os": group.template.os },
       taints: group.template.taints.map(({ key, value, effect }) => ({ key, value, effect })),
     },
     machines: group.nodes.map((node): Machine => {

@@ -206,6 +206,16 @@ function checkTemplate(read: Reader, template: ConfigPath, report: Report): void
   check([...template, "cpu"], "positive");
   check([...template, "memory"], "positive");
   check([...template, "pods"], "whole");
+  // One truth for the arch and os a template claims: a label that says otherwise would be a silent override.
+  for (const [key, field, fallback] of [["kubernetes.io/arch", "arch", "amd64"], ["kubernetes.io/os", "os", "linux"]] as const) {
+    const label = read.string([...template, "labels", key]);
+    const value = read.string([...template, field]);
+    if (label !== undefined && value !== undefined && label !== value) {
+      const given = value === fallback ? `${value} (its default when not set)` : value;
+      const fix = field === "os" ? "plugpool drives only Linux machines; leave the label out" : `set template.${field}: ${label} and leave the label out`;
+      report([...template, "labels", key], `is ${label} but template.${field} is ${given}; ${fix}`);
+    }
+  }
   for (const name of read.keys([...template, "resources"])) {
     if (TEMPLATE_KEYS.includes(name)) {
       report([...template, "resources", name], `set ${name} as template.${name}, not among the extra resources`);

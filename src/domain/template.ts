@@ -8,9 +8,20 @@ export function templateNodeName(groupId: string): string {
   return `template-node-for-${groupId}`;
 }
 
+/** The architecture and OS a template claims unless its labels say otherwise. */
+const DEFAULT_TEMPLATE_LABELS: Readonly<Record<string, string>> = {
+  "kubernetes.io/arch": "amd64",
+  "kubernetes.io/os": "linux",
+};
+
 /**
  * The template Node of a group: template labels over the well-known ones, capacity = allocatable (cpu, memory,
- * pods and further resources), template taints, Ready and no pressure.
+ * pods and further resources), template taints, Ready and no pressure. cluster-autoscaler adds no arch or os
+ * label to a provider's template (it only sets the hostname:
+ * https://github.com/kubernetes/autoscaler/blob/cluster-autoscaler-1.36.1/cluster-autoscaler/simulator/node_info_utils.go),
+ * and many charts select on them: without them no such pod scales a group up from zero. The deprecated
+ * beta.kubernetes.io/arch and /os, which kubelets still set, are not added (cluster-autoscaler reads neither):
+ * a group whose pods still select on them names them in its labels.
  */
 export function templateNode(group: NodeGroupSpec): TemplateNode {
   const name = templateNodeName(group.id);
@@ -19,7 +30,7 @@ export function templateNode(group: NodeGroupSpec): TemplateNode {
   return {
     name,
     labels: {
-      "kubernetes.io/os": "linux",
+      ...DEFAULT_TEMPLATE_LABELS,
       "kubernetes.io/hostname": name,
       "node.kubernetes.io/instance-type": `plugpool.${group.id}`,
       ...t.labels,

@@ -70,6 +70,29 @@ describe("loadConfig() value rules", () => {
       ]);
     });
 
+    it("rejects an arch or os the kubelet never reports, naming the ones it does", () => {
+      assert.deepEqual(issuesOf(withTemplate({ arch: "x86_64", os: "windows" })), [
+        "nodeGroups[0].template.arch: must be one of amd64, arm64, arm, 386, ppc64le, s390x, riscv64, loong64",
+        "nodeGroups[0].template.os: must be one of linux",
+      ]);
+    });
+
+    it("refuses a kubernetes.io/arch or /os label that contradicts template.arch or .os, and accepts one that agrees", () => {
+      assert.deepEqual(issuesOf(withTemplate({ labels: { "kubernetes.io/arch": "arm64" } })), [
+        'nodeGroups[0].template.labels["kubernetes.io/arch"]: is arm64 but template.arch is amd64 (its default when not set); set template.arch: arm64 and leave the label out',
+      ]);
+      assert.deepEqual(issuesOf(withTemplate({ arch: "arm64", labels: { "kubernetes.io/arch": "riscv64", "kubernetes.io/os": "windows" } })), [
+        'nodeGroups[0].template.labels["kubernetes.io/arch"]: is riscv64 but template.arch is arm64; set template.arch: riscv64 and leave the label out',
+        'nodeGroups[0].template.labels["kubernetes.io/os"]: is windows but template.os is linux (its default when not set); plugpool drives only Linux machines; leave the label out',
+      ]);
+      const agreeing = load(withTemplate({ arch: "arm64", labels: { "kubernetes.io/arch": "arm64", "example.com/pool": "edge" } }));
+      assert.deepEqual(agreeing.pool.groups[0]?.template.labels, {
+        "example.com/pool": "edge",
+        "kubernetes.io/arch": "arm64",
+        "kubernetes.io/os": "linux",
+      });
+    });
+
     it("rejects a label value that is not a string", () => {
       assert.deepEqual(issuesOf(withTemplate({ labels: { gpu: true } })), ["nodeGroups[0].template.labels.gpu: must be a string, not true or false"]);
     });

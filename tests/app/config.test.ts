@@ -58,7 +58,7 @@ describe("loadConfig()", () => {
               id: "workers",
               minSize: 0,
               maxSize: 2,
-              template: { cpu: "24", memory: "64Gi", pods: "110", resources: {}, labels: { "example.com/pool": "workers" }, taints: [] },
+              template: { cpu: "24", memory: "64Gi", pods: "110", resources: {}, labels: { "example.com/pool": "workers", "kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux" }, taints: [] },
               machines: [machine("worker-1", 0), machine("worker-2", 1)],
             },
           ],
@@ -120,13 +120,14 @@ describe("loadConfig()", () => {
         memory: "64Gi",
         pods: "250",
         resources: { "ephemeral-storage": "100Gi" },
-        labels: { "example.com/pool": "workers" },
+        labels: { "example.com/pool": "workers", "kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux" },
         taints: [
           { key: "example.com/dedicated", value: "batch", effect: "NoSchedule" },
           { key: "example.com/spot", value: "", effect: "PreferNoSchedule" },
         ],
       });
       assert.deepEqual(gpu.template.resources, { "nvidia.com/gpu": "1" });
+      assert.deepEqual(gpu.template.labels, { "kubernetes.io/arch": "arm64", "kubernetes.io/os": "linux" });
       assert.deepEqual([workers.minSize, workers.maxSize, gpu.minSize, gpu.maxSize], [1, 2, 0, 1]);
     });
 

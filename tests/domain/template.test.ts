@@ -32,6 +32,7 @@ describe("Pool.template()", () => {
     const { node, slices } = w.pool.template("gpu");
     assert.equal(node.name, "template-node-for-gpu");
     assert.deepEqual(node.labels, {
+      "kubernetes.io/arch": "amd64",
       "kubernetes.io/os": "plan9",
       "kubernetes.io/hostname": "template-node-for-gpu",
       "node.kubernetes.io/instance-type": "plugpool.gpu",
@@ -46,6 +47,21 @@ describe("Pool.template()", () => {
       ["Ready=True", "MemoryPressure=False", "DiskPressure=False", "PIDPressure=False", "NetworkUnavailable=False"],
     );
     assert.deepEqual(slices, []);
+  });
+
+  it("claims kubernetes.io/arch amd64 and kubernetes.io/os linux unless the group's labels name others", () => {
+    const w = new World({
+      groups: [
+        { id: "x86", machines: ["x-1"], template: TEMPLATE },
+        { id: "arm", machines: ["a-1"], template: { ...TEMPLATE, labels: { "kubernetes.io/arch": "arm64" } } },
+      ],
+    });
+    const arch = (group: string) => {
+      const { labels } = w.pool.template(group).node;
+      return [labels["kubernetes.io/arch"], labels["kubernetes.io/os"]];
+    };
+    assert.deepEqual(arch("x86"), ["amd64", "linux"]);
+    assert.deepEqual(arch("arm"), ["arm64", "linux"]);
   });
 
   it("uses the slices of the first machine in config order that has some, renamed to the template node", () => {
