@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
-import type { InstanceState, Pool, PoolConfig } from "../domain/index.ts";
+import type { InstanceState, MachineUsage, Pool, PoolConfig } from "../domain/index.ts";
 
 /** Every metric plugpool exports, on one registry (served at /metrics). */
 export interface Metrics {
@@ -9,10 +9,11 @@ export interface Metrics {
   readonly powerActions: Counter<"group" | "action">;
   readonly powerOffStepDuration: Histogram<"step">;
   readonly graceEnded: Counter<"how">;
+  readonly powerOnToReady: Histogram<"group">;
   readonly configErrors: Counter<"kind">;
   readonly eventErrors: Counter;
   readonly watchErrors: Counter;
-  /** Wires the instances gauge to the pool (read at scrape time, not maintained). */
+  /** Wires the instances gauge and the energy metrics to the pool (read at scrape time, not maintained). */
   observePool(pool: Pool, config: PoolConfig): void;
   /** Wires the cluster-view gauge to the view's health (read at scrape time). */
   observeView(current: () => boolean): void;
@@ -67,6 +68,7 @@ export function createMetrics(): Metrics {
       for (const q of source?.pool.quarantine() ?? []) this.set({ machine: q.machine }, q.failures);
     },
   });
+  energyMetrics(registers, () => source?.pool.usage() ?? []);
   return {
     registry,
     rpcDuration: new Histogram({
@@ -101,6 +103,13 @@ export function createMetrics(): Metrics {
       labelNames: ["how"],
       registers,
     }),
+    powerOnToReady: new Histogram({
+      name: "plugpool_power_on_to_ready_seconds",
+      help: "From plugpool switching a plug on for a scale-up to the machine's Node turning Ready, by group.",
+      labelNames: ["group"],
+      buckets: [15, 30, 45, 60, 90, 120, 180, 240, 300, 450, 600, 900],
+      registers,
+    }),
     configErrors: new Counter({
       name: "plugpool_config_errors_total",
       help: "Configuration problems seen at run time (e.g. a Node named like a machine with another providerID).",
@@ -124,4 +133,62 @@ export function createMetrics(): Metrics {
       viewCurrent = current;
     },
   };
+}
+
+/**
+ * Per machine: plug on/off, the sensor's watts, and the totals the pool keeps (time powered on, energy used and
+ * avoided). Each is read from the pool at scrape time; a series is absent while its value is unknown (a plug never
+ * read, no sensor, no idleWatts), never a made-up 0. The totals start from 0 when plugpool starts.
+ */
+function energyMetrics(registers: Registry[], usage: () => readonly MachineUsage[]): void {
+  const labelNames = ["group", "machine"] as const;
+  new Gauge({
+    name: "plugpool_plug_on",
+    help: "1 while the machine's plug reads on, 0 while off; absent until the plug was read and after an unconfirmed switch.",
+    labelNames,
+    registers,
+    collect() {
+      this.reset();
+      for (const u of usage()) if (u.plug !== "unknown") this.set({ group: u.group, machine: u.machine }, Number(u.plug === "on"));
+    },
+  });
+  new Gauge({
+    name: "plugpool_machine_power_watts",
+    help: "The machine's draw as the plug's power sensor last read it; only for plugs with powerSensor.",
+    labelNames,
+    registers,
+    collect() {
+      this.reset();
+      for (const u of usage()) if (u.watts !== undefined) this.set({ group: u.group, machine: u.machine }, u.watts);
+    },
+  });
+  const total = (name: string, help: string, value: (u: MachineUsage) => number | undefined) =>
+    new Counter({
+      name,
+      help,
+      labelNames,
+      registers,
+      collect() {
+        this.reset();
+        for (const u of usage()) {
+          const v = value(u);
+          if (v !== undefined) this.inc({ group: u.group, machine: u.machine }, v);
+        }
+      },
+    });
+  total(
+    "plugpool_machine_powered_on_seconds_total",
+    "Seconds the machine's plug was on, between plugpool's readings of it since plugpool started.",
+    (u) => u.poweredOnSeconds,
+  );
+  total(
+    "plugpool_machine_energy_used_kwh_total",
+    "Energy the machine drew, integrated from its power sensor's readings (trapezoids between reads); only for plugs with powerSensor.",
+    (u) => u.energyUsedKwh,
+  );
+  total(
+    "plugpool_machine_energy_avoided_kwh_total",
+    "Time the machine's plug was off times its group's idleWatts: the energy it would have drawn idling; only with idleWatts.",
+    (u) => u.energyAvoidedKwh,
+  );
 }

@@ -29,6 +29,10 @@ export function createReporter(options: {
           action(event.machine, event.type);
           logger.info(describe(event), fields);
           break;
+        case "booted":
+          metrics.powerOnToReady.observe({ group: event.group }, event.durationMs / 1000);
+          logger.info(describe(event), fields);
+          break;
         case "plug-off":
           action(event.machine, event.type);
           if (event.graceEnded) metrics.graceEnded.inc({ how: event.graceEnded });
@@ -95,6 +99,8 @@ function describe(event: PoolEvent): string {
       return `node ${event.machine} has providerID "${event.providerID}", expected "${event.expected}": not matched`;
     case "unexpected-power":
       return `unexpected power state of ${event.machine}: ${event.detail}`;
+    case "booted":
+      return `node ${event.node} is Ready ${Math.round(event.durationMs / 100) / 10}s after its plug was switched on`;
     case "power-on-queued":
       return `queued the plug-on of ${event.machine} (inrush limit)`;
     case "power-restored":

@@ -50,6 +50,17 @@ export type PoolEvent =
       readonly node: string;
     }
   | {
+      /**
+       * A machine plugpool switched on for a scale-up has a Ready Node: `durationMs` from the plug-on to the
+       * Node's Ready condition turning True (as the Node records it).
+       */
+      readonly type: "booted";
+      readonly machine: string;
+      readonly group: string;
+      readonly node: string;
+      readonly durationMs: number;
+    }
+  | {
       /** A boot failed: the machine is left out of scale-ups until `until` (epoch ms). */
       readonly type: "quarantined";
       readonly machine: string;

@@ -37,6 +37,11 @@ export interface Machine {
   readonly index: number;
   /** Held in config: never chosen for scale-up and never powered off by plugpool. */
   readonly hold: boolean;
+  /**
+   * What the machine draws when on and idle, in watts, when configured: off time times this is the energy
+   * avoided, and scale-up order `efficient` prefers the lowest.
+   */
+  readonly idleWatts?: number;
 }
 
 /** The effect of a Node taint, as Kubernetes spells it. */
@@ -92,11 +97,20 @@ export interface PowerOffSettings {
   readonly maxRetryMs: number;
 }
 
+/**
+ * Which usable machines a scale-up switches on first: `config` in config order; `least-used` those with the
+ * fewest seconds powered on (as plugpool saw them since it started); `efficient` the lowest `idleWatts` (machines
+ * without it last). Ties keep config order, and plugs whose last read failed always come last.
+ */
+export type ScaleUpOrder = "config" | "least-used" | "efficient";
+
 /** Inrush protection: plug-ons are staggered across the whole pool (machines often share a circuit). */
 export interface ScaleUpSettings {
   /** At most this many plug-ons in any window of `powerOnIntervalMs`, across the pool; 0 means no limit. */
   readonly maxPowerOnsPerInterval: number;
   readonly powerOnIntervalMs: number;
+  /** Absent: `config`. */
+  readonly order?: ScaleUpOrder;
 }
 
 /** Applies when `PoolConfig.scaleUp` is absent: no limit. */
@@ -215,6 +229,24 @@ export interface QuarantineEntry {
   readonly until: number;
   /** Failed boots in a row (reset by a registration). */
   readonly failures: number;
+}
+
+/**
+ * A machine's power use as plugpool observed it since it started (memory only: a restart starts from zero), as
+ * `Pool.usage()` lists it. Totals grow at each plug reading, never between them.
+ */
+export interface MachineUsage {
+  readonly machine: string;
+  readonly group: string;
+  readonly plug: PlugState;
+  /** The power sensor's last value; absent without a sensor or before it answered. */
+  readonly watts?: number;
+  readonly poweredOnSeconds: number;
+  readonly poweredOffSeconds: number;
+  /** Integrated from the power sensor's readings; absent without a sensor. */
+  readonly energyUsedKwh?: number;
+  /** Time off times `idleWatts`; absent without `idleWatts`. */
+  readonly energyAvoidedKwh?: number;
 }
 
 /** A DRA device attribute: exactly one kind of value. */

@@ -2,6 +2,7 @@ import type { CallOptions } from "./ports.ts";
 import type {
   DeviceSlice,
   Instance,
+  MachineUsage,
   NodeGroupInfo,
   NodeGroupSpec,
   NodeRef,
@@ -21,6 +22,7 @@ import { runPowerOffs } from "./power-off.ts";
 import { runPowerOns } from "./power-on.ts";
 import { quarantineOf } from "./quarantine.ts";
 import { createTemplateSource } from "./template.ts";
+import { noteBoot, usageOf } from "./usage.ts";
 
 export type { PoolDeps } from "./state.ts";
 
@@ -85,9 +87,15 @@ export interface Pool {
    */
   poweredOutside(): readonly string[];
   /**
+   * Every machine's plug state, draw, time on and off and energy (used, from the power sensor; avoided, from
+   * `idleWatts`), config order, as observed by this pool since it was built (for metrics).
+   */
+  usage(): readonly MachineUsage[];
+  /**
    * Tells the pool the ClusterView changed (call it on every change the watches deliver): a machine seen
    * registered even for a moment ends plugpool's record of its power-on, so a Node deleted right after never
-   * leaves that record behind as a licence to cut.
+   * leaves that record behind as a licence to cut. A machine plugpool switched on whose Node turns Ready is
+   * reported `booted`.
    */
   clusterChanged(): void;
 }
@@ -148,8 +156,10 @@ export function createPool(deps: PoolDeps, config: PoolConfig): Pool {
     runPowerOffs: (options) => passes(() => pass(options), options?.signal),
     quarantine: () => quarantineOf(ctx),
     poweredOutside: () => ctx.machines.filter((m) => isPoweredOutside(ctx, m)).map((m) => m.name),
+    usage: () => usageOf(ctx),
     clusterChanged: () => {
       noteRegistrations(ctx);
+      for (const machine of ctx.machines) noteBoot(ctx, machine);
     },
   };
 }

@@ -9,6 +9,7 @@ import { foreignProviderID, instanceId } from "./matching.ts";
 import { readPlug } from "./switching.ts";
 import { clearBootFailures, recordBootFailure } from "./quarantine.ts";
 import { restoreTarget, restoreWait } from "./power-on.ts";
+import { noteBoot } from "./usage.ts";
 
 /**
  * Reads every plug at once (each call bounded by the adapter) and updates what depends on the readings: boot
@@ -46,6 +47,7 @@ function noteReadFailure(ctx: PoolContext, machine: Machine, error: string): voi
 function reconcile(ctx: PoolContext, machine: Machine): void {
   const st = stateOf(ctx, machine);
   const { reporter } = ctx.deps;
+  noteBoot(ctx, machine);
   const nodes = nodesOf(ctx, machine);
   if (nodes.length > 0) {
     if (poweredByPlugpool(ctx, machine)) ctx.deps.records.endPowerOn(machine.name);

@@ -1,9 +1,10 @@
-// NodeGroupIncreaseSize: switch plugs on in config order, skipping plugs that fail; beyond the inrush limit,
-// queue them for the runner.
+// NodeGroupIncreaseSize: switch plugs on in the configured order, skipping plugs that fail; beyond the inrush
+// limit, queue them for the runner.
 import type { CallOptions } from "./ports.ts";
 import type { Machine, NodeGroupSpec } from "./model.ts";
 import type { PoolContext } from "./state.ts";
 import { messageOf, nodesOf, poweredByPlugpool, stateOf } from "./state.ts";
+import { DEFAULT_SCALE_UP } from "./model.ts";
 import { PlugpoolError } from "./errors.ts";
 import { targetSizeOf } from "./instances.ts";
 import { isHeld } from "./matching.ts";
@@ -27,7 +28,7 @@ export function isScaleUpCandidate(ctx: PoolContext, machine: Machine): boolean 
 
 /**
  * Switches on `delta` candidates in parallel rounds: each round takes as many further candidates as are
- * still missing, config order but plugs whose last read failed last; a plug that fails is skipped and the next round tries others. A candidate beyond the inrush
+ * still missing, in `scaleUp.order` (see `scaleUpOrder`); a plug that fails is skipped and the next round tries others. A candidate beyond the inrush
  * limit is queued instead (a creating instance at once; the runner switches it on in turn, and `wake` asks
  * for a run). Stops when done, out of candidates, or when the signal aborts (answers that arrive later still
  * count). Throws `invalid-argument` for a bad delta, `plug-unreachable` naming the failed plugs when fewer
@@ -55,12 +56,10 @@ export async function increaseSize(
   const { tried, switchedOn, queued, failed } = outcome;
   try {
     while (switchedOn.size + queued.size < delta && signal?.aborted !== true) {
-      // Plugs whose last read failed go last: a switch-on sent to a plug that does not answer has an unknown
-      // outcome, counts as switched on, and would hold the scale-up until cluster-autoscaler gives up on it.
-      const round = group.machines
-        .filter((m) => !tried.has(m.name) && isScaleUpCandidate(ctx, m))
-        .toSorted((a, b) => Number(stateOf(ctx, a).readError !== undefined) - Number(stateOf(ctx, b).readError !== undefined))
-        .slice(0, delta - switchedOn.size - queued.size);
+      const round = scaleUpOrder(
+        ctx,
+        group.machines.filter((m) => !tried.has(m.name) && isScaleUpCandidate(ctx, m)),
+      ).slice(0, delta - switchedOn.size - queued.size);
       if (round.length === 0) break;
       const answers: Promise<unknown>[] = [];
       for (const m of round) {
@@ -88,6 +87,25 @@ export async function increaseSize(
   }
   if (switchedOn.size + queued.size >= delta) return;
   throw shortfall(ctx, group, what, { ...outcome, cancelled: signal?.aborted === true });
+}
+
+/**
+ * The candidates (given in config order) in the order a scale-up tries them. Plugs whose last read failed go
+ * last, whatever the order: a switch-on sent to a plug that does not answer has an unknown outcome, counts as
+ * switched on, and would hold the scale-up until cluster-autoscaler gives up on it. Then `least-used` puts the
+ * fewest seconds powered on first (spreading wear; the seconds are this pool's own observations, so after a
+ * restart all start equal), `efficient` the lowest `idleWatts` (machines without it last); ties, and `config`,
+ * keep config order.
+ */
+export function scaleUpOrder(ctx: PoolContext, candidates: readonly Machine[]): Machine[] {
+  const order = (ctx.config.scaleUp ?? DEFAULT_SCALE_UP).order ?? "config";
+  const key = (m: Machine): number => {
+    if (order === "least-used") return stateOf(ctx, m).meter.onMs;
+    if (order === "efficient") return m.idleWatts ?? Number.POSITIVE_INFINITY;
+    return 0;
+  };
+  const failing = (m: Machine): number => Number(stateOf(ctx, m).readError !== undefined);
+  return candidates.toSorted((a, b) => failing(a) - failing(b) || key(a) - key(b));
 }
 
 /** Puts the machine last in the queue of plug-ons held back by the inrush limit. */

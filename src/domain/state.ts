@@ -4,6 +4,8 @@ import type { Clock, ClusterView, NodeLookup, NodeTeardown, PowerRecords, PowerS
 import type { Machine, NodeGroupSpec, NodeView, PlugState, PoolConfig } from "./model.ts";
 import type { PowerOffStep, SafetyRule } from "./events.ts";
 import type { Lock } from "./lock.ts";
+import type { EnergyMeter } from "./energy.ts";
+import { newMeter } from "./energy.ts";
 import { PlugpoolError } from "./errors.ts";
 import { createLock } from "./lock.ts";
 import { safetyNodes } from "./matching.ts";
@@ -69,6 +71,13 @@ export interface MachineState {
   switching: "on" | "off" | undefined;
   /** When plugpool switched it on, or first saw it on. */
   poweredOnAt: number | undefined;
+  /**
+   * When plugpool switched it on for a scale-up, until its Node is seen Ready (the boot's duration is reported)
+   * or the plug is seen off. After a restart, the standing power-on record's time.
+   */
+  bootStartedAt: number | undefined;
+  /** Time on and off and energy drawn, from plugpool's own readings since it started (lost on restart). */
+  readonly meter: EnergyMeter;
   /**
    * IncreaseSize chose it but the inrush limit held it back: a creating instance whose plug the runner switches
    * on in turn. The number orders the queue (lower first). Lost on restart, like everything in memory.
@@ -138,6 +147,8 @@ function newMachineState(deps: PoolDeps, machine: Machine): MachineState {
     version: 0,
     switching: undefined,
     poweredOnAt: deps.records.powerOn(machine.name)?.at,
+    bootStartedAt: deps.records.powerOn(machine.name)?.at,
+    meter: newMeter(),
     queued: undefined,
     bootFailure: undefined,
     bootFailures: quarantine?.failures ?? 0,

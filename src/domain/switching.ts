@@ -9,6 +9,7 @@ import { messageOf, poweredByPlugpool, stateOf } from "./state.ts";
 import { PlugpoolError, isPlugpoolError } from "./errors.ts";
 import { freshVerdict } from "./safety.ts";
 import { recordBootFailure } from "./quarantine.ts";
+import { interrupted, observe, switched } from "./energy.ts";
 
 /**
  * Takes one plug-on from the inrush budget: true (and counted from now) when fewer than
@@ -68,12 +69,13 @@ export async function switchOn(ctx: PoolContext, machine: Machine, why: string, 
   }
   const poweredOn = (confirmed: boolean): void => {
     st.poweredOnAt = ctx.deps.clock.now();
+    st.bootStartedAt = st.poweredOnAt;
     st.bootFailure = undefined;
     reporter.report({ type: "powered-on", machine: machine.name, group: machine.group, confirmed });
   };
   try {
     const reading = await ctx.deps.power.turnOn(machine.plug, options);
-    applySwitchAnswer(st, reading);
+    applySwitchAnswer(ctx, st, reading);
     if (!reading.on) throw new PlugpoolError("plug-bad-answer", `plug of ${machine.name} still reads off after turn_on`);
     poweredOn(true);
   } catch (e) {
@@ -82,6 +84,7 @@ export async function switchOn(ctx: PoolContext, machine: Machine, why: string, 
       // The plug may be on: it is plugpool's power-on all the same, never a reason to switch on another machine.
       st.plug = "unknown";
       st.version += 1;
+      interrupted(st.meter, ctx.deps.clock.now());
       poweredOn(false);
       return;
     }
@@ -101,14 +104,17 @@ export function restorePower(ctx: PoolContext, machine: Machine, node: string, o
   st.switching = "on";
   return ctx.deps.power.turnOn(machine.plug, options).then(
     (reading) => {
-      applySwitchAnswer(st, reading);
+      applySwitchAnswer(ctx, st, reading);
       st.poweredOnAt ??= ctx.deps.clock.now();
       reporter.report({ type: "power-restored", machine: machine.name, group: machine.group, node });
       return reading;
     },
     (e: unknown) => {
       st.switching = undefined;
-      if (isPlugpoolError(e) && e.code === "plug-unconfirmed") st.plug = "unknown";
+      if (isPlugpoolError(e) && e.code === "plug-unconfirmed") {
+        st.plug = "unknown";
+        interrupted(st.meter, ctx.deps.clock.now());
+      }
       reporter.report({ type: "power-on-failed", machine: machine.name, group: machine.group, error: messageOf(e) });
       throw e;
     },
@@ -154,13 +160,14 @@ export async function switchOff(ctx: PoolContext, machine: Machine, cut: CutRepo
     if (isPlugpoolError(e) && e.code === "plug-unconfirmed") {
       st.plug = "unknown";
       st.version += 1;
+      interrupted(st.meter, ctx.deps.clock.now());
       // The cut may have happened: plugpool's power-on licenses nothing more (whoever powers it next is not plugpool).
       ctx.deps.records.endPowerOn(machine.name);
       return { kind: "unconfirmed", error: e.message };
     }
     throw e;
   }
-  applySwitchAnswer(st, reading);
+  applySwitchAnswer(ctx, st, reading);
   if (reading.on) throw new PlugpoolError("plug-bad-answer", `plug of ${machine.name} still reads on after turn_off`);
   const dropped = cut.reason === "unregistered" && poweredByPlugpool(ctx, machine) && st.bootFailure === undefined;
   ctx.deps.records.endPowerOn(machine.name);
@@ -189,6 +196,8 @@ export async function readPlug(ctx: PoolContext, machine: Machine, options?: Cal
   st.plug = reading.on ? "on" : "off";
   st.watts = reading.watts;
   st.readError = undefined;
+  observe(st.meter, ctx.deps.clock.now(), reading);
+  if (!reading.on) st.bootStartedAt = undefined;
   // Seen on for the first time: it counts as powered from now (decrease cuts the latest first).
   if (reading.on) st.poweredOnAt ??= ctx.deps.clock.now();
   else if (!poweredByPlugpool(ctx, machine)) st.poweredOnAt = undefined;
@@ -196,9 +205,11 @@ export async function readPlug(ctx: PoolContext, machine: Machine, options?: Cal
 }
 
 /** A switch command's answer is the plug's newest state: reads started before it are stale from now on. */
-function applySwitchAnswer(st: MachineState, reading: PlugReading): void {
+function applySwitchAnswer(ctx: PoolContext, st: MachineState, reading: PlugReading): void {
   st.switching = undefined;
   st.version += 1;
   st.plug = reading.on ? "on" : "off";
   st.watts = reading.watts;
+  switched(st.meter, ctx.deps.clock.now(), reading);
+  if (!reading.on) st.bootStartedAt = undefined;
 }

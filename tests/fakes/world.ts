@@ -50,6 +50,8 @@ export interface GroupOptions {
   /** Machines whose plug has a power sensor. */
   readonly sensors?: readonly string[];
   readonly template?: NodeTemplate;
+  /** Machines' idle draw in watts, by name (absent: none configured). */
+  readonly idleWatts?: Readonly<Record<string, number>>;
 }
 
 export interface WorldOptions {
@@ -81,6 +83,7 @@ export function buildConfig(options: WorldOptions = {}): PoolConfig {
         group: g.id,
         index: index++,
         hold: g.hold?.includes(name) ?? false,
+        ...(g.idleWatts?.[name] !== undefined && { idleWatts: g.idleWatts[name] }),
         plug: {
           url: `http://plug-${name}.test`,
           device: `plug-${name}.test`,

@@ -141,6 +141,8 @@ export function nodeEvent(event: PoolEvent): NodeEvent | undefined {
         : `plug switch-on sent for node group "${event.group}", its answer was lost; counted as switched on`);
     case "power-on-failed":
       return on("Warning", "PowerOnFailed", `switching the plug on failed: ${event.error}`);
+    case "booted":
+      return on("Normal", "Booted", `Node Ready ${seconds(event.durationMs)} after plugpool switched the plug on`, event.node);
     case "power-on-queued":
       return on("Normal", "PowerOnQueued", `chosen for node group "${event.group}"; the plug is switched on in turn (inrush limit)`);
     case "power-restored":

@@ -13,6 +13,7 @@ describe("nodeEvent()", () => {
     [{ type: "powered-on", machine: "w1", group: "g", confirmed: true }, "w1", "Normal", "PoweredOn"],
     [{ type: "power-on-failed", machine: "w1", group: "g", error: "timeout" }, "w1", "Warning", "PowerOnFailed"],
     [{ type: "power-on-queued", machine: "w1", group: "g" }, "w1", "Normal", "PowerOnQueued"],
+    [{ type: "booted", machine: "w1", group: "g", node: "w1.lan", durationMs: 84_000 }, "w1.lan", "Normal", "Booted"],
     [{ type: "power-restored", machine: "w1", group: "g", node: "w1.lan" }, "w1.lan", "Warning", "PowerRestored"],
     [{ type: "quarantined", machine: "w1", group: "g", until: 0, failures: 2, reason: "never registered" }, "w1", "Warning", "Quarantined"],
     [{ type: "power-off-started", machine: "w1", node: "w1.lan", resumed: false }, "w1.lan", "Normal", "PowerOffStarted"],
@@ -39,6 +40,10 @@ describe("nodeEvent()", () => {
 
   it("says in the message what happened", () => {
     assert.equal(nodeEvent({ type: "power-off-finished", machine: "w1", durationMs: 95_000 })?.message, "power-off finished in 95s");
+    assert.equal(
+      nodeEvent({ type: "booted", machine: "w1", group: "g", node: "w1", durationMs: 84_250 })?.message,
+      "Node Ready 84.3s after plugpool switched the plug on",
+    );
     assert.match(nodeEvent({ type: "power-on-failed", machine: "w1", group: "g", error: "plug timed out" })?.message ?? "", /plug timed out/);
   });
 });
