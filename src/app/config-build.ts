@@ -24,7 +24,11 @@ export interface RawConfig {
     readonly standbyWatts: number;
     readonly standbyWindow: string;
   };
-  readonly scaleUp: { readonly maxPowerOnsPerInterval: number; readonly powerOnInterval: string };
+  readonly scaleUp: {
+    readonly maxPowerOnsPerInterval: number;
+    readonly powerOnInterval: string;
+    readonly order: "config" | "least-used" | "efficient";
+  };
   readonly quarantine: { readonly initial: string; readonly max: string };
   readonly nodeGroups: readonly RawGroup[];
 }
@@ -35,6 +39,7 @@ interface RawGroup {
   readonly id: string;
   readonly minSize: number;
   readonly maxSize: number;
+  readonly idleWatts?: number;
   readonly template: {
     readonly cpu: RawQuantity;
     readonly memory: RawQuantity;
@@ -48,6 +53,7 @@ interface RawGroup {
   readonly nodes: readonly {
     readonly name: string;
     readonly hold: boolean;
+    readonly idleWatts?: number;
     readonly plug: {
       readonly url: string;
       readonly switch: string;
@@ -103,6 +109,7 @@ function buildPool(raw: RawConfig): PoolConfig {
     machines: group.nodes.map((node): Machine => {
       const url = normalisePlugUrl(node.plug.url);
       const { url: base, device } = validated(url.ok ? url : undefined);
+      const idleWatts = node.idleWatts ?? group.idleWatts;
       return {
         name: node.name,
         group: group.id,
@@ -114,6 +121,7 @@ function buildPool(raw: RawConfig): PoolConfig {
         },
         index: index++,
         hold: node.hold,
+        ...(idleWatts !== undefined && { idleWatts }),
       };
     }),
   }));
@@ -134,6 +142,7 @@ function buildPool(raw: RawConfig): PoolConfig {
     scaleUp: {
       maxPowerOnsPerInterval: raw.scaleUp.maxPowerOnsPerInterval,
       powerOnIntervalMs: duration(raw.scaleUp.powerOnInterval),
+      order: raw.scaleUp.order,
     },
     quarantine: { initialMs: duration(raw.quarantine.initial), maxMs: duration(raw.quarantine.max) },
     groups,

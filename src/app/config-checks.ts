@@ -96,6 +96,8 @@ export function checkConfig(root: unknown, schemaErrorPointers: readonly string[
     report(["quarantine", "max"], `must be at least quarantine.initial (${read.string(["quarantine", "initial"]) ?? ""})`);
   }
 
+  checkEfficientOrder(read, report);
+
   const groupIds = new Map<string, ConfigPath>();
   const nodeNames = new Map<string, ConfigPath>();
   const plugs = new Map<string, ConfigPath>();
@@ -163,6 +165,20 @@ function checkLogin(
   if (first === undefined) logins.set(device, { files, path: plug });
   else if (first.files !== files) {
     report(credentials, `differ from those of ${formatPath(first.path)}, on the same device ${device}; a device has one login, so name the same files (or none) for both`);
+  }
+}
+
+/** Without any idleWatts every machine ties and `efficient` would silently be config order. */
+function checkEfficientOrder(read: Reader, report: Report): void {
+  if (read.string(["scaleUp", "order"]) !== "efficient") return;
+  const groups = read.list(["nodeGroups"]) ?? [];
+  const any = groups.some(
+    (_, g) =>
+      read.present(["nodeGroups", g, "idleWatts"]) ||
+      (read.list(["nodeGroups", g, "nodes"]) ?? []).some((__, n) => read.present(["nodeGroups", g, "nodes", n, "idleWatts"])),
+  );
+  if (groups.length > 0 && !any) {
+    report(["scaleUp", "order"], "efficient orders machines by idleWatts, but no group or node sets idleWatts; set it, or use config or least-used");
   }
 }
 

@@ -1,7 +1,7 @@
 // Rejection rules for values: template quantities, labels and taints, durations and names.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { config, issuesOf, load, withTemplate } from "./fixtures/config-builders.ts";
+import { config, group, issuesOf, load, node, withTemplate } from "./fixtures/config-builders.ts";
 
 const QUANTITY = 'must be a Kubernetes quantity such as "24", 500m, 64Gi or 1e3';
 const DURATION = "must be a duration such as 90s, 5m, 1h30m or 500ms (a number with a unit: ns, us, ms, s, m or h; no sign)";
@@ -187,8 +187,34 @@ describe("loadConfig() value rules", () => {
 
     it("reads a limit with its interval, and accepts a quarantine turned off with 0", () => {
       const loaded = load(config(undefined, { scaleUp: { maxPowerOnsPerInterval: 3, powerOnInterval: "1m" }, quarantine: { initial: "0" } }));
-      assert.deepEqual(loaded.pool.scaleUp, { maxPowerOnsPerInterval: 3, powerOnIntervalMs: 60_000 });
+      assert.deepEqual(loaded.pool.scaleUp, { maxPowerOnsPerInterval: 3, powerOnIntervalMs: 60_000, order: "config" });
       assert.deepEqual(loaded.pool.quarantine, { initialMs: 0, maxMs: 14_400_000 });
+    });
+
+    it("rejects an unknown scale-up order, naming the allowed ones", () => {
+      assert.deepEqual(issuesOf(config(undefined, { scaleUp: { order: "cheapest" } })), [
+        "scaleUp.order: must be one of config, least-used, efficient",
+      ]);
+    });
+
+    it("rejects order efficient when no group or node sets idleWatts, and accepts it when one does", () => {
+      assert.deepEqual(issuesOf(config(undefined, { scaleUp: { order: "efficient" } })), [
+        "scaleUp.order: efficient orders machines by idleWatts, but no group or node sets idleWatts; set it, or use config or least-used",
+      ]);
+      const onNode = config([group("workers", [node("worker-1"), node("worker-2", {}, { idleWatts: 12 })])], { scaleUp: { order: "efficient" } });
+      assert.equal(load(onNode).pool.scaleUp?.order, "efficient");
+    });
+
+    it("rejects idleWatts that are negative or not a number, on a group and on a node", () => {
+      const doc = config([group("workers", [node("worker-1", {}, { idleWatts: "20W" })], { idleWatts: -3 })]);
+      // In file order: the builder writes the group's idleWatts after its nodes.
+      assert.deepEqual(issuesOf(doc), [
+        "nodeGroups[0].nodes[0].idleWatts: must be a number, not a string",
+        "nodeGroups[0].idleWatts: must not be negative (found -3)",
+      ]);
+      const infinite = "providerIDPrefix: k3s://\nnodeGroups:\n  - { id: w, maxSize: 1, idleWatts: .inf, template: { cpu: '1', memory: 1Gi }, nodes: [{ name: w-1, plug: { url: 'http://w', switch: r } }] }\n";
+      assert.equal(issuesOf(infinite).length, 1);
+      assert.match(issuesOf(infinite)[0] ?? "", /^nodeGroups\[0\]\.idleWatts: /);
     });
 
     it("rejects unknown keys in either section", () => {

@@ -51,7 +51,7 @@ describe("loadConfig()", () => {
           gpuLabel: "nvidia.com/gpu.product",
           gpuTypes: [],
           powerOff: POWER_OFF_DEFAULTS,
-          scaleUp: { maxPowerOnsPerInterval: 0, powerOnIntervalMs: 10_000 },
+          scaleUp: { maxPowerOnsPerInterval: 0, powerOnIntervalMs: 10_000, order: "config" },
           quarantine: { initialMs: 600_000, maxMs: 14_400_000 },
           groups: [
             {
@@ -101,8 +101,8 @@ describe("loadConfig()", () => {
       });
     });
 
-    it("reads the inrush limit and the quarantine back-off", () => {
-      assert.deepEqual(loaded.pool.scaleUp, { maxPowerOnsPerInterval: 2, powerOnIntervalMs: 30_000 });
+    it("reads the inrush limit, the scale-up order and the quarantine back-off", () => {
+      assert.deepEqual(loaded.pool.scaleUp, { maxPowerOnsPerInterval: 2, powerOnIntervalMs: 30_000, order: "efficient" });
       assert.deepEqual(loaded.pool.quarantine, { initialMs: 300_000, maxMs: 7_200_000 });
     });
 
@@ -141,6 +141,19 @@ describe("loadConfig()", () => {
           ["gpu-1.lab", "gpu", 2, false],
         ],
       );
+    });
+
+    it("gives each machine its own idleWatts, else its group's, else none", () => {
+      const machines = loaded.pool.groups.flatMap((g) => g.machines);
+      assert.deepEqual(
+        machines.map((m) => [m.name, m.idleWatts]),
+        [
+          ["worker-1", 18.5],
+          ["worker-2", 0],
+          ["gpu-1.lab", undefined],
+        ],
+      );
+      assert.equal("idleWatts" in (machines[2] ?? {}), false);
     });
 
     it("normalises plug URLs, names their devices and keeps switch and power sensor names as written", () => {
