@@ -10,6 +10,7 @@ import { requiredAccess } from "../adapters/kubernetes/access.ts";
 import { POWER_RECORDS_CONFIGMAP, recordKey } from "../adapters/kubernetes/power-records.ts";
 import type { AppConfig } from "./config.ts";
 import { checkRunningInstance } from "./doctor-running.ts";
+import { compareWithTemplate } from "./doctor-template.ts";
 import { plugCredentialsFor } from "./plug-credentials.ts";
 
 type Status = "ok" | "warn" | "FAIL";
@@ -161,19 +162,23 @@ async function checkNodes(config: AppConfig, kc: KubeConfig, machines: readonly 
     return [{ area: "cluster", subject: "nodes", status: "FAIL", detail: `cannot list Nodes: ${apiserverReason(e)}` }];
   }
   const prefix = config.pool.providerIDPrefix;
-  return machines.map((m): Row => {
+  return machines.flatMap((m): Row[] => {
     const expected = prefix + m.name;
     const byName = nodes.find((n) => n.metadata?.name === m.name);
     const byProviderID = nodes.find((n) => n.spec?.providerID === expected);
     const subject = `node ${m.name}`;
     if (byName !== undefined && (byName.spec?.providerID ?? "") !== "" && byName.spec?.providerID !== expected) {
-      return { area: "cluster", subject, status: "FAIL", detail: `providerID is "${byName.spec?.providerID ?? ""}", expected "${expected}" (set providerIDPrefix or the kubelet's --provider-id)` };
+      return [{ area: "cluster", subject, status: "FAIL", detail: `providerID is "${byName.spec?.providerID ?? ""}", expected "${expected}" (set providerIDPrefix or the kubelet's --provider-id)` }];
     }
     const node = byProviderID ?? byName;
-    if (node === undefined) return { area: "cluster", subject, status: "ok", detail: NOT_REGISTERED };
+    if (node === undefined) return [{ area: "cluster", subject, status: "ok", detail: NOT_REGISTERED }];
     const ready = node.status?.conditions?.find((c) => c.type === "Ready")?.status === "True";
     const how = node === byProviderID ? "providerID" : "name (no providerID)";
-    return { area: "cluster", subject, status: "ok", detail: `registered as ${node.metadata?.name ?? ""}, matched by ${how}, ${ready ? "Ready" : "NotReady"}` };
+    const group = config.pool.groups.find((g) => g.id === m.group);
+    return [
+      { area: "cluster", subject, status: "ok", detail: `registered as ${node.metadata?.name ?? ""}, matched by ${how}, ${ready ? "Ready" : "NotReady"}` },
+      ...(group === undefined ? [] : [compareWithTemplate(group, node)]),
+    ];
   });
 }
 

@@ -36,3 +36,32 @@ function isWhole(digits: bigint, binary: number, decimal: number): boolean {
   if (-decimal > digits.toString().length * 2) return false;
   return (digits * 2n ** BigInt(binary)) % 10n ** BigInt(-decimal) === 0n;
 }
+
+/** Beyond this decimal exponent two quantities are not compared (the exact arithmetic would be huge). */
+const MAX_COMPARED_EXPONENT = 100;
+
+/**
+ * The sign of a − b for two quantities, exactly (1Gi > 1G, 1500m = 1.5); undefined when either is not a quantity
+ * or its exponent is beyond what is compared.
+ */
+export function compareQuantities(a: string, b: string): -1 | 0 | 1 | undefined {
+  const x = exactValue(a);
+  const y = exactValue(b);
+  if (x === undefined || y === undefined) return undefined;
+  const difference = x.numerator * y.denominator - y.numerator * x.denominator;
+  return difference === 0n ? 0 : difference > 0n ? 1 : -1;
+}
+
+function exactValue(text: string): { readonly numerator: bigint; readonly denominator: bigint } | undefined {
+  const match = QUANTITY.exec(text);
+  if (!match) return undefined;
+  const [, signText = "", number = "", suffix = ""] = match;
+  const [whole = "", fraction = ""] = number.split(".");
+  const binary = BINARY_EXPONENT[suffix] ?? 0;
+  const decimal = (BINARY_EXPONENT[suffix] === undefined ? (DECIMAL_EXPONENT[suffix] ?? Number(suffix.slice(1))) : 0) - fraction.length;
+  if (Math.abs(decimal) > MAX_COMPARED_EXPONENT) return undefined;
+  const digits = BigInt((whole || "0") + fraction) * (signText === "-" ? -1n : 1n) * 2n ** BigInt(binary);
+  return decimal >= 0
+    ? { numerator: digits * 10n ** BigInt(decimal), denominator: 1n }
+    : { numerator: digits, denominator: 10n ** BigInt(-decimal) };
+}

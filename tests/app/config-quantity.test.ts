@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { parseQuantity } from "../../src/app/quantity.ts";
+import { compareQuantities, parseQuantity } from "../../src/app/quantity.ts";
 
 describe("parseQuantity()", () => {
   const valid: readonly [string, -1 | 0 | 1, boolean][] = [
@@ -44,4 +44,32 @@ describe("parseQuantity()", () => {
       assert.equal(parseQuantity(text), undefined);
     });
   }
+});
+
+describe("compareQuantities()", () => {
+  const cases: readonly [string, string, -1 | 0 | 1][] = [
+    ["1Gi", "1G", 1],
+    ["1500m", "1.5", 0],
+    ["64Gi", "65536Mi", 0],
+    ["65536Mi", "67108863Ki", 1],
+    ["24", "23500m", 1],
+    ["110", "1.1e2", 0],
+    ["1E", "1e18", 0],
+    ["-1", "0", -1],
+    ["0", "-0.0", 0],
+    ["3", "4", -1],
+  ];
+  for (const [a, b, sign] of cases) {
+    it(`${a} ${sign === 0 ? "=" : sign > 0 ? ">" : "<"} ${b}`, () => {
+      assert.equal(compareQuantities(a, b), sign);
+      assert.equal(compareQuantities(b, a), sign === 0 ? 0 : -sign);
+    });
+  }
+
+  it("does not compare what is not a quantity, nor exponents beyond 100", () => {
+    assert.equal(compareQuantities("1 Gi", "1"), undefined);
+    assert.equal(compareQuantities("1", "1e101"), undefined);
+    assert.equal(compareQuantities("1e-101", "1"), undefined);
+    assert.equal(compareQuantities("1e100", "1e99"), 1);
+  });
 });

@@ -75,7 +75,15 @@ describe("doctor (emulated plugs, real apiserver)", () => {
       startPlugEmulator({ version: "2025.12", platform: "esp8266", auth }),
     ]);
     modern.setState("Relay", true);
-    await core.createNode({ body: nodeBody({ name: "worker-1", providerID: "k3s://worker-1" }) });
+    // As its kubelet registers it: the template's arch and os labels, and room for what the template promises.
+    await core.createNode({
+      body: nodeBody({
+        name: "worker-1",
+        providerID: "k3s://worker-1",
+        labels: { "kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux" },
+        allocatable: { cpu: "24", memory: "64Gi", pods: "110" },
+      }),
+    });
   });
   after(async () => {
     await Promise.all([modern, legacy, ...others].map((p) => p.close()));
