@@ -1,10 +1,13 @@
-// Helper processes of the bench (plug fleet, baseline server): forked with an IPC channel, sent one request,
-// they answer one message and run until the channel closes — which also happens when the bench dies.
-import { fork } from "node:child_process";
+// Helper processes of the bench (plug fleet, baseline server, floor client): forked with an IPC channel, sent
+// one request, they answer one message and run until the channel closes — which also happens when the bench
+// dies.
+import { fork, type ChildProcess } from "node:child_process";
 
 export interface Child<Reply> {
   readonly pid: number;
   readonly reply: Reply;
+  /** For further messages (the floor client's Refreshes). */
+  readonly process: ChildProcess;
   /** Disconnects (the child exits on that), SIGKILL after 10 s. */
   readonly close: () => Promise<void>;
 }
@@ -24,7 +27,7 @@ export async function forkChild<Reply>(modulePath: string, request: unknown): Pr
       child.once("exit", (code) => { reject(new Error(`${modulePath} exited (${String(code)}) before answering`)); });
       child.send(request as object);
     });
-    return { pid: child.pid ?? 0, reply, close };
+    return { pid: child.pid ?? 0, reply, process: child, close };
   } catch (error) {
     await close();
     throw error;

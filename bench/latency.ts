@@ -1,5 +1,4 @@
-// Latency samples and the loads that produce them: sequential calls (as cluster-autoscaler makes them, one
-// after another from its loop) and N concurrent callers on one channel (throughput).
+// Latency samples: sequential calls, as cluster-autoscaler makes them, one after another from its loop.
 import { round } from "./machine-info.ts";
 
 export interface LatencySummary {
@@ -9,11 +8,6 @@ export interface LatencySummary {
   readonly maxMs: number;
   /** Calls that answered with a gRPC error; any is a broken run, not a slow one. */
   readonly errors: number;
-}
-
-export interface ThroughputSummary extends LatencySummary {
-  readonly callers: number;
-  readonly callsPerSecond: number;
 }
 
 /** One call; resolves with the gRPC error, if any (never rejects, like the test client). */
@@ -49,24 +43,4 @@ export async function sequential(probe: Probe, count: number, warmup: number): P
     if (error !== undefined) errors += 1;
   }
   return summarise(samples, errors);
-}
-
-/** `callers` loops calling back to back for `durationMs`; calls still in flight at the end are counted. */
-export async function concurrent(probe: Probe, callers: number, durationMs: number): Promise<ThroughputSummary> {
-  const samples: number[] = [];
-  let errors = 0;
-  const started = performance.now();
-  const until = started + durationMs;
-  await Promise.all(
-    Array.from({ length: callers }, async () => {
-      while (performance.now() < until) {
-        const t = performance.now();
-        const { error } = await probe();
-        samples.push(performance.now() - t);
-        if (error !== undefined) errors += 1;
-      }
-    }),
-  );
-  const elapsedS = (performance.now() - started) / 1000;
-  return { ...summarise(samples, errors), callers, callsPerSecond: round(samples.length / elapsedS, 0) };
 }

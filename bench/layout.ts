@@ -9,6 +9,8 @@ export const GROUP_SIZE = 100;
 export const PLUG_TIMEOUT = "1s";
 export const PLUG_TIMEOUT_MS = 1000;
 export const SLOW_PLUG_MS = 300;
+/** The relay's read, as plugpool spells it for these devices (entity name). */
+export const RELAY_PATH = "/switch/Relay";
 
 export interface BenchMachine {
   readonly name: string;

@@ -1,8 +1,11 @@
-// `plugpool serve` as its own process (node src/app/main.ts), so that its memory and CPU are its own: the
-// bench reads them from plugpool's /metrics and from /proc. Start-up is timed from the spawn, through the
-// log lines serve() writes, to the first answered RPC.
+// `plugpool serve` as its own process, compiled, as the container image runs it (node dist/src/app/main.js),
+// optionally inside a memory-limited cgroup. Its memory and CPU are read from /proc (no scrape: a scrape would
+// itself allocate in plugpool); the garbage a batch of calls makes is counted in the process by gc-probe.ts.
+// Start-up is timed from the spawn, through the log lines serve() writes, to the first answered RPC.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { createWriteStream, readFileSync } from "node:fs";
+import { createWriteStream, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { stripTypeScriptTypes } from "node:module";
 import { createInterface } from "node:readline";
 import { createCloudProviderClient, type CloudProviderClient } from "../tests/support/grpc-client.ts";
 import { round } from "./machine-info.ts";
@@ -12,62 +15,70 @@ export interface StartupTimes {
   readonly startingMs: number;
   /** Spawn → "cluster view synced" (Nodes, pods and ResourceSlices listed and watched). */
   readonly syncedMs: number;
-  /** Spawn → "serving" (gRPC listening). */
-  readonly servingMs: number;
   /** Spawn → first NodeGroups answered over gRPC (client connect included). */
   readonly firstRpcMs: number;
-}
-
-export interface ProcessSample {
-  readonly rssBytes: number;
-  readonly heapUsedBytes: number;
-  readonly heapTotalBytes: number;
-  readonly externalBytes: number;
-  /** Peak resident set since the spawn (VmHWM). */
-  readonly peakRssBytes: number;
-  readonly cpuSeconds: number;
 }
 
 export interface PlugpoolProcess {
   readonly pid: number;
   readonly client: CloudProviderClient;
   readonly startup: StartupTimes;
-  /** Reads plugpool's /metrics and /proc/<pid>/status. */
-  sample(): Promise<ProcessSample>;
+  /** Resident set now and its peak since the spawn (VmRSS, VmHWM), bytes. */
+  memory(): { readonly rssBytes: number; readonly peakRssBytes: number };
+  /** User + system CPU time since the spawn, ms (10 ms steps). */
+  cpuMs(): number;
+  /** Bytes plugpool allocated while `work` ran (all of it garbage once the calls are answered). */
+  allocatedDuring<T>(work: () => Promise<T>): Promise<{ readonly result: T; readonly bytes: number }>;
   /** SIGTERM (a CPU profile is written on a clean exit), SIGKILL after 15 s. */
   stop(): Promise<void>;
 }
 
 export interface PlugpoolProcessOptions {
-  /** The main module: src/app/main.ts, or main.js of a build. */
+  /** dist/src/app/main.js of a build. */
   readonly entry: string;
   readonly configPath: string;
   readonly kubeconfigPath: string;
   /** plugpool's own log (JSON lines) goes here. */
   readonly logPath: string;
   readonly nodeArgs?: readonly string[];
+  /** cgroup.procs of a memory-limited cgroup to run in. */
+  readonly cgroupProcs?: string;
   /** When set, run with --cpu-prof and write the profile into this directory. */
   readonly cpuProfileDir?: string;
+  /** Where the probe's JavaScript is written. */
+  readonly workDir: string;
 }
 
 // The kernel kills the child if the bench dies, even by SIGKILL (as the test control plane does).
 const hasSetpriv = spawnSync("setpriv", ["--pdeathsig", "KILL", "--", "true"]).status === 0;
+const CLOCK_TICK_MS = 1000 / (Number(spawnSync("getconf", ["CLK_TCK"]).stdout.toString().trim()) || 100);
+
+/** gc-probe.ts as plain JavaScript: loading TypeScript would bring the type stripper into plugpool's memory. */
+function probeModule(workDir: string): string {
+  const file = join(workDir, "gc-probe.mjs");
+  writeFileSync(file, stripTypeScriptTypes(readFileSync(join(import.meta.dirname, "gc-probe.ts"), "utf8")));
+  return file;
+}
 
 export async function startPlugpool(options: PlugpoolProcessOptions): Promise<PlugpoolProcess> {
   const nodeArgs = [
     ...(options.nodeArgs ?? []),
+    `--import=${probeModule(options.workDir)}`,
     ...(options.cpuProfileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${options.cpuProfileDir}`]),
     options.entry, "serve", "--config", options.configPath, "--kubeconfig", options.kubeconfigPath,
   ];
+  const command = [...(hasSetpriv ? ["setpriv", "--pdeathsig", "KILL", "--"] : []), process.execPath, ...nodeArgs];
+  const [file = "", ...args] = options.cgroupProcs === undefined
+    ? command
+    // The shell joins the cgroup, then becomes plugpool (same pid), so nothing runs outside the limit.
+    : ["sh", "-c", `echo $$ > "$0" && exec "$@"`, options.cgroupProcs, ...command];
   const spawned = performance.now();
-  const child = hasSetpriv
-    ? spawn("setpriv", ["--pdeathsig", "KILL", "--", process.execPath, ...nodeArgs], { stdio: ["ignore", "pipe", "pipe"] })
-    : spawn(process.execPath, nodeArgs, { stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(file, args, { stdio: ["ignore", "pipe", "pipe", "ipc"] });
   const killOnExit = (): void => { child.kill("SIGKILL"); };
   process.once("exit", killOnExit);
   const exited = new Promise<void>((resolve) => child.once("exit", () => { resolve(); }));
   try {
-    const { marks, grpc, ops } = await readStartup(child, options.logPath, spawned);
+    const { marks, grpc } = await readStartup(child, options.logPath, spawned);
     const client = createCloudProviderClient(grpc);
     const first = await client.call("nodeGroups", {});
     if (first.error) throw new Error(`first NodeGroups failed: ${first.error.message}`);
@@ -77,7 +88,14 @@ export async function startPlugpool(options: PlugpoolProcessOptions): Promise<Pl
       pid,
       client,
       startup,
-      sample: () => sample(pid, ops),
+      memory: () => procMemory(pid),
+      cpuMs: () => procCpuMs(pid),
+      allocatedDuring: async (work) => {
+        await ask(child, "start");
+        const result = await work();
+        const { allocatedBytes } = (await ask(child, "stop")) as { allocatedBytes: number };
+        return { result, bytes: allocatedBytes };
+      },
       stop: async () => {
         client.close();
         await stop(child, exited);
@@ -91,10 +109,21 @@ export async function startPlugpool(options: PlugpoolProcessOptions): Promise<Pl
   }
 }
 
+function ask(child: ChildProcess, message: string): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const onExit = (): void => { reject(new Error("plugpool exited")); };
+    child.once("exit", onExit);
+    child.once("message", (reply) => {
+      child.off("exit", onExit);
+      resolve(reply);
+    });
+    child.send(message);
+  });
+}
+
 interface LogLine {
   readonly message?: string;
   readonly grpc?: string;
-  readonly ops?: number;
 }
 
 /** Copies the child's output to the log file and resolves once it logs "serving" (rejects if it exits first). */
@@ -104,9 +133,9 @@ function readStartup(child: ChildProcess, logPath: string, spawned: number) {
   child.once("close", () => log.end());
   const lines = createInterface({ input: child.stdout ?? process.stdin });
   const at: Record<string, number> = {};
-  return new Promise<{ marks: Omit<StartupTimes, "firstRpcMs">; grpc: string; ops: number }>((resolve, reject) => {
-    child.once("exit", (code) => {
-      reject(new Error(`plugpool exited (${String(code)}) before serving; see ${logPath}`));
+  return new Promise<{ marks: Omit<StartupTimes, "firstRpcMs">; grpc: string }>((resolve, reject) => {
+    child.once("exit", (code, signal) => {
+      reject(new Error(`plugpool exited (${String(code ?? signal)}) before serving; see ${logPath}`));
     });
     lines.on("line", (text) => {
       log.write(`${text}\n`);
@@ -117,32 +146,11 @@ function readStartup(child: ChildProcess, logPath: string, spawned: number) {
         return;
       }
       if (line.message !== undefined) at[line.message] ??= round(performance.now() - spawned, 0);
-      if (line.message === "serving" && line.grpc !== undefined && line.ops !== undefined) {
-        resolve({
-          marks: { startingMs: at.starting ?? Number.NaN, syncedMs: at["cluster view synced"] ?? Number.NaN, servingMs: at.serving ?? Number.NaN },
-          grpc: line.grpc,
-          ops: line.ops,
-        });
+      if (line.message === "serving" && line.grpc !== undefined) {
+        resolve({ marks: { startingMs: at.starting ?? Number.NaN, syncedMs: at["cluster view synced"] ?? Number.NaN }, grpc: line.grpc });
       }
     });
   });
-}
-
-async function sample(pid: number, opsPort: number): Promise<ProcessSample> {
-  const text = await (await fetch(`http://127.0.0.1:${opsPort}/metrics`)).text();
-  // prom-client's default metrics under plugpool's prefix, whatever the prefix is exactly.
-  const metric = (name: string): number => {
-    const match = new RegExp(`^plugpool_(?:\\w+_)?${name} ([0-9.e+-]+)`, "m").exec(text);
-    return match?.[1] === undefined ? Number.NaN : Number(match[1]);
-  };
-  return {
-    rssBytes: metric("process_resident_memory_bytes"),
-    heapUsedBytes: metric("nodejs_heap_size_used_bytes"),
-    heapTotalBytes: metric("nodejs_heap_size_total_bytes"),
-    externalBytes: metric("nodejs_external_memory_bytes"),
-    peakRssBytes: procMemory(pid).peakRssBytes,
-    cpuSeconds: metric("process_cpu_seconds_total"),
-  };
 }
 
 /** Resident memory of any process, from /proc (NaN where there is no /proc). */
@@ -151,13 +159,24 @@ export function procMemory(pid: number): { readonly rssBytes: number; readonly p
   try {
     status = readFileSync(`/proc/${pid}/status`, "utf8");
   } catch {
-    // not Linux
+    // not Linux, or gone
   }
   const kib = (field: string): number => {
     const match = new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status);
     return match?.[1] === undefined ? Number.NaN : Number(match[1]) * 1024;
   };
   return { rssBytes: kib("VmRSS"), peakRssBytes: kib("VmHWM") };
+}
+
+/** utime + stime of a process, ms (fields 14 and 15 of /proc/<pid>/stat, after the command name). */
+export function procCpuMs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) * CLOCK_TICK_MS;
+  } catch {
+    return Number.NaN;
+  }
 }
 
 async function stop(child: ChildProcess, exited: Promise<void>): Promise<void> {

@@ -1,46 +1,104 @@
-// `npm run bench`: plugpool's speed, scale and footprint at 10, 100 and 500 machines, against a real
-// kube-apiserver and emulated plugs on loopback. Prints tables and writes .bench/results.json.
+// `npm run bench`: plugpool's footprint and speed as users run it — compiled (`npm run build`), at
+// cluster-autoscaler's cadence (one full CA loop every 10 s), inside a cgroup limited to the example
+// Deployment's memory limit and once without — against a real kube-apiserver and emulated plugs on loopback.
+// Prints tables and the goals, and writes .bench/results.json.
 //
-//   node bench/run.ts [--sizes 10,100,500] [--quick] [--compiled] [--cpu-prof] [--node-arg=--max-old-space-size=64 …]
+//   node bench/run.ts [--sizes 500] [--loops 24] [--quick] [--limit 512Mi|none] [--commit REV] [--cpu-prof] [--node-arg=--max-old-space-size=64 …]
 //
-// plugpool runs from src/ (Node's type stripping) unless --compiled: then from a tsc build in .bench/build,
-// as the container image runs it (type stripping costs some memory and start-up time).
-// --quick takes fewer samples (a smoke run); --cpu-prof runs plugpool with --cpu-prof and prints where its
-// CPU time went; --node-arg passes an option to plugpool's Node.js process (to try a fix without a build).
-// Needs the control-plane binaries (tests/support/control-plane/build.sh) and about 4 minutes.
-import { mkdirSync, writeFileSync } from "node:fs";
+// --limit: the cgroup's memory limit (default: the plugpool container's limits.memory in
+// deploy/examples/deployment.yaml; "none" measures without a limit only). --quick takes fewer loops and
+// samples (a smoke run). --commit builds and measures a committed revision instead of the working tree.
+// --cpu-prof runs plugpool with `node --cpu-prof` and prints where the profiles are.
+// --node-arg passes an option to plugpool's Node.js process. Needs the control-plane binaries
+// (tests/support/control-plane/build.sh) and about 12 minutes per size with the defaults.
+import { cpSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
 import { join, relative } from "node:path";
 import { parseArgs } from "node:util";
+import { parseAllDocuments } from "yaml";
 import { startControlPlane } from "../tests/support/control-plane.ts";
+import { createMemoryCgroup, type MemoryCgroup } from "./cgroup.ts";
 import { apiserverCa, createNamespace, plugpoolKubeconfig } from "./cluster-fixture.ts";
 import { startCountingProxy } from "./counting-proxy.ts";
 import { PLUG_TIMEOUT, SLOW_PLUG_MS } from "./layout.ts";
-import { buildPlugpool } from "./build.ts";
 import { describeMachine, load, machineInfo } from "./machine-info.ts";
-import { summariseProfiles } from "./cpu-profile.ts";
 import { formatGoals, formatResults, goals } from "./report.ts";
-import { runSize, type BenchSettings, type SizeResult } from "./scenario.ts";
+import { runSize, type BenchSettings, type Condition, type SizeResult } from "./scenario.ts";
 
+const root = join(import.meta.dirname, "..");
 const { values } = parseArgs({
   options: {
-    sizes: { type: "string", default: "10,100,500" },
+    sizes: { type: "string", default: "500" },
+    loops: { type: "string", default: "24" },
     quick: { type: "boolean", default: false },
+    limit: { type: "string" },
+    commit: { type: "string" },
     "cpu-prof": { type: "boolean", default: false },
     "node-arg": { type: "string", multiple: true, default: [] },
-    compiled: { type: "boolean", default: false },
   },
 });
 const sizes = values.sizes.split(",").map((s) => Number(s.trim()));
 if (sizes.some((n) => !Number.isInteger(n) || n < 2)) throw new Error(`--sizes: whole numbers of at least 2 expected, got ${values.sizes}`);
 
-const outDir = join(import.meta.dirname, "..", ".bench");
+/** limits.memory of the plugpool container in the example Deployment. */
+function exampleLimit(): string {
+  const text = readFileSync(join(root, "deploy", "examples", "deployment.yaml"), "utf8");
+  for (const doc of parseAllDocuments(text)) {
+    const d = doc.toJS() as { kind?: string; spec?: { template?: { spec?: { containers?: { name: string; resources?: { limits?: { memory?: string } } }[] } } } };
+    const limit = d.kind === "Deployment" ? d.spec?.template?.spec?.containers?.find((c) => c.name === "plugpool")?.resources?.limits?.memory : undefined;
+    if (limit !== undefined) return limit;
+  }
+  throw new Error("deploy/examples/deployment.yaml: no limits.memory on the plugpool container");
+}
+
+/** Bytes of a memory quantity as the Deployment writes it (Ki, Mi, Gi, or plain bytes). */
+function bytesOf(quantity: string): number {
+  const match = /^(\d+)(Ki|Mi|Gi)?$/.exec(quantity);
+  if (match?.[1] === undefined) throw new Error(`--limit: a memory quantity like 512Mi expected, got ${quantity}`);
+  return Number(match[1]) * 1024 ** ["", "Ki", "Mi", "Gi"].indexOf(match[2] ?? "");
+}
+
+const outDir = join(root, ".bench");
 const workDir = join(outDir, "work");
 mkdirSync(workDir, { recursive: true });
-const samples = values.quick
-  ? { refreshSamples: 5, caLoops: 2, rpcSamples: 200, rpcWarmup: 50, throughputMs: 500 }
-  : { refreshSamples: 20, caLoops: 5, rpcSamples: 1000, rpcWarmup: 100, throughputMs: 2000 };
-const entry = values.compiled ? buildPlugpool(join(outDir, "build")) : join(import.meta.dirname, "..", "src", "app", "main.ts");
-const settings: BenchSettings = { ...samples, callers: 16, workDir, entry, cpuProfile: values["cpu-prof"], nodeArgs: values["node-arg"] };
+
+/**
+ * What users run: `npm run build` of the working tree, copied aside so that a rebuild of dist/ during the run
+ * changes nothing; or, with --commit, the same build of a committed revision (for before/after tables).
+ */
+function build(commit: string | undefined): string {
+  const buildDir = join(outDir, "dist");
+  rmSync(buildDir, { recursive: true, force: true });
+  if (commit === undefined) {
+    execFileSync("npm", ["run", "--silent", "build"], { cwd: root, stdio: ["ignore", "inherit", "inherit"] });
+    cpSync(join(root, "dist"), buildDir, { recursive: true });
+    return join(buildDir, "src", "app", "main.js");
+  }
+  const tree = join(outDir, "tree");
+  rmSync(tree, { recursive: true, force: true });
+  mkdirSync(tree, { recursive: true });
+  const files = ["src", "gen", "package.json", "tsconfig.json", "tsconfig.build.json"];
+  execFileSync("sh", ["-c", `git archive "$0" ${files.join(" ")} | tar -x -C "$1"`, commit, tree], { cwd: root, stdio: ["ignore", "inherit", "inherit"] });
+  symlinkSync(join(root, "node_modules"), join(tree, "node_modules"));
+  execFileSync(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.build.json", "--outDir", buildDir], { cwd: tree, stdio: ["ignore", "inherit", "inherit"] });
+  // The build resolves its packages from the repository's node_modules, beside .bench/.
+  return join(buildDir, "src", "app", "main.js");
+}
+const entry = build(values.commit);
+
+const loops = values.quick ? 6 : Number(values.loops);
+const settings: BenchSettings = {
+  loops,
+  warmupLoops: 2,
+  cadenceMs: 10_000,
+  rpcSamples: values.quick ? 200 : 1000,
+  rpcWarmup: values.quick ? 50 : 100,
+  workDir,
+  entry,
+  cpuProfile: values["cpu-prof"],
+  nodeArgs: values["node-arg"],
+};
+if (!Number.isInteger(loops) || loops <= settings.warmupLoops + 1) throw new Error(`--loops: more than ${settings.warmupLoops + 1} expected`);
 
 const started = performance.now();
 const say = (text: string): void => {
@@ -49,8 +107,24 @@ const say = (text: string): void => {
 
 const machine = machineInfo();
 console.log(describeMachine(machine));
-console.log(`plugpool runs as: node ${[...settings.nodeArgs, relative(process.cwd(), entry)].join(" ")} serve`);
-console.log(`plugs: one emulated device per machine, timeout ${PLUG_TIMEOUT}; one in ten faulty (dead: never answers; slow: ${SLOW_PLUG_MS} ms)\n`);
+console.log(`plugpool: ${values.commit === undefined ? "the working tree" : `commit ${values.commit}`}, compiled; runs as: node ${[...settings.nodeArgs, relative(process.cwd(), entry)].join(" ")} serve`);
+console.log(`plugs: one emulated device per machine, timeout ${PLUG_TIMEOUT}; one in ten faulty (dead: never answers; slow: ${SLOW_PLUG_MS} ms)`);
+console.log(`cadence: one CA loop every ${settings.cadenceMs / 1000} s, ${settings.loops} loops (${settings.warmupLoops} not counted)`);
+
+const limitText = values.limit ?? exampleLimit();
+let cgroup: MemoryCgroup | undefined;
+if (limitText !== "none") {
+  try {
+    cgroup = createMemoryCgroup(`plugpool-bench-${process.pid}`, bytesOf(limitText));
+  } catch (error) {
+    console.log(`memory limit ${limitText}: ${(error as Error).message}; measuring without it`);
+  }
+}
+const conditions: Condition[] = [
+  ...(cgroup === undefined ? [] : [{ label: `limit ${limitText}`, cgroup }]),
+  { label: "no limit" },
+];
+console.log("");
 
 say("starting the control plane");
 const plane = await startControlPlane();
@@ -62,23 +136,22 @@ try {
     const kubeconfigPath = await plugpoolKubeconfig(plane, proxy.url);
     for (const count of sizes) {
       say(`${count} machines`);
-      results.push(await runSize(plane, proxy, kubeconfigPath, count, settings, say));
+      results.push(await runSize(plane, proxy, kubeconfigPath, count, conditions, settings, say));
     }
   } finally {
     await proxy.close();
   }
 } finally {
   await plane.stop();
+  cgroup?.remove();
 }
 
 const goalList = goals(results);
+const end = load();
+const file = join(outDir, "results.json");
+writeFileSync(file, `${JSON.stringify({ machine, loadAverageAtEnd: end, settings, sizes: results, goals: goalList }, null, 2)}\n`);
 console.log(formatResults(results));
 console.log("");
 console.log(formatGoals(goalList));
-if (settings.cpuProfile) console.log(`\n${summariseProfiles(results)}`);
-const end = load();
 console.log(`\nload average at end: ${end.join(" ")}; total ${((performance.now() - started) / 1000).toFixed(0)} s`);
-
-const file = join(outDir, "results.json");
-writeFileSync(file, `${JSON.stringify({ machine, loadAverageAtEnd: end, settings, sizes: results, goals: goalList }, null, 2)}\n`);
 console.log(`results: ${file}`);

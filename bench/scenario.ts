@@ -1,225 +1,283 @@
-// One size of the bench, start to finish: plugs, Nodes, plugpool in its own process, then the measurements
-// in a fixed order (start-up, Refresh, CA loops with the apiserver requests they cause, RPC latency and
-// throughput, memory), then the same RPCs against the transport baseline.
+// One size of the bench, start to finish: plugs, Nodes and the floor client once; then, for each memory
+// condition (inside the example Deployment's limit, and without one), plugpool in its own process driven at
+// cluster-autoscaler's cadence — one full CA loop every 10 s, idle in between as a real CA leaves it — with
+// the floor client's Refresh in the middle of each gap; then the benchmarked RPCs one after another, and the
+// same RPCs against the transport baseline.
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { loadConfig } from "../src/app/config.ts";
 import { createCloudProviderClient, type CloudProviderClient } from "../tests/support/grpc-client.ts";
 import type { ControlPlane } from "../tests/support/control-plane.ts";
 import { BENCHED, recordAnswers, startBaseline, type BenchedMethod, type RecordedAnswers } from "./baseline.ts";
+import type { MemoryCgroup } from "./cgroup.ts";
 import { deleteAllNodes, registerNodes } from "./cluster-fixture.ts";
 import type { CountingProxy } from "./counting-proxy.ts";
 import { startFleet } from "./fleet.ts";
-import { concurrent, sequential, type LatencySummary, type ThroughputSummary } from "./latency.ts";
-import { configYaml, layout, SLOW_PLUG_MS, summary, type Layout } from "./layout.ts";
+import { startFloor, type Floor } from "./floor.ts";
+import { sequential, summarise, type LatencySummary } from "./latency.ts";
+import { configYaml, layout, PLUG_TIMEOUT_MS, RELAY_PATH, SLOW_PLUG_MS, summary, type Layout } from "./layout.ts";
 import { load, round } from "./machine-info.ts";
-import { monotonicUs, type ProfilePhase } from "./cpu-profile.ts";
-import { procMemory, startPlugpool, type PlugpoolProcess, type ProcessSample, type StartupTimes } from "./plugpool-process.ts";
-import { caLoop, probeFor, registeredNodes } from "./probes.ts";
+import { startPlugpool, type PlugpoolProcess, type StartupTimes } from "./plugpool-process.ts";
+import { caLoopAfterRefresh, probeFor, registeredNodes } from "./probes.ts";
 
 export interface BenchSettings {
-  readonly refreshSamples: number;
-  readonly caLoops: number;
+  /** CA loops per condition; the first `warmupLoops` are not counted. */
+  readonly loops: number;
+  readonly warmupLoops: number;
+  /** One CA loop starts every `cadenceMs` (CA's --scan-interval, 10 s by default). */
+  readonly cadenceMs: number;
   readonly rpcSamples: number;
   readonly rpcWarmup: number;
-  readonly callers: number;
-  readonly throughputMs: number;
   /** Where configs, plugpool logs (and CPU profiles) go. */
   readonly workDir: string;
-  /** plugpool's main module: src/app/main.ts, or main.js of a build. */
+  /** main.js of the build. */
   readonly entry: string;
   readonly cpuProfile: boolean;
   /** Extra Node.js options for plugpool's process (experiments: heap limits, flags). */
   readonly nodeArgs: readonly string[];
 }
 
-export interface RpcResult {
-  readonly sequential: LatencySummary;
-  readonly concurrent: ThroughputSummary;
+/** Where plugpool runs: inside a memory-limited cgroup, or not. */
+export interface Condition {
+  readonly label: string;
+  readonly cgroup?: MemoryCgroup;
 }
 
-export interface ApiserverRequests {
-  /** From spawn to the first answered RPC: the initial lists (reads) and watches (shows the proxy is in the path). */
-  readonly atStartup: { readonly reads: number; readonly writes: number; readonly watchStarts: number };
-  readonly loops: number;
+export interface Share {
+  readonly mean: number;
+  readonly max: number;
+}
+
+export interface ConditionResult {
+  readonly label: string;
+  readonly cgroup?: { readonly where: string; readonly peakBytes: number; readonly oomKills: number };
+  readonly startup: StartupTimes;
+  readonly rssAtStartBytes: number;
+  /** VmRSS sampled every second over the second half of the loops. */
+  readonly rssPlateau: { readonly samples: number; readonly medianBytes: number; readonly maxBytes: number };
+  readonly peakRssBytes: number;
+  /** plugpool's CPU over the counted loops (idle gaps included) per loop. */
+  readonly cpuMsPerLoop: number;
   readonly rpcsPerLoop: number;
-  readonly windowS: number;
-  /** Lists and reads plus writes, per CA loop: the goal is 0. */
-  readonly perLoop: number;
-  readonly reads: number;
-  readonly writes: number;
-  /** Watch starts in the window (quiet watches renew about every 30 s, whatever CA does). */
-  readonly watchStarts: number;
-  /** The first requests seen, when there were any. */
-  readonly seen: readonly string[];
+  readonly refresh: LatencySummary;
+  readonly refreshCpuMs: Share;
+  readonly refreshGarbageBytes: Share;
+  /** The rest of a loop: every RPC after its Refresh. */
+  readonly loopRpcGarbageBytes: Share;
+  readonly floor: { readonly refresh: LatencySummary; readonly cpuMs: Share; readonly answered: number };
+  readonly apiserver: { readonly loops: number; readonly perLoop: number; readonly watchStarts: number; readonly seen: readonly string[] };
+  readonly rpc: Readonly<Record<BenchedMethod, { readonly latency: LatencySummary; readonly garbageBytesPerCall: number }>>;
+  readonly cpuProfileDir?: string;
 }
 
 export interface SizeResult {
   readonly site: ReturnType<typeof summary>;
-  readonly startup: StartupTimes;
-  readonly refresh: LatencySummary;
-  readonly apiserver: ApiserverRequests;
-  /** plugpool CPU time per CA loop (its own process). */
-  readonly cpuMsPerLoop: number;
-  /** Right after the first answered RPC. */
-  readonly memoryAtStart: ProcessSample;
-  /** After Refresh, the CA loops and the RPC load (the warm-up). */
-  readonly memory: ProcessSample;
-  /** The baseline server's, after the same RPC load. */
-  readonly baselineMemory: { readonly rssBytes: number; readonly peakRssBytes: number };
-  readonly rpc: Readonly<Record<BenchedMethod, { readonly plugpool: RpcResult; readonly baseline: RpcResult }>>;
-  readonly loadAverage: { readonly start: readonly number[]; readonly rpc: readonly number[]; readonly end: readonly number[] };
-  /** With --cpu-prof: where the profile is, and when each phase began (for a breakdown by phase). */
-  readonly cpuProfile?: { readonly dir: string; readonly phases: readonly ProfilePhase[] };
+  readonly conditions: readonly ConditionResult[];
+  readonly baseline: Readonly<Record<BenchedMethod, LatencySummary>>;
+  readonly loadAverage: { readonly start: readonly number[]; readonly end: readonly number[] };
 }
 
 type Say = (text: string) => void;
 
-async function measureRpcs(client: CloudProviderClient, site: Layout, s: BenchSettings): Promise<Record<BenchedMethod, RpcResult>> {
-  const out: Partial<Record<BenchedMethod, RpcResult>> = {};
-  for (const method of BENCHED) {
-    const probe = probeFor(client, method, site);
-    out[method] = {
-      sequential: await sequential(probe, s.rpcSamples, s.rpcWarmup),
-      concurrent: await concurrent(probe, s.callers, s.throughputMs),
-    };
-  }
-  return out as Record<BenchedMethod, RpcResult>;
+const share = (values: readonly number[]): Share => ({
+  mean: values.reduce((a, b) => a + b, 0) / Math.max(1, values.length),
+  max: Math.max(...values),
+});
+
+function median(values: readonly number[]): number {
+  const sorted = values.toSorted((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
 }
 
-interface PlugpoolPhase {
-  readonly result: Omit<SizeResult, "rpc" | "loadAverage" | "site" | "baselineMemory">;
-  readonly rpc: Record<BenchedMethod, RpcResult>;
-  readonly rpcLoad: readonly number[];
-  readonly answers: RecordedAnswers;
+async function sleepUntil(at: number): Promise<void> {
+  const wait = at - performance.now();
+  if (wait > 0) await sleep(wait);
 }
 
-/** The CA loops, with the kube-apiserver requests and the plugpool CPU time they cost. */
-async function measureCaLoops(plugpool: PlugpoolProcess, proxy: CountingProxy, site: Layout, s: BenchSettings) {
+interface LoopSample {
+  readonly refreshMs: number;
+  readonly refreshCpuMs: number;
+  readonly refreshBytes: number;
+  readonly rpcBytes: number;
+  readonly rpcs: number;
+}
+
+/** One CA loop: a timed Refresh (its CPU and garbage counted apart), then the rest of the loop. */
+async function caLoop(plugpool: PlugpoolProcess, site: Layout): Promise<LoopSample> {
   const { client } = plugpool;
-  const nodes = registeredNodes(site);
-  await caLoop(client, site, nodes); // warm-up, not counted
-  const before = { counts: proxy.counts(), cpu: (await plugpool.sample()).cpuSeconds, at: performance.now() };
-  let rpcsPerLoop = 0;
-  for (let i = 0; i < s.caLoops; i++) rpcsPerLoop = await caLoop(client, site, nodes);
-  const after = { counts: proxy.counts(), cpu: (await plugpool.sample()).cpuSeconds, at: performance.now() };
-  const reads = after.counts.reads - before.counts.reads;
-  const writes = after.counts.writes - before.counts.writes;
-  return {
-    loops: s.caLoops,
-    rpcsPerLoop,
-    windowS: round((after.at - before.at) / 1000, 1),
-    perLoop: round((reads + writes) / s.caLoops, 2),
-    reads,
-    writes,
-    watchStarts: after.counts.watches - before.counts.watches,
-    seen: after.counts.others.slice(before.counts.others.length).slice(0, 10),
-    cpuMsPerLoop: round(((after.cpu - before.cpu) * 1000) / s.caLoops, 1),
-  };
+  const cpuBefore = plugpool.cpuMs();
+  const refresh = await plugpool.allocatedDuring(async () => {
+    const started = performance.now();
+    const { error } = await client.call("refresh", {}, { deadlineMs: 10_000 });
+    if (error) throw new Error(`Refresh failed in a CA loop: ${error.message}`);
+    return performance.now() - started;
+  });
+  const refreshCpuMs = plugpool.cpuMs() - cpuBefore;
+  const rest = await plugpool.allocatedDuring(() => caLoopAfterRefresh(client, site, registeredNodes(site)));
+  return { refreshMs: refresh.result, refreshCpuMs, refreshBytes: refresh.bytes, rpcBytes: rest.bytes, rpcs: rest.result + 1 };
 }
 
-/** Everything measured on plugpool itself; it is stopped when this returns. */
-async function measurePlugpool(site: Layout, configPath: string, kubeconfigPath: string, proxy: CountingProxy, s: BenchSettings, say: Say): Promise<PlugpoolPhase> {
+async function measureRpcs(plugpool: PlugpoolProcess, site: Layout, s: BenchSettings): Promise<ConditionResult["rpc"]> {
+  const out: Partial<Record<BenchedMethod, ConditionResult["rpc"][BenchedMethod]>> = {};
+  for (const method of BENCHED) {
+    const probe = probeFor(plugpool.client, method, site);
+    const { result, bytes } = await plugpool.allocatedDuring(() => sequential(probe, s.rpcSamples, s.rpcWarmup));
+    out[method] = { latency: result, garbageBytesPerCall: bytes / (s.rpcSamples + s.rpcWarmup) };
+  }
+  return out as ConditionResult["rpc"];
+}
+
+interface Run {
+  readonly site: Layout;
+  readonly configPath: string;
+  readonly kubeconfigPath: string;
+  readonly proxy: CountingProxy;
+  readonly floor: Floor;
+  readonly s: BenchSettings;
+  readonly say: Say;
+}
+
+/** Everything measured on plugpool in one condition; it is stopped when this returns. */
+async function measureCondition(run: Run, condition: Condition): Promise<{ result: ConditionResult; answers: RecordedAnswers }> {
+  const { site, proxy, floor, s, say } = run;
   const count = site.machines.length;
-  const profileDir = s.cpuProfile ? join(s.workDir, `cpu-profile-${count}`) : undefined;
+  const tag = `${count}-${condition.cgroup === undefined ? "unlimited" : "limited"}`;
+  const profileDir = s.cpuProfile ? join(s.workDir, `cpu-profile-${tag}`) : undefined;
   if (profileDir !== undefined) rmSync(profileDir, { recursive: true, force: true });
-  const phases: ProfilePhase[] = [];
-  const phase = (name: string): void => {
-    say(`  ${name}`);
-    phases.push({ name, startUs: monotonicUs() });
-  };
-  phase("start-up");
-  const beforeStart = proxy.counts();
+  say(`  ${condition.label}: start-up`);
   const plugpool = await startPlugpool({
-    configPath,
-    kubeconfigPath,
-    logPath: join(s.workDir, `plugpool-${count}.log`),
+    configPath: run.configPath,
+    kubeconfigPath: run.kubeconfigPath,
+    logPath: join(s.workDir, `plugpool-${tag}.log`),
     entry: s.entry,
     nodeArgs: s.nodeArgs,
+    workDir: s.workDir,
+    ...(condition.cgroup !== undefined && { cgroupProcs: condition.cgroup.procs }),
     ...(profileDir !== undefined && { cpuProfileDir: profileDir }),
   });
   try {
-    const { client } = plugpool;
-    const memoryAtStart = await plugpool.sample();
-    const started = proxy.counts();
-    const atStartup = {
-      reads: started.reads - beforeStart.reads,
-      writes: started.writes - beforeStart.writes,
-      watchStarts: started.watches - beforeStart.watches,
-    };
-    phase("Refresh");
-    const refresh = await sequential(() => client.call("refresh", {}, { deadlineMs: 10_000 }), s.refreshSamples, 2);
-    phase("CA loops");
-    const { cpuMsPerLoop, ...loops } = await measureCaLoops(plugpool, proxy, site, s);
-    phase("RPC latency and throughput");
-    const rpcLoad = load();
-    const rpc = await measureRpcs(client, site, s);
-    const memory = await plugpool.sample();
-    phases.push({ name: "(after)", startUs: monotonicUs() });
+    const rssAtStartBytes = plugpool.memory().rssBytes;
+    say(`  ${condition.label}: ${s.loops} CA loops, one every ${s.cadenceMs / 1000} s`);
+    const rss: { at: number; bytes: number }[] = [];
+    const sampler = setInterval(() => { rss.push({ at: performance.now(), bytes: plugpool.memory().rssBytes }); }, 1000);
+    const loops: LoopSample[] = [];
+    const floorRefreshes: Awaited<ReturnType<Floor["refresh"]>>[] = [];
+    const t0 = performance.now();
+    let counted = { cpuMs: 0, requests: proxy.counts() };
+    try {
+      for (let i = 0; i < s.loops; i++) {
+        await sleepUntil(t0 + i * s.cadenceMs);
+        if (i === s.warmupLoops) counted = { cpuMs: plugpool.cpuMs(), requests: proxy.counts() };
+        const loop = await caLoop(plugpool, site);
+        if (i >= s.warmupLoops) loops.push(loop);
+        await sleepUntil(t0 + i * s.cadenceMs + s.cadenceMs / 2);
+        const f = await floor.refresh();
+        if (i >= s.warmupLoops) floorRefreshes.push(f);
+      }
+      await sleepUntil(t0 + s.loops * s.cadenceMs);
+    } finally {
+      clearInterval(sampler);
+    }
+    const n = s.loops - s.warmupLoops;
+    const cpuMsPerLoop = (plugpool.cpuMs() - counted.cpuMs) / n;
+    const requests = proxy.counts();
+    const reads = requests.reads - counted.requests.reads;
+    const writes = requests.writes - counted.requests.writes;
+    const half = t0 + (s.loops * s.cadenceMs) / 2;
+    const plateau = rss.filter((r) => r.at >= half).map((r) => r.bytes);
+    say(`  ${condition.label}: RPC latency and garbage`);
+    const rpc = await measureRpcs(plugpool, site, s);
     const [group] = site.groups;
     const [node] = registeredNodes(site);
     if (group === undefined || node === undefined) throw new Error("the site has no registered node");
+    const answers = await recordAnswers(plugpool.client, group, node);
     return {
+      answers,
       result: {
+        label: condition.label,
+        ...(condition.cgroup !== undefined && {
+          cgroup: { where: condition.cgroup.where, peakBytes: condition.cgroup.peakBytes(), oomKills: condition.cgroup.oomKills() },
+        }),
         startup: plugpool.startup,
-        refresh,
-        apiserver: { atStartup, ...loops },
-        cpuMsPerLoop,
-        memoryAtStart,
-        memory,
-        ...(profileDir !== undefined && { cpuProfile: { dir: profileDir, phases } }),
+        rssAtStartBytes,
+        rssPlateau: { samples: plateau.length, medianBytes: median(plateau), maxBytes: Math.max(...plateau) },
+        peakRssBytes: plugpool.memory().peakRssBytes,
+        cpuMsPerLoop: round(cpuMsPerLoop, 0),
+        rpcsPerLoop: loops[0]?.rpcs ?? 0,
+        refresh: summarise(loops.map((l) => l.refreshMs), 0),
+        refreshCpuMs: share(loops.map((l) => l.refreshCpuMs)),
+        refreshGarbageBytes: share(loops.map((l) => l.refreshBytes)),
+        loopRpcGarbageBytes: share(loops.map((l) => l.rpcBytes)),
+        floor: {
+          refresh: summarise(floorRefreshes.map((f) => f.ms), 0),
+          cpuMs: share(floorRefreshes.map((f) => f.cpuMs)),
+          answered: Math.min(...floorRefreshes.map((f) => f.answered)),
+        },
+        apiserver: {
+          loops: n,
+          perLoop: round((reads + writes) / n, 2),
+          watchStarts: requests.watches - counted.requests.watches,
+          seen: requests.others.slice(counted.requests.others.length).slice(0, 10),
+        },
+        rpc,
+        ...(profileDir !== undefined && { cpuProfileDir: profileDir }),
       },
-      rpc,
-      rpcLoad,
-      answers: await recordAnswers(client, group, node),
     };
   } finally {
     await plugpool.stop();
   }
 }
 
-interface BaselinePhase {
-  readonly rpc: Record<BenchedMethod, RpcResult>;
-  readonly memory: { readonly rssBytes: number; readonly peakRssBytes: number };
-}
-
-async function measureBaseline(answers: RecordedAnswers, site: Layout, s: BenchSettings): Promise<BaselinePhase> {
+async function measureBaseline(answers: RecordedAnswers, site: Layout, s: BenchSettings): Promise<SizeResult["baseline"]> {
   const baseline = await startBaseline(answers);
-  const client = createCloudProviderClient(baseline.address);
+  const client: CloudProviderClient = createCloudProviderClient(baseline.address);
   try {
-    const rpc = await measureRpcs(client, site, s);
-    return { rpc, memory: procMemory(baseline.pid) };
+    const out: Partial<Record<BenchedMethod, LatencySummary>> = {};
+    for (const method of BENCHED) out[method] = await sequential(probeFor(client, method, site), s.rpcSamples, s.rpcWarmup);
+    return out as SizeResult["baseline"];
   } finally {
     client.close();
     await baseline.close();
   }
 }
 
-export async function runSize(plane: ControlPlane, proxy: CountingProxy, kubeconfigPath: string, count: number, s: BenchSettings, say: Say): Promise<SizeResult> {
+export async function runSize(
+  plane: ControlPlane,
+  proxy: CountingProxy,
+  kubeconfigPath: string,
+  count: number,
+  conditions: readonly Condition[],
+  s: BenchSettings,
+  say: Say,
+): Promise<SizeResult> {
   const site = layout(count);
   const loadAtStart = load();
   const fleet = await startFleet({
     devices: site.machines.map((m) => ({ platform: m.platform, on: m.registered, ...(m.fault && { fault: m.fault }) })),
     slowMs: SLOW_PLUG_MS,
   });
+  const floor = await startFloor({ urls: fleet.urls, path: RELAY_PATH, timeoutMs: PLUG_TIMEOUT_MS });
   try {
     await registerNodes(plane, registeredNodes(site));
     const configPath = join(s.workDir, `config-${count}.yaml`);
     const yaml = configYaml(site, fleet.urls);
     loadConfig(yaml, {}); // fails here, with its message, rather than in the child
     writeFileSync(configPath, yaml);
-    const measured = await measurePlugpool(site, configPath, kubeconfigPath, proxy, s, say);
+    const run: Run = { site, configPath, kubeconfigPath, proxy, floor, s, say };
+    const results: ConditionResult[] = [];
+    let answers: RecordedAnswers | undefined;
+    for (const condition of conditions) {
+      const measured = await measureCondition(run, condition);
+      results.push(measured.result);
+      answers = measured.answers;
+    }
+    if (answers === undefined) throw new Error("no condition to measure");
     say("  baseline");
-    const baseline = await measureBaseline(measured.answers, site, s);
-    const rpc = Object.fromEntries(BENCHED.map((m) => [m, { plugpool: measured.rpc[m], baseline: baseline.rpc[m] }]));
-    return {
-      site: summary(site),
-      ...measured.result,
-      baselineMemory: baseline.memory,
-      rpc: rpc as SizeResult["rpc"],
-      loadAverage: { start: loadAtStart, rpc: measured.rpcLoad, end: load() },
-    };
+    const baseline = await measureBaseline(answers, site, s);
+    return { site: summary(site), conditions: results, baseline, loadAverage: { start: loadAtStart, end: load() } };
   } finally {
+    await floor.close();
     await fleet.close();
     await deleteAllNodes(plane);
   }

@@ -1,0 +1,26 @@
+// Loaded into plugpool's process by the bench (--import, as plain JavaScript: see probeModule in
+// plugpool-process.ts): counts the bytes allocated between a "start" and a "stop" message on the IPC channel,
+// i.e. the garbage a batch of calls makes. Allocated = heap used at the end − heap used at the start + what
+// every GC in between freed (v8.GCProfiler reports the heap before and after each one).
+import { GCProfiler, getHeapStatistics } from "node:v8";
+
+let profiler: GCProfiler | undefined;
+let usedAtStart = 0;
+
+process.on("message", (message) => {
+  if (message === "start") {
+    profiler?.stop();
+    profiler = new GCProfiler();
+    profiler.start();
+    usedAtStart = getHeapStatistics().used_heap_size;
+    process.send?.({ started: true });
+  } else if (message === "stop" && profiler !== undefined) {
+    const usedAtEnd = getHeapStatistics().used_heap_size;
+    const { statistics } = profiler.stop();
+    profiler = undefined;
+    const freed = statistics.reduce((sum, gc) => sum + gc.beforeGC.heapStatistics.usedHeapSize - gc.afterGC.heapStatistics.usedHeapSize, 0);
+    process.send?.({ allocatedBytes: usedAtEnd - usedAtStart + freed, gcs: statistics.length });
+  }
+});
+// The channel must not keep plugpool alive on SIGTERM.
+process.channel?.unref();
