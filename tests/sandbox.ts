@@ -3,8 +3,11 @@
 // cluster-autoscaler, all on loopback, with a pending pod to start things off. It tells on stdout what CA
 // decides, what plugpool does with the plugs, and what the machines do, until Ctrl-C. Where cluster-autoscaler
 // is not built, a stand-in takes its place (tests/support/autoscaler-standin.ts), and the sandbox says so.
+// With --tour it needs no kubectl: it walks through a scale-up whose first machine never boots, then a
+// scale-down to zero, explaining each step, and exits when done.
 //
 //   node tests/sandbox.ts [--exit-after-scale-up]    (or PLUGPOOL_SANDBOX_EXIT_AFTER_SCALE_UP=1)
+//   node tests/sandbox.ts --tour
 //   PLUGPOOL_SANDBOX_AUTOSCALER=auto|real|stand-in   which autoscaler (default auto: the real one when built)
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
@@ -14,9 +17,13 @@ import { STAND_IN_NOTICE } from "./support/autoscaler-standin.ts";
 import { followLog, isDecision, parseKlog } from "./e2e/autoscaler/ca-log.ts";
 import { startEnvironment, type Environment, type MachineSpec } from "./e2e/autoscaler/environment.ts";
 import type { LogLine } from "./e2e/autoscaler/plugpool-log.ts";
-import { createPoolPod, readPod } from "./e2e/autoscaler/scenario.ts";
+import { createPoolPod, deletePod, nodeNames, readPod } from "./e2e/autoscaler/scenario.ts";
+import { eventually } from "./support/eventually.ts";
 
-const { values } = parseArgs({ options: { "exit-after-scale-up": { type: "boolean", default: false } } });
+const { values } = parseArgs({
+  options: { "exit-after-scale-up": { type: "boolean", default: false }, tour: { type: "boolean", default: false } },
+});
+const tour = values.tour;
 const exitAfterScaleUp = values["exit-after-scale-up"] || process.env.PLUGPOOL_SANDBOX_EXIT_AFTER_SCALE_UP === "1";
 const autoscalerMode = process.env.PLUGPOOL_SANDBOX_AUTOSCALER ?? "auto";
 if (autoscalerMode !== "auto" && autoscalerMode !== "real" && autoscalerMode !== "stand-in") {
@@ -25,9 +32,12 @@ if (autoscalerMode !== "auto" && autoscalerMode !== "real" && autoscalerMode !==
 }
 const started = performance.now();
 
+// On the tour, the first machine in config order never boots, and its plug has no power sensor: with one that
+// reads more than standby, plugpool keeps the power of a machine without a Node (it could be running under
+// another name), so the tour could not show the cut.
 const machines: readonly MachineSpec[] = [
-  { name: "worker-1", version: "2026.7", platform: "esp32", powerSensor: true },
-  { name: "worker-2", version: "2026.1", platform: "esp32" },
+  { name: "worker-1", version: "2026.7", platform: "esp32", powerSensor: !tour, neverBoots: tour },
+  { name: "worker-2", version: "2026.1", platform: "esp32", powerSensor: tour },
   { name: "worker-3", version: "2025.12", platform: "esp8266" },
 ];
 
@@ -84,12 +94,28 @@ function instructions(env: Environment): string {
       const entity = m.version === "2025.12" ? emulatedObjectId("Relay") : "Relay";
       return `  curl ${env.plug(m.name).url}/switch/${entity}     # the plug of ${m.name} (ESPHome ${m.version ?? ""})`;
     }),
-    `  curl ${env.plug("worker-1").url}/sensor/Power      # worker-1's power draw`,
+    `  curl ${env.plug(tour ? "worker-2" : "worker-1").url}/sensor/Power      # ${tour ? "worker-2" : "worker-1"}'s power draw`,
     `  curl http://127.0.0.1:${String(served?.opsPort ?? "")}/metrics     # plugpool's metrics`,
-    `Logs: cluster-autoscaler ${env.autoscaler.logPath}${env.autoscalerKind === "stand-in" ? "   (its stand-in's)" : ""}`,
-    `      plugpool           ${env.plugpoolLog.path}`,
+    ...logs(env),
     "Ctrl-C stops everything.",
     "",
+  ].join("\n");
+}
+
+function logs(env: Environment): string[] {
+  return [
+    `Logs: cluster-autoscaler ${env.autoscaler.logPath}${env.autoscalerKind === "stand-in" ? "   (its stand-in's)" : ""}`,
+    `      plugpool           ${env.plugpoolLog.path}`,
+  ];
+}
+
+function tourHeader(env: Environment): string {
+  return [
+    "",
+    "The tour needs nothing from you; it ends by itself. To watch it with kubectl as well:",
+    `  export KUBECONFIG=${env.plane.kubeconfigPath}`,
+    "  kubectl get nodes -w",
+    ...logs(env),
   ].join("\n");
 }
 
@@ -100,6 +126,83 @@ async function waitUntilRunning(env: Environment, name: string): Promise<string>
     if (pod?.status?.phase === "Running") return pod.spec?.nodeName ?? "";
     await sleep(500);
   }
+}
+
+/** Tells the tour's reader what comes next, set apart from the narration. */
+function explain(...lines: string[]): void {
+  console.log(["", ...lines.map((l) => `  >> ${l}`), ""].join("\n"));
+}
+
+/** Waits for a step of the tour; on a timeout it shows the logs' tails and stops everything with exit code 1. */
+async function step(env: Environment, what: string, check: () => Promise<void> | void, timeoutMs: number): Promise<void> {
+  try {
+    await eventually(what, check, timeoutMs, 250);
+  } catch (error) {
+    console.error(`sandbox tour: ${error instanceof Error ? error.message : String(error)}\n${env.diagnostics()}`);
+    await env.stop();
+    process.exit(1);
+  }
+}
+
+const plugsOn = (env: Environment): string[] => machines.filter((m) => env.plug(m.name).state("Relay")).map((m) => m.name);
+
+/** The guided tour: a scale-up whose first machine never boots, then a scale-down to zero; then it exits. */
+async function runTour(env: Environment): Promise<never> {
+  const began = performance.now();
+  explain(
+    "Step 1 of 3: scale-up from zero.",
+    "Three machines, all off. A pod asks for a machine of group 'workers' (nodeSelector example.com/pool=workers).",
+    "cluster-autoscaler sees it pending, asks plugpool for one node more, and plugpool switches on the first plug",
+    "in config order: worker-1's.",
+  );
+  await createPoolPod(env.core, "demo");
+  say("sandbox", "created pod default/demo: pending, no machine is on");
+  await step(env, "worker-1's plug on", () => {
+    if (!env.plug("worker-1").state("Relay")) throw new Error("still off");
+  }, 60_000);
+
+  explain(
+    "Step 2 of 3: a machine that never boots.",
+    "worker-1 gets power but never registers a Node (here on purpose; at home: a BIOS not set to 'Always On'",
+    "after AC loss, a dead disk). cluster-autoscaler waits max-node-provision-time (20 s on this tour) and gives",
+    "it up; plugpool cuts the plug of the machine that never registered, leaves it out of scale-ups for a while",
+    "(quarantine), and the next scale-up takes worker-2. (Had worker-1's plug a power sensor reading more than",
+    "standbyWatts, plugpool would keep its power: a machine drawing power without a Node may be running.)",
+  );
+  await step(env, "worker-1's plug cut after CA gave it up", () => {
+    if (env.plug("worker-1").state("Relay")) throw new Error("worker-1 still on");
+  }, 120_000);
+  await step(env, "pod demo Running", async () => {
+    const pod = await readPod(env.core, "demo");
+    if (pod.status?.phase !== "Running") throw new Error(`pod demo is ${pod.status?.phase ?? "unknown"}`);
+  }, 120_000);
+  const pod = await readPod(env.core, "demo");
+  say("sandbox", `pod demo runs on ${pod.spec?.nodeName ?? "?"}; worker-1 is quarantined: ${String(env.events("quarantined").some((e) => e.machine === "worker-1"))}`);
+
+  explain(
+    "Step 3 of 3: scale-down to zero.",
+    "The pod is deleted. After scale-down-unneeded-time (15 s here, 10 min by default) cluster-autoscaler drains",
+    "the empty node, taints it ToBeDeletedByClusterAutoscaler and asks plugpool to delete it. plugpool checks the",
+    "taint, runs a one-shot pod that shuts the OS down, waits for the Node to go NotReady and a grace period,",
+    "cuts the plug and deletes the Node.",
+  );
+  await deletePod(env.core, "demo");
+  say("sandbox", "deleted pod default/demo");
+  await step(env, "no Node and no plug on", async () => {
+    const names = await nodeNames(env.core);
+    const on = plugsOn(env);
+    if (names.length > 0 || on.length > 0) throw new Error(`Nodes ${names.join(", ") || "none"}; plugs on: ${on.join(", ") || "none"}`);
+  }, 180_000);
+
+  const cuts = env.events("plug-off").map((e) => `${String(e.machine)} (${String(e.reason)})`);
+  explain(
+    `Tour done in ${((performance.now() - began) / 1000).toFixed(0)} s: every plug is off and no Node is left.`,
+    `Plugs cut: ${cuts.join(", ")}. Each machine's history: ${machines.map((m) => `${m.name} ${env.history(m.name).join(" -> ") || "never on"}`).join("; ")}.`,
+    "Next: `bash scripts/dev.sh sandbox` keeps the sandbox running for kubectl; the README's install path starts",
+    "with `plugpool doctor` and `serve --dry-run` on your own cluster.",
+  );
+  await env.stop();
+  process.exit(0);
 }
 
 // Ctrl-C reaches every process of the terminal's group; the control plane's own handlers then kill whatever
@@ -117,8 +220,12 @@ say("sandbox", "starting the control plane, plugs, machines, plugpool and cluste
 const env = await startEnvironment({
   machines,
   autoscaler: autoscalerMode,
-  // Long enough to watch CA's DeletionCandidate taint before the node goes.
-  autoscalerFlags: { "scale-down-unneeded-time": "30s" },
+  // Long enough to watch CA's DeletionCandidate taint before the node goes. The tour gives a machine 20 s to
+  // register (CA's default is 15 min) and retries a failed group after 5 s (default 5 min).
+  autoscalerFlags: {
+    "scale-down-unneeded-time": tour ? "15s" : "30s",
+    ...(tour && { "max-node-provision-time": "20s", "initial-node-group-backoff-duration": "5s" }),
+  },
   onMachineChange: (machine, state) => { say(machine, MACHINE_STATES[state]); },
   onPlugpoolLog: narratePlugpool,
 }).catch((error: unknown) => {
@@ -132,6 +239,10 @@ if (env.autoscalerKind === "stand-in") {
 }
 const who = env.autoscalerKind === "stand-in" ? "ca stand-in" : "cluster-autoscaler";
 const follower = followLog(env.autoscaler.logPath, (line) => { narrateAutoscaler(who, line); });
+if (tour) {
+  console.log(tourHeader(env));
+  await runTour(env);
+}
 console.log(instructions(env));
 
 const created = performance.now();

@@ -100,6 +100,36 @@ describe("the sandbox", () => {
     assert.match(output, /ca stand-in\s+Scale-up: setting group workers size to 1/);
   });
 
+  it("with --tour, walks through a scale-up past a machine that never boots and a scale-down to zero, then exits 0", async () => {
+    const autoscaler = autoscalerMissing() === undefined ? "real" : "stand-in";
+    const started = performance.now();
+    const run = startSandbox(autoscaler, ["--tour"]);
+    const { code } = await run.exited;
+    console.log(`sandbox tour (${autoscaler}): ${((performance.now() - started) / 1000).toFixed(1)} s`);
+    const output = run.output();
+    assert.equal(code, 0, output);
+    const at = (pattern: RegExp): number => {
+      const found = pattern.exec(output);
+      assert.ok(found !== null, `${String(pattern)} in:\n${output}`);
+      return found.index;
+    };
+    const order = [
+      /Step 1 of 3: scale-up from zero/,
+      /plugpool\s+switched on the plug of worker-1/,
+      /Step 2 of 3: a machine that never boots/,
+      /plugpool\s+switched off the plug of worker-1 \(unregistered\)/,
+      /plugpool\s+switched on the plug of worker-2/,
+      /pod demo runs on worker-2; worker-1 is quarantined: true/,
+      /Step 3 of 3: scale-down to zero/,
+      /plugpool\s+switched off the plug of worker-2 \(power-off\)/,
+      /plugpool\s+deleted node worker-2/,
+      /Tour done in \d+ s: every plug is off and no Node is left/,
+    ].map(at);
+    assert.deepEqual(order, [...order].sort((a, b) => a - b), "the tour's steps in order");
+    assert.match(output, /worker-3 never on/);
+    await assertNothingLeft(foldersOf(output));
+  });
+
   it("stops everything on SIGTERM, leaving no process and no file behind", async () => {
     const run = startSandbox("stand-in", []);
     await eventually("the scale-up", () => {
