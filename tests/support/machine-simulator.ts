@@ -113,7 +113,8 @@ export function startMachineSimulator(options: MachineSimulatorOptions): Machine
     return {
       metadata: {
         name,
-        labels: { ...options.labels, "kubernetes.io/hostname": name, "kubernetes.io/os": "linux" },
+        // The labels every kubelet sets (on amd64 machines).
+        labels: { ...options.labels, "kubernetes.io/hostname": name, "kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux" },
       },
       spec: { providerID: options.providerIDPrefix + name },
       status: {
