@@ -7,12 +7,18 @@ import { ConfigError, loadConfigFile } from "./config.ts";
 import { createLogger, LOG_LEVELS, parseLogLevel } from "./logger.ts";
 import { serve } from "./serve.ts";
 import { doctor } from "./doctor.ts";
+import { opsUrl } from "./doctor-running.ts";
+import { parseDuration } from "./duration.ts";
+import { energyReport, ReportError, type ReportSource } from "./report.ts";
 
 const HELP = `plugpool — a cluster-autoscaler cloud provider (externalgrpc) for machines powered by ESPHome plugs
 
 Usage:
   plugpool serve  [--config FILE] [--kubeconfig FILE]   run the provider (the default command)
   plugpool doctor [--config FILE] [--kubeconfig FILE]   check config, plugs and cluster access; changes nothing
+  plugpool report [--window 24h] [--metrics-url URL | --prometheus URL | --config FILE]
+                  per machine: hours on, kWh used and kWh avoided, from a running plugpool (its counters since
+                  it started; default its /metrics on the config's opsListen) or from Prometheus (over the window)
   plugpool --version
   plugpool --help
 
@@ -20,6 +26,9 @@ Options:
   --config FILE       configuration file (default /etc/plugpool/config.yaml)
   --kubeconfig FILE   kubeconfig to use (default: $KUBECONFIG, ~/.kube/config, or the in-cluster ServiceAccount)
   --log-level LEVEL   error, warn, info or debug, in any letter case (default info)
+  --window DURATION   report: the span to add up, e.g. 24h, 168h (default 24h)
+  --metrics-url URL   report: a running plugpool's /metrics
+  --prometheus URL    report: a Prometheus that scrapes plugpool (its base URL, e.g. http://prometheus:9090)
 
 Environment:
   PLUGPOOL_PLUG_USERNAME, PLUGPOOL_PLUG_PASSWORD   plug credentials (both or neither)
@@ -66,6 +75,9 @@ async function main(argv: readonly string[]): Promise<number> {
       config: { type: "string", default: "/etc/plugpool/config.yaml" },
       kubeconfig: { type: "string" },
       "log-level": { type: "string", default: "info" },
+      window: { type: "string", default: "24h" },
+      "metrics-url": { type: "string" },
+      prometheus: { type: "string" },
       version: { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
@@ -79,10 +91,11 @@ async function main(argv: readonly string[]): Promise<number> {
     return 0;
   }
   const command = positionals[0] ?? "serve";
-  if (positionals.length > 1 || !["serve", "doctor"].includes(command)) {
+  if (positionals.length > 1 || !["serve", "doctor", "report"].includes(command)) {
     process.stderr.write(`plugpool: unknown command "${positionals.join(" ")}"\n\n${HELP}`);
     return 2;
   }
+  if (command === "report") return report(values);
   const level = parseLogLevel(values["log-level"]);
   const config = withOptionIssues(
     level === undefined ? [`--log-level: must be one of ${LOG_LEVELS.join(", ")} (found ${JSON.stringify(values["log-level"])})`] : [],
@@ -103,6 +116,31 @@ async function main(argv: readonly string[]): Promise<number> {
   logger.info("shutting down");
   await running.stop();
   return 0;
+}
+
+/** `plugpool report`: reads figures only; the config is read only for the default metrics address. */
+async function report(values: { window: string; "metrics-url"?: string; prometheus?: string; config: string }): Promise<number> {
+  const windowMs = parseDuration(values.window);
+  const issues = [
+    ...(windowMs === undefined || windowMs === 0 ? [`--window: must be a duration of more than 0 such as 24h or 168h (found ${JSON.stringify(values.window)})`] : []),
+    ...(values["metrics-url"] !== undefined && values.prometheus !== undefined ? ["--metrics-url and --prometheus: give one or neither"] : []),
+  ];
+  if (issues.length > 0 || windowMs === undefined) {
+    process.stderr.write(`plugpool report: ${issues.join("; ")}\n`);
+    return 2;
+  }
+  const source: ReportSource =
+    values.prometheus !== undefined
+      ? { kind: "prometheus", url: values.prometheus }
+      : { kind: "metrics", url: values["metrics-url"] ?? opsUrl(loadConfigFile(values.config, process.env)) };
+  try {
+    process.stdout.write((await energyReport({ source, windowMs })).text);
+    return 0;
+  } catch (e) {
+    if (!(e instanceof ReportError)) throw e;
+    process.stderr.write(`plugpool report: ${e.message}\n`);
+    return 1;
+  }
 }
 
 main(process.argv.slice(2)).then(

@@ -1,0 +1,215 @@
+// `plugpool report`: per machine, hours powered on, kWh used and kWh avoided, from a running plugpool's
+// /metrics (its counters since it started) or from Prometheus (increase() of those counters over a window).
+
+/** The counters the report reads, and what each row shows of them. */
+const ON = "plugpool_machine_powered_on_seconds_total";
+const USED = "plugpool_machine_energy_used_kwh_total";
+const AVOIDED = "plugpool_machine_energy_avoided_kwh_total";
+const STARTED = "plugpool_process_start_time_seconds";
+
+export type ReportSource = { readonly kind: "metrics"; readonly url: string } | { readonly kind: "prometheus"; readonly url: string };
+
+export interface ReportOptions {
+  readonly source: ReportSource;
+  readonly windowMs: number;
+  /** Each request's timeout. */
+  readonly timeoutMs?: number;
+  /** Epoch ms; for how long a running plugpool's counters have run. */
+  readonly now?: () => number;
+}
+
+/** One machine's figures; absent where the source has none (no power sensor, no idleWatts). */
+export interface MachineFigures {
+  readonly group: string;
+  readonly machine: string;
+  readonly hoursOn?: number;
+  readonly kwhUsed?: number;
+  readonly kwhAvoided?: number;
+}
+
+export interface EnergyReport {
+  readonly rows: readonly MachineFigures[];
+  /** What span the figures cover, in words. */
+  readonly covers: string;
+  readonly text: string;
+}
+
+/** The source could not be read or answered something other than figures. */
+export class ReportError extends Error {
+  override readonly name = "ReportError";
+}
+
+export async function energyReport(options: ReportOptions): Promise<EnergyReport> {
+  const { source } = options;
+  const timeoutMs = options.timeoutMs ?? 5000;
+  const { values, covers } =
+    source.kind === "metrics"
+      ? await fromMetrics(source.url, options.windowMs, timeoutMs, options.now ?? Date.now)
+      : await fromPrometheus(source.url, options.windowMs, timeoutMs);
+  const rows = figures(values);
+  return { rows, covers, text: render(rows, covers) };
+}
+
+type Values = Map<string, Map<string, number>>;
+
+/** Series of the three counters by metric name, keyed by group and machine. */
+function figures(values: Values): MachineFigures[] {
+  const keys = new Set([...values.values()].flatMap((byMachine) => [...byMachine.keys()]));
+  return [...keys]
+    .map((key) => {
+      const [group = "", machine = ""] = key.split("\n");
+      const on = values.get(ON)?.get(key);
+      const used = values.get(USED)?.get(key);
+      const avoided = values.get(AVOIDED)?.get(key);
+      return {
+        group,
+        machine,
+        ...(on !== undefined && { hoursOn: on / 3600 }),
+        ...(used !== undefined && { kwhUsed: used }),
+        ...(avoided !== undefined && { kwhAvoided: avoided }),
+      };
+    })
+    .toSorted((a, b) => a.group.localeCompare(b.group) || a.machine.localeCompare(b.machine));
+}
+
+/** `what` names the request in an error (the address as given, not the query). */
+async function get(url: string, timeoutMs: number, what: string): Promise<Response> {
+  try {
+    return await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
+  } catch (e) {
+    const why = e instanceof Error && e.name === "TimeoutError" ? `no answer within ${timeoutMs} ms` : causeOf(e);
+    throw new ReportError(`${what}: ${why}`);
+  }
+}
+
+function causeOf(e: unknown): string {
+  const cause = e instanceof Error ? e.cause : undefined;
+  if (cause instanceof Error) return cause.message;
+  return e instanceof Error ? e.message : String(e);
+}
+
+const SAMPLE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)/;
+const LABEL = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g;
+
+/** A running plugpool's counters, since it started (one scrape holds nothing older). */
+async function fromMetrics(url: string, windowMs: number, timeoutMs: number, now: () => number): Promise<{ values: Values; covers: string }> {
+  const response = await get(url, timeoutMs, `reading plugpool's metrics at ${url}`);
+  if (!response.ok) throw new ReportError(`reading plugpool's metrics at ${url}: HTTP ${response.status}`);
+  const text = await response.text();
+  const values: Values = new Map();
+  let started: number | undefined;
+  for (const line of text.split("\n")) {
+    const m = SAMPLE.exec(line);
+    if (m === null) continue;
+    const [, name = "", labels = "", raw = ""] = m;
+    const value = Number(raw);
+    if (name === STARTED) started = value * 1000;
+    if (![ON, USED, AVOIDED].includes(name) || !Number.isFinite(value)) continue;
+    const l = Object.fromEntries([...labels.matchAll(LABEL)].map(([, k = "", v = ""]) => [k, unescape(v)]));
+    put(values, name, l.group ?? "", l.machine ?? "", value);
+  }
+  if (!text.includes(`# TYPE ${ON} `)) {
+    throw new ReportError(`reading plugpool's metrics at ${url}: no ${ON} there; is this a plugpool of this version?`);
+  }
+  if (started === undefined) return { values, covers: `since the plugpool at ${url} started` };
+  const ranMs = now() - started;
+  const ran = `since the plugpool at ${url} started ${formatSpan(ranMs)} ago`;
+  return {
+    values,
+    covers:
+      ranMs <= windowMs
+        ? `${ran} (less than the ${formatSpan(windowMs)} asked for)`
+        : `${ran}: a running plugpool's counters cover its whole run, not just the last ${formatSpan(windowMs)}; use --prometheus for a window`,
+  };
+}
+
+function unescape(value: string): string {
+  return value.replace(/\\(.)/g, (_, c: string) => (c === "n" ? "\n" : c));
+}
+
+function put(values: Values, name: string, group: string, machine: string, value: number): void {
+  const byMachine = values.get(name) ?? new Map<string, number>();
+  values.set(name, byMachine);
+  byMachine.set(`${group}\n${machine}`, (byMachine.get(`${group}\n${machine}`) ?? 0) + value);
+}
+
+/** The shape of an instant query's answer from Prometheus's HTTP API (/api/v1/query). */
+interface QueryAnswer {
+  readonly status?: string;
+  readonly errorType?: string;
+  readonly error?: string;
+  readonly data?: {
+    readonly resultType?: string;
+    readonly result?: readonly { readonly metric?: Readonly<Record<string, string>>; readonly value?: readonly [number, string] }[];
+  };
+}
+
+/**
+ * increase() of each counter over the window, summed per group and machine (so that a restarted plugpool's
+ * series, which may differ in pod or instance labels, add up). increase() handles the counters' resets at
+ * restarts and extrapolates to the window's edges, as Prometheus does:
+ * https://prometheus.io/docs/prometheus/latest/querying/functions/#increase
+ */
+async function fromPrometheus(base: string, windowMs: number, timeoutMs: number): Promise<{ values: Values; covers: string }> {
+  const range = promDuration(windowMs);
+  const values: Values = new Map();
+  for (const name of [ON, USED, AVOIDED]) {
+    const query = `sum by (group, machine) (increase(${name}[${range}]))`;
+    const url = new URL("api/v1/query", base.endsWith("/") ? base : `${base}/`);
+    url.searchParams.set("query", query);
+    const response = await get(url.href, timeoutMs, `querying Prometheus at ${base}`);
+    let answer: QueryAnswer;
+    try {
+      answer = (await response.json()) as QueryAnswer;
+    } catch {
+      throw new ReportError(`querying Prometheus at ${base}: HTTP ${response.status}, not a Prometheus API answer`);
+    }
+    if (answer.status !== "success") {
+      throw new ReportError(`querying Prometheus at ${base} for ${query}: ${answer.errorType ?? `HTTP ${response.status}`}: ${answer.error ?? "no reason given"}`);
+    }
+    if (answer.data?.resultType !== "vector") {
+      throw new ReportError(`querying Prometheus at ${base}: expected a vector, got ${answer.data?.resultType ?? "nothing"}`);
+    }
+    for (const sample of answer.data.result ?? []) {
+      const value = Number(sample.value?.[1]);
+      if (!Number.isFinite(value)) continue;
+      put(values, name, sample.metric?.group ?? "", sample.metric?.machine ?? "", value);
+    }
+  }
+  return { values, covers: `over the last ${formatSpan(windowMs)}, from Prometheus at ${base}` };
+}
+
+/** A window as a Prometheus range: whole seconds when it has no fraction of one, else milliseconds. */
+export function promDuration(ms: number): string {
+  const whole = Math.round(ms);
+  return whole % 1000 === 0 ? `${whole / 1000}s` : `${whole}ms`;
+}
+
+/** "3d 4h", "24h", "5h 12m", "42m", "30s": days from two on. */
+export function formatSpan(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  const [d, h, m] = [Math.floor(s / 86400), Math.floor((s % 86400) / 3600), Math.floor((s % 3600) / 60)];
+  if (d >= 2) return h > 0 ? `${d}d ${h}h` : `${d}d`;
+  if (d > 0) return `${d * 24 + h}h${m > 0 ? ` ${m}m` : ""}`;
+  if (h > 0) return m > 0 ? `${h}h ${m}m` : `${h}h`;
+  return m > 0 ? `${m}m` : `${s}s`;
+}
+
+function render(rows: readonly MachineFigures[], covers: string): string {
+  if (rows.length === 0) return `no machine figures ${covers}\n`;
+  const headers = ["GROUP", "MACHINE", "HOURS ON", "KWH USED", "KWH AVOIDED"];
+  const cell = (v: number | undefined, digits: number) => (v === undefined ? "-" : v.toFixed(digits));
+  const sum = (pick: (r: MachineFigures) => number | undefined) => {
+    const known = rows.map(pick).filter((v) => v !== undefined);
+    return known.length === 0 ? undefined : known.reduce((a, b) => a + b, 0);
+  };
+  const cells = [
+    ...rows.map((r) => [r.group, r.machine, cell(r.hoursOn, 1), cell(r.kwhUsed, 3), cell(r.kwhAvoided, 3)]),
+    ["total", "", cell(sum((r) => r.hoursOn), 1), cell(sum((r) => r.kwhUsed), 3), cell(sum((r) => r.kwhAvoided), 3)],
+  ];
+  const widths = headers.map((h, i) => Math.max(h.length, ...cells.map((c) => (c[i] ?? "").length)));
+  const line = (c: readonly string[]) =>
+    c.map((v, i) => (i < 2 ? v.padEnd(widths[i] ?? 0) : v.padStart(widths[i] ?? 0))).join("  ").trimEnd();
+  const notes = "\n'-': no power sensor (kWh used) or no idleWatts (kWh avoided) for that machine\n";
+  return `${covers}\n\n${[line(headers), ...cells.map(line)].join("\n")}\n${rows.some((r) => r.kwhUsed === undefined || r.kwhAvoided === undefined) ? notes : ""}`;
+}
