@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Builds the helm CLI pinned in go.mod (helm.sh/helm/v3/cmd/helm) into
+# ${PLUGPOOL_CACHE:-$HOME/.cache/plugpool}/bin/<key>/, outside the repo. The key hashes go.mod and go.sum,
+# so a version bump builds into a new folder; a binary already there is kept. Needs only Go and the module
+# proxy. tests/deploy/helm.test.ts renders cluster-autoscaler's official chart with it. Prints the binary's
+# path as its last line.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+cache="${PLUGPOOL_CACHE:-$HOME/.cache/plugpool}"
+# tests/deploy/helm.test.ts derives the same key: sha256(go.mod + go.sum), first 16 hex digits.
+key="$(cat "$here/go.mod" "$here/go.sum" | sha256sum | cut -c1-16)"
+out="$cache/bin/$key"
+binary="$out/helm"
+
+if [ -x "$binary" ]; then
+  echo "helm: already built" >&2
+  echo "$binary"
+  exit 0
+fi
+if ! command -v go >/dev/null; then
+  echo "helm: Go is needed to build it (go.mod asks for go 1.26)" >&2
+  exit 1
+fi
+mkdir -p "$out"
+cd "$here"
+helm_version="$(go list -m -f '{{.Version}}' helm.sh/helm/v3)"
+# Helm's own Makefile stamps its version and the Kubernetes version its client-go speaks (the default
+# .Capabilities.KubeVersion): https://github.com/helm/helm/blob/v3.22.0/Makefile
+client_go="$(go list -m -f '{{.Version}}' k8s.io/client-go)"
+client_go="${client_go#v}"
+kube_major="$((${client_go%%.*} + 1))"
+kube_minor="$(echo "$client_go" | cut -d. -f2)"
+ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$helm_version"
+ldflags="$ldflags -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+for pkg in pkg/lint/rules pkg/chartutil; do
+  ldflags="$ldflags -X helm.sh/helm/v3/$pkg.k8sVersionMajor=$kube_major -X helm.sh/helm/v3/$pkg.k8sVersionMinor=$kube_minor"
+done
+
+echo "helm $helm_version -> $out" >&2
+started=$SECONDS
+# Static binary: builds faster and needs no C toolchain. Built beside the target and renamed, so an
+# interrupted build never leaves a binary that looks done.
+CGO_ENABLED=0 go build -trimpath -ldflags="$ldflags" -o "$out/.helm.tmp" helm.sh/helm/v3/cmd/helm
+mv -f "$out/.helm.tmp" "$binary"
+echo "helm: built in $((SECONDS - started))s" >&2
+echo "$binary"

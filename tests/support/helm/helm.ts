@@ -1,0 +1,59 @@
+// The helm CLI built by build.sh beside this file, and the official cluster-autoscaler chart that ships
+// beside the repository (shared/vendor), for rendering deploy/helm/values.yaml as `helm install` would.
+import { execFile } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { toolBinaryDir } from "../control-plane.ts";
+
+const moduleDir = import.meta.dirname;
+/** Where the chart archive ships: `shared/vendor`, beside the repository's folder. */
+const vendorDir = join(moduleDir, "..", "..", "..", "..", "shared", "vendor");
+/** The chart version deploy/helm/values.yaml is written for. */
+export const CHART_VERSION = "9.59.0";
+
+/** Where build.sh puts the binary pinned by the current go.mod and go.sum (whether or not it is built). */
+export function helmBinaryPath(): string {
+  return join(toolBinaryDir(moduleDir), "helm");
+}
+
+/** The chart archive: PLUGPOOL_CHART_ARCHIVE, else the one in shared/vendor; undefined when there is none. */
+export function chartArchive(): string | undefined {
+  const configured = process.env.PLUGPOOL_CHART_ARCHIVE;
+  const path = configured !== undefined && configured !== "" ? configured : join(vendorDir, `cluster-autoscaler-chart-${CHART_VERSION}.tgz`);
+  return existsSync(path) ? path : undefined;
+}
+
+/** Why the chart cannot be rendered here, or undefined when it can. */
+export function chartMissing(): string | undefined {
+  if (chartArchive() !== undefined) return undefined;
+  return `the cluster-autoscaler chart ${CHART_VERSION} does not ship here (no ${join(vendorDir, `cluster-autoscaler-chart-${CHART_VERSION}.tgz`)}, ` +
+    "PLUGPOOL_CHART_ARCHIVE unset): fetch it with `helm pull autoscaler/cluster-autoscaler --version " + CHART_VERSION + "`";
+}
+
+export interface TemplateOptions {
+  readonly chart: string;
+  readonly release: string;
+  readonly namespace: string;
+  readonly valuesFiles: readonly string[];
+  /** .Capabilities.KubeVersion, e.g. v1.36.5. */
+  readonly kubeVersion: string;
+}
+
+/** `helm template`'s output: the manifests `helm install` would create, as one multi-document YAML text. */
+export async function helmTemplate(options: TemplateOptions): Promise<string> {
+  const binary = helmBinaryPath();
+  if (!existsSync(binary)) throw new Error(`helm is not built at ${binary}: run bash tests/support/helm/build.sh (bash scripts/dev.sh setup does)`);
+  // Its own config, cache and data folders, so no user's repositories or plugins take part.
+  const home = mkdtempSync(join(tmpdir(), "plugpool-helm-"));
+  try {
+    const env = { PATH: process.env.PATH ?? "", HOME: home, HELM_CONFIG_HOME: join(home, "config"), HELM_CACHE_HOME: join(home, "cache"), HELM_DATA_HOME: join(home, "data") };
+    const args = ["template", options.release, options.chart, "--namespace", options.namespace, "--kube-version", options.kubeVersion,
+      ...options.valuesFiles.flatMap((f) => ["--values", f])];
+    const { stdout } = await promisify(execFile)(binary, args, { env, maxBuffer: 16 * 1024 * 1024 });
+    return stdout;
+  } finally {
+    rmSync(home, { recursive: true, force: true });
+  }
+}
