@@ -145,6 +145,14 @@ describe("deploy/helm/values.yaml with the cluster-autoscaler chart", { skip: ch
     assert.equal(policy.spec.matchConditions[0]?.expression, `request.userInfo.username == "system:serviceaccount:${namespace}:${serviceAccount()}"`);
   });
 
+  it("carries the pod label deploy/monitoring's PodMonitor selects, and turns on the per-group metrics its backoff alert reads", () => {
+    const podMonitor = parse(readFileSync(join(root, "deploy", "monitoring", "podmonitor.yaml"), "utf8")) as { spec: { selector: { matchLabels: Record<string, string> } } };
+    const labels = deployment().spec?.template.metadata?.labels ?? {};
+    for (const [key, value] of Object.entries(podMonitor.spec.selector.matchLabels)) assert.equal(labels[key], value, key);
+    assert.ok(sidecar().ports?.some((p) => p.name === "ops"));
+    assert.equal(flag("emit-per-nodegroup-metrics"), "true");
+  });
+
   it("starts nothing but flags cluster-autoscaler 1.36 knows, with values it parses", { skip: autoscalerMissing() }, async () => {
     const missing = autoscalerNotBuilt();
     assert.equal(missing, undefined);
