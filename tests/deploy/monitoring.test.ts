@@ -161,6 +161,41 @@ describe("deploy/monitoring names only metrics that exist", () => {
     assert.deepEqual(caListed.filter((name) => !all.some((u) => u.name === name)), [], "listed but unused");
   });
 
+  it("every label a query matches or groups plugpool's metrics by is one they carry", () => {
+    // Labels of each family, as declared in the registry; le for buckets; those the PodMonitor's target adds.
+    const declared = new Map(createMetrics().registry.getMetricsAsArray().map((m) =>
+      [m.name, (m as unknown as { labelNames?: readonly string[] }).labelNames ?? []]));
+    const targetLabels = ["job", "instance", "namespace", "pod", "container", "endpoint"];
+    const labelsOf = (series: string): readonly string[] | undefined => {
+      const family = declared.has(series) ? series : series.replace(/_(bucket|sum|count)$/, "");
+      const labels = declared.get(family);
+      return labels && [...labels, ...targetLabels, ...(series.endsWith("_bucket") ? ["le"] : [])];
+    };
+    const exprs = [
+      ...alertRules.map((r) => ({ where: `alert ${String(r.alert)}`, expr: String(r.expr) })),
+      ...queries.map((q) => ({ where: q.where, expr: q.expr })),
+    ];
+    const wrong: string[] = [];
+    for (const { where, expr } of exprs) {
+      for (const [, name = "", matchers = ""] of expr.matchAll(/([a-zA-Z_:][\w:]*)\{([^}]*)\}/g)) {
+        const allowed = labelsOf(name);
+        for (const [, label = ""] of matchers.matchAll(/(\w+)\s*(?:=~|!~|!=|=)/g)) {
+          if (allowed && !allowed.includes(label)) wrong.push(`${where}: ${name} has no label ${label}`);
+        }
+      }
+      // Grouping labels, where the expression reads a single plugpool metric.
+      const plugpool = metricNames(substituteGrafanaVariables(expr)).filter((n) => n.startsWith("plugpool_"));
+      const allowed = plugpool.length === 1 && metricNames(substituteGrafanaVariables(expr)).length === 1 ? labelsOf(plugpool[0] ?? "") : undefined;
+      for (const [, list = ""] of expr.matchAll(/\b(?:by|without)\s*\(([^)]*)\)/g)) {
+        for (const label of list.split(",").map((l) => l.trim()).filter((l) => l !== "")) {
+          if (allowed && !allowed.includes(label)) wrong.push(`${where}: ${plugpool[0] ?? ""} has no label ${label}`);
+        }
+      }
+    }
+    assert.ok(exprs.length > 30);
+    assert.deepEqual(wrong, []);
+  });
+
   it("the cluster-autoscaler metrics listed are registered by cluster-autoscaler's source", { skip: autoscalerArchive() === undefined && "no cluster-autoscaler source archive here" }, async () => {
     const archive = autoscalerArchive() ?? "";
     const dir = mkdtempSync(join(tmpdir(), "plugpool-ca-metrics-"));
