@@ -1,7 +1,9 @@
 // The composition root of `plugpool serve`: builds the adapters and the domain, then serves. Start order:
-// metrics → cluster view (synced) → pool → gRPC → power-off loop; stop in reverse.
+// metrics → cluster view (synced) → pool → gRPC → power-off loop; stop in reverse. With `dryRun` the write
+// ports are the observe-only ones (observe-only.ts): the domain is the same, the world is left as it is.
 import { readFileSync } from "node:fs";
 import type { KubeConfig } from "@kubernetes/client-node";
+import { Gauge } from "prom-client";
 import type { Clock, Pool } from "../domain/index.ts";
 import { createPool } from "../domain/index.ts";
 import { createEsphomePowerSwitch } from "../adapters/esphome/esphome-power-switch.ts";
@@ -20,6 +22,7 @@ import { plugCredentialsFor } from "./plug-credentials.ts";
 import { powerOffLoopLiveness, startPowerOffLoop, type PowerOffLoop } from "./power-off-loop.ts";
 import { createReporter } from "./reporting.ts";
 import { instrumentPowerSwitch, rpcMetrics } from "./instrumentation.ts";
+import { observeOnlyPowerSwitch, observeOnlyRecords, observeOnlyTeardown, type Tell } from "./observe-only.ts";
 
 export interface Served {
   readonly grpcPort: number;
@@ -34,7 +37,15 @@ export interface ServeDeps {
   readonly logger: Logger;
   readonly version: string;
   readonly clock?: Clock;
+  /**
+   * Observe only (`serve --dry-run`): answer cluster-autoscaler and read plugs and cluster, but switch no plug,
+   * create or delete no pod, delete no Node and write no record; what would have been done is logged and
+   * recorded as Events (DryRunPowerOn, DryRunPowerOff, ...). Scale-ups and deletions fail towards CA.
+   */
+  readonly dryRun?: boolean;
 }
+
+const DRY_RUN_NOTE = "dry run: observing only, no plug is switched and nothing is written but Events";
 
 const systemClock: Clock = { now: () => Date.now() };
 
@@ -42,11 +53,18 @@ export async function serve(config: AppConfig, deps: ServeDeps): Promise<Served>
   const { logger, kubeConfig } = deps;
   const clock = deps.clock ?? systemClock;
   const machines = config.pool.groups.flatMap((g) => g.machines);
+  const dryRun = deps.dryRun === true;
   const metrics = createMetrics();
+  new Gauge({
+    name: "plugpool_dry_run",
+    help: "1 when plugpool only observes (serve --dry-run): it switches no plug and writes nothing but Events.",
+    registers: [metrics.registry],
+  }).set(Number(dryRun));
   let grpcServing = false;
   const view = createKubernetesClusterView(kubeConfig, {
     powerOffNamespace: config.powerOffPod.namespace,
     machines,
+    ...(dryRun && { readOnly: true }),
     onError: (e) => {
       metrics.watchErrors.inc();
       logger.warn("cluster watch failed; it retries by itself", { error: e instanceof Error ? e.message : String(e) });
@@ -66,13 +84,15 @@ export async function serve(config: AppConfig, deps: ServeDeps): Promise<Served>
       ...(grpcServing ? [] : ["gRPC not serving"]),
     ],
     liveness: () => (started.runner === undefined ? [] : powerOffLoopLiveness(started.runner, clock.now())),
+    ...(dryRun && { readyNotes: [DRY_RUN_NOTE] }),
   });
-  logger.info("starting", { version: deps.version, machines: machines.length, groups: config.pool.groups.length });
+  logger.info("starting", { version: deps.version, machines: machines.length, groups: config.pool.groups.length, dryRun });
+  if (dryRun) logger.warn(DRY_RUN_NOTE);
 
   view.start();
   await view.whenSynced();
   logger.info("cluster view synced");
-  const records = createKubernetesPowerRecords(kubeConfig, {
+  const storedRecords = createKubernetesPowerRecords(kubeConfig, {
     namespace: config.powerOffPod.namespace,
     machines,
     onError: (e) => {
@@ -82,10 +102,10 @@ export async function serve(config: AppConfig, deps: ServeDeps): Promise<Served>
     },
   });
   // The records are plugpool's licence to cut machines it powered: nothing is served before they are read.
-  await records.load();
+  await storedRecords.load();
   const lookup = createKubernetesNodeLookup(kubeConfig);
 
-  const power = instrumentPowerSwitch(
+  const plugs = instrumentPowerSwitch(
     createEsphomePowerSwitch({ timeoutMs: config.plugTimeoutMs, credentialsFor: plugCredentialsFor(config) }),
     metrics,
     machines,
@@ -98,11 +118,15 @@ export async function serve(config: AppConfig, deps: ServeDeps): Promise<Served>
     },
   });
   const reporter = createReporter({ logger, metrics, config: config.pool, forward: [events] });
-  const teardown = createKubernetesNodeTeardown(kubeConfig, {
-    ...config.powerOffPod,
-    machines,
-    providerIDPrefix: config.pool.providerIDPrefix,
-  });
+  const tell: Tell = (action) => {
+    logger.info(`dry run: ${action.message}`, { event: "dry-run", machine: action.node, reason: action.reason });
+    events.record({ node: action.node, type: "Normal", reason: action.reason, message: `dry run: ${action.message}` });
+  };
+  const power = dryRun ? observeOnlyPowerSwitch(plugs, machines, tell) : plugs;
+  const records = dryRun ? observeOnlyRecords(storedRecords) : storedRecords;
+  const teardown = dryRun
+    ? observeOnlyTeardown(view, tell)
+    : createKubernetesNodeTeardown(kubeConfig, { ...config.powerOffPod, machines, providerIDPrefix: config.pool.providerIDPrefix });
   let wake = () => {};
   const pool = createPool(
     {
@@ -153,7 +177,7 @@ export async function serve(config: AppConfig, deps: ServeDeps): Promise<Served>
     interceptors: [rpcMetrics(metrics, logger), errorMapping],
   });
   grpcServing = true;
-  logger.info("serving", { grpc: `${config.listen.host}:${grpc.port}`, tls: Boolean(tls), ops: ops.port });
+  logger.info("serving", { grpc: `${config.listen.host}:${grpc.port}`, tls: Boolean(tls), ops: ops.port, dryRun });
   // First plug read in the background: a plug never read is not used for scale-up, CA's Refresh follows.
   pool.refresh().catch((e: unknown) => {
     logger.warn("first plug refresh failed", { error: e instanceof Error ? e.message : String(e) });
@@ -169,8 +193,8 @@ export async function serve(config: AppConfig, deps: ServeDeps): Promise<Served>
       await grpc.close();
       await runner.stop();
       unsubscribe();
-      await records.flushed();
-      records.stop();
+      await storedRecords.flushed();
+      storedRecords.stop();
       await view.stop();
       await ops.close();
       logger.info("stopped");

@@ -27,6 +27,24 @@ describe("startOpsServer()", () => {
     }
   });
 
+  it("says its notes after ok on a ready /readyz, and only what is missing on an unready one", async () => {
+    let missing: string[] = ["gRPC not serving"];
+    const ops = await startOpsServer({
+      host: "127.0.0.1", port: 0, registry: createMetrics().registry, readiness: () => missing, liveness: () => [], readyNotes: ["dry run: observing only"],
+    });
+    try {
+      const readyz = () => fetch(`http://127.0.0.1:${ops.port}/readyz`);
+      assert.equal(await (await readyz()).text(), "not ready: gRPC not serving\n");
+      missing = [];
+      const ready = await readyz();
+      assert.equal(ready.status, 200);
+      assert.equal(await ready.text(), "ok; dry run: observing only\n");
+      assert.equal(await (await fetch(`http://127.0.0.1:${ops.port}/healthz`)).text(), "ok\n");
+    } finally {
+      await ops.close();
+    }
+  });
+
   it("answers /healthz 503 naming each liveness problem, and 200 once there is none", async () => {
     let problems: string[] = ["power-off pass running for 301 s (more than 300 s)", "something else"];
     const ops = await startOpsServer({ host: "127.0.0.1", port: 0, registry: createMetrics().registry, readiness: () => [], liveness: () => problems });

@@ -26,6 +26,8 @@ export interface KubernetesClusterViewOptions {
   readonly retry?: RetrySettings;
   /** Every failed list, watch or ConfigMap write; the view retries by itself. */
   readonly onError?: (error: unknown) => void;
+  /** Writes nothing: the template slices seen are kept in memory only, not stored in their ConfigMap. */
+  readonly readOnly?: boolean;
   /** Longest a ConfigMap write may take (default DEFAULT_WRITE_TIMEOUT_MS). */
   readonly writeTimeoutMs?: number;
   /** How recent every watch's last contact must be for the view to be current (default DEFAULT_CONTACT_BOUND_MS). */
@@ -104,7 +106,12 @@ export function createKubernetesClusterView(kc: KubeConfig, options: KubernetesC
   );
   const templates = createTemplateSlices(
     kc,
-    { namespace, machines: options.machines.map((m) => m.name), writeTimeoutMs: options.writeTimeoutMs ?? DEFAULT_WRITE_TIMEOUT_MS },
+    {
+      namespace,
+      machines: options.machines.map((m) => m.name),
+      writeTimeoutMs: options.writeTimeoutMs ?? DEFAULT_WRITE_TIMEOUT_MS,
+      ...(options.readOnly === true && { readOnly: true }),
+    },
     { ...deps, onChange: () => { settleWaiters(); } },
   );
   const reflectors: readonly Reflector<unknown>[] = [nodes, pods, ...templates.reflectors];

@@ -25,6 +25,8 @@ export interface KubernetesEventRecorderOptions {
 }
 
 export interface KubernetesEventRecorder extends Reporter {
+  /** Records an Event that is not a PoolEvent, as report() does: never throws, never waits, never filtered. */
+  record(event: NodeEvent): void;
   /** Resolves once every event reported so far is written (or has failed). */
   flushed(): Promise<void>;
 }
@@ -102,17 +104,28 @@ export function createKubernetesEventRecorder(kc: KubeConfig, options: Kubernete
     recent.set(key, { name, count: 1, lastAt: at });
   }
 
+  function record(event: NodeEvent): void {
+    if (queued >= maxQueued) {
+      onError(new Error(`dropping Event ${event.reason} on Node "${event.node}": ${maxQueued} writes already waiting`));
+      return;
+    }
+    queued += 1;
+    queue = queue.then(() => write(event)).catch(onError).finally(() => { queued -= 1; });
+  }
+
   return {
     report(poolEvent) {
       try {
         const event = nodeEvent(poolEvent);
         if (event === undefined || (machines !== undefined && !machines.has(poolEvent.machine))) return;
-        if (queued >= maxQueued) {
-          onError(new Error(`dropping Event ${event.reason} on Node "${event.node}": ${maxQueued} writes already waiting`));
-          return;
-        }
-        queued += 1;
-        queue = queue.then(() => write(event)).catch(onError).finally(() => { queued -= 1; });
+        record(event);
+      } catch (error) {
+        onError(error);
+      }
+    },
+    record(event) {
+      try {
+        record(event);
       } catch (error) {
         onError(error);
       }

@@ -1,7 +1,7 @@
 // The DRA devices each machine offers, remembered while it is off. The ResourceSlices that
 // a configured machine publishes are watched; the last non-empty set per machine is kept in memory and in
 // the ConfigMap `plugpool-template-slices` (one key per machine, JSON), which is loaded at start so the
-// sets survive power-offs and restarts. That ConfigMap is the only object this module writes.
+// sets survive power-offs and restarts. That ConfigMap is the only object this module writes (unless read-only).
 import { CoreV1Api, ResourceV1Api, type KubeConfig } from "@kubernetes/client-node";
 import type { DeviceSlice } from "../../domain/model.ts";
 import { callOptions } from "./api-errors.ts";
@@ -28,7 +28,8 @@ interface LiveSlice {
 
 export function createTemplateSlices(
   kc: KubeConfig,
-  options: { readonly namespace: string; readonly machines: readonly string[]; readonly writeTimeoutMs: number },
+  /** `readOnly`: slices are kept in memory only, the ConfigMap is never written (serve --dry-run). */
+  options: { readonly namespace: string; readonly machines: readonly string[]; readonly writeTimeoutMs: number; readonly readOnly?: boolean },
   /** `onChange` is called after each change to either collection, once it is taken in. */
   deps: ReflectorDeps,
 ): TemplateSlices {
@@ -76,7 +77,7 @@ export function createTemplateSlices(
       const set = found.sort(bySliceOrder).map((l) => l.slice);
       if (JSON.stringify(set) === JSON.stringify(latest.get(machine))) continue;
       latest.set(machine, set);
-      writer.later({ [machine]: JSON.stringify(set) });
+      if (options.readOnly !== true) writer.later({ [machine]: JSON.stringify(set) });
     }
   }
 

@@ -1,0 +1,97 @@
+// The observe-only write ports of `serve --dry-run`: reads pass through, every change is told and refused,
+// nothing reaches the real adapters' writes, and plugpool's records change in memory only.
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import type { ClusterView, Machine, NodeView, PowerOffPodView, PowerRecords, PowerSwitch } from "../../src/domain/index.ts";
+import { POWER_OFF_ANNOTATION } from "../../src/domain/index.ts";
+import { observeOnlyPowerSwitch, observeOnlyRecords, observeOnlyTeardown, type DryRunAction } from "../../src/app/observe-only.ts";
+
+const machine: Machine = { name: "worker-1", group: "workers", index: 0, hold: false, plug: { url: "http://p1", device: "p1", switch: "Relay" } };
+
+function plugs(): PowerSwitch & { writes: number } {
+  const fake = {
+    writes: 0,
+    read: () => Promise.resolve({ on: true, watts: 80 }),
+    turnOn: () => { fake.writes += 1; return Promise.resolve({ on: true }); },
+    turnOff: () => { fake.writes += 1; return Promise.resolve({ on: false }); },
+  };
+  return fake;
+}
+
+function view(nodes: NodeView[] = [], pods: PowerOffPodView[] = []): ClusterView {
+  return {
+    nodeNamed: (name) => nodes.find((n) => n.name === name),
+    nodesWithProviderID: () => [],
+    powerOffPod: (m) => pods.find((p) => p.machine === m),
+    templateSlices: () => undefined,
+    current: () => true,
+  };
+}
+
+const node = (annotations: Record<string, string> = {}): NodeView =>
+  ({ name: "worker-1", providerID: "k3s://worker-1", ready: true, taints: [], annotations, labels: {} });
+
+describe("observe-only ports (serve --dry-run)", () => {
+  it("reads plugs, and tells and refuses a switch-on without sending it", async () => {
+    const real = plugs();
+    const told: DryRunAction[] = [];
+    const power = observeOnlyPowerSwitch(real, [machine], (a) => told.push(a));
+    assert.deepEqual(await power.read(machine.plug), { on: true, watts: 80 });
+    await assert.rejects(power.turnOn(machine.plug), { code: "unsafe", message: "dry run: the plug of worker-1 was not switched on" });
+    assert.equal(real.writes, 0);
+    assert.deepEqual(told.map((a) => [a.node, a.reason]), [["worker-1", "DryRunPowerOn"]]);
+  });
+
+  it("asks the check at the plug before a switch-off: a refusal is a refusal, an allowed cut is told and not made", async () => {
+    const real = plugs();
+    const told: DryRunAction[] = [];
+    const power = observeOnlyPowerSwitch(real, [machine], (a) => told.push(a));
+    await assert.rejects(power.turnOff(machine.plug, () => Promise.resolve(false)), { code: "unsafe", message: /refused at the plug by the safety check/ });
+    assert.equal(told.length, 0);
+    await assert.rejects(power.turnOff(machine.plug, () => Promise.resolve(true)), { message: "dry run: the plug of worker-1 was not switched off" });
+    assert.deepEqual(told.map((a) => a.reason), ["DryRunPlugOff"]);
+    assert.equal(real.writes, 0);
+  });
+
+  it("starts no power-off, and refuses a teardown step only when it would change what the view shows", async () => {
+    const told: DryRunAction[] = [];
+    const tell = (a: DryRunAction) => told.push(a);
+    const quiet = observeOnlyTeardown(view(), tell);
+    await assert.rejects(quiet.markPowerOff("worker-1", 1), { code: "cluster-refused" });
+    assert.deepEqual(told.map((a) => a.reason), ["DryRunPowerOff"]);
+    await quiet.clearPowerOffMark("worker-1");
+    assert.equal(await quiet.deletePowerOffPod(machine), true);
+    await quiet.deleteNode("worker-1");
+    assert.equal(told.length, 1, "nothing to do is no action");
+
+    const pod: PowerOffPodView = { machine: "worker-1", nodeName: "worker-1", startedAt: 1, phase: "Running", terminating: false };
+    const earlier = observeOnlyTeardown(view([node({ [POWER_OFF_ANNOTATION]: "1" })], [pod]), tell);
+    await assert.rejects(earlier.clearPowerOffMark("worker-1"), { code: "cluster-refused" });
+    await assert.rejects(earlier.createPowerOffPod(machine, "worker-1", 1), { code: "cluster-refused" });
+    await assert.rejects(earlier.deletePowerOffPod(machine), { code: "cluster-refused" });
+    await assert.rejects(earlier.deleteNode("worker-1"), { code: "cluster-refused" });
+    assert.deepEqual(told.slice(1).map((a) => a.reason), Array.from({ length: 4 }, () => "DryRunPowerOffStep"));
+  });
+
+  it("keeps changes to plugpool's records in memory, over the stored ones", async () => {
+    const writes: string[] = [];
+    const stored: PowerRecords = {
+      powerOn: (m) => (m === "worker-1" ? { at: 5, why: "scale-up" } : undefined),
+      recordPowerOn: (m) => { writes.push(m); return Promise.resolve(); },
+      endPowerOn: (m) => { writes.push(m); },
+      quarantine: (m) => (m === "worker-1" ? { until: 9, failures: 1 } : undefined),
+      setQuarantine: (m) => { writes.push(m); },
+    };
+    const records = observeOnlyRecords(stored);
+    assert.deepEqual(records.powerOn("worker-1"), { at: 5, why: "scale-up" });
+    records.endPowerOn("worker-1");
+    assert.equal(records.powerOn("worker-1"), undefined);
+    await records.recordPowerOn("worker-2", { at: 7, why: "scale-up" });
+    assert.deepEqual(records.powerOn("worker-2"), { at: 7, why: "scale-up" });
+    records.setQuarantine("worker-1", undefined);
+    records.setQuarantine("worker-2", { until: 11, failures: 2 });
+    assert.equal(records.quarantine("worker-1"), undefined);
+    assert.deepEqual(records.quarantine("worker-2"), { until: 11, failures: 2 });
+    assert.deepEqual(writes, []);
+  });
+});
