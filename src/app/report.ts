@@ -45,7 +45,7 @@ export async function energyReport(options: ReportOptions): Promise<EnergyReport
   const { values, covers } =
     source.kind === "metrics"
       ? await fromMetrics(source.url, options.windowMs, timeoutMs, options.now ?? Date.now)
-      : await fromPrometheus(source.url, options.windowMs, timeoutMs);
+      : await fromPrometheus(source.url, options.windowMs, timeoutMs, (options.now ?? Date.now)());
   const rows = figures(values);
   return { rows, covers, text: render(rows, covers) };
 }
@@ -149,14 +149,17 @@ interface QueryAnswer {
  * series, which may differ in pod or instance labels, add up). increase() handles the counters' resets at
  * restarts and extrapolates to the window's edges, as Prometheus does:
  * https://prometheus.io/docs/prometheus/latest/querying/functions/#increase
+ * All three are evaluated at the same instant `at` (epoch ms): otherwise a scrape landing between two queries
+ * would give each figure another window.
  */
-async function fromPrometheus(base: string, windowMs: number, timeoutMs: number): Promise<{ values: Values; covers: string }> {
+async function fromPrometheus(base: string, windowMs: number, timeoutMs: number, at: number): Promise<{ values: Values; covers: string }> {
   const range = promDuration(windowMs);
   const values: Values = new Map();
   for (const name of [ON, USED, AVOIDED]) {
     const query = `sum by (group, machine) (increase(${name}[${range}]))`;
     const url = new URL("api/v1/query", base.endsWith("/") ? base : `${base}/`);
     url.searchParams.set("query", query);
+    url.searchParams.set("time", (at / 1000).toFixed(3));
     const response = await get(url.href, timeoutMs, `querying Prometheus at ${base}`);
     let answer: QueryAnswer;
     try {

@@ -143,7 +143,11 @@ describe("plugpool report from a running plugpool's /metrics", () => {
 });
 
 /** Answers instant queries as Prometheus's /api/v1/query does, from a table of results by query. */
-function fakePrometheus(results: Readonly<Record<string, readonly { metric: Record<string, string>; value: string }[]>>, seen: string[]) {
+function fakePrometheus(
+  results: Readonly<Record<string, readonly { metric: Record<string, string>; value: string }[]>>,
+  seen: string[],
+  times: string[] = [],
+) {
   return serveHttp((req, res) => {
     const url = new URL(req.url ?? "/", "http://x");
     const json = (status: number, body: unknown) => res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
@@ -152,13 +156,15 @@ function fakePrometheus(results: Readonly<Record<string, readonly { metric: Reco
       return;
     }
     const query = url.searchParams.get("query") ?? "";
+    const time = url.searchParams.get("time");
     seen.push(query);
+    if (time !== null) times.push(time);
     const result = results[query];
     if (result === undefined) {
       json(400, { status: "error", errorType: "bad_data", error: `invalid parameter "query": unknown in this test: ${query}` });
       return;
     }
-    const at = Date.now() / 1000;
+    const at = time === null ? Date.now() / 1000 : Number(time);
     json(200, { status: "success", data: { resultType: "vector", result: result.map((r) => ({ metric: r.metric, value: [at, r.value] })) } });
   });
 }
@@ -166,8 +172,9 @@ function fakePrometheus(results: Readonly<Record<string, readonly { metric: Reco
 const q = (name: string, range: string) => `sum by (group, machine) (increase(plugpool_machine_${name}[${range}]))`;
 
 describe("plugpool report from Prometheus", () => {
-  it("adds up increase() of each counter over the window, per group and machine", async () => {
+  it("adds up increase() of each counter over the window at one instant, per group and machine", async () => {
     const seen: string[] = [];
+    const times: string[] = [];
     const prom = await fakePrometheus(
       {
         [q("powered_on_seconds_total", "604800s")]: [
@@ -181,10 +188,14 @@ describe("plugpool report from Prometheus", () => {
         ],
       },
       seen,
+      times,
     );
     try {
-      const report = await energyReport({ source: { kind: "prometheus", url: `${prom.url}/` }, windowMs: 168 * HOUR });
+      const at = 1_800_000_000_123;
+      const report = await energyReport({ source: { kind: "prometheus", url: `${prom.url}/` }, windowMs: 168 * HOUR, now: () => at });
       assert.deepEqual(seen, [q("powered_on_seconds_total", "604800s"), q("energy_used_kwh_total", "604800s"), q("energy_avoided_kwh_total", "604800s")]);
+      // One instant for all three: a scrape between the queries must not move the window of some figures.
+      assert.deepEqual(times, ["1800000000.123", "1800000000.123", "1800000000.123"]);
       assert.deepEqual(report.rows, [
         { group: "workers", machine: "worker-1", hoursOn: 25, kwhUsed: 31.25 },
         { group: "workers", machine: "worker-2", hoursOn: 3600.5 / 3600, kwhAvoided: 2.9 },
