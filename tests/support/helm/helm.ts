@@ -41,19 +41,26 @@ export interface TemplateOptions {
   readonly kubeVersion: string;
 }
 
-/** `helm template`'s output: the manifests `helm install` would create, as one multi-document YAML text. */
-export async function helmTemplate(options: TemplateOptions): Promise<string> {
+/** Runs helm with `args` and returns its standard output; throws with its standard error when it fails. */
+export async function helm(args: readonly string[]): Promise<string> {
   const binary = helmBinaryPath();
   if (!existsSync(binary)) throw new Error(`helm is not built at ${binary}: run bash tests/support/helm/build.sh (bash scripts/dev.sh setup does)`);
-  // Its own config, cache and data folders, so no user's repositories or plugins take part.
+  // Its own config, cache and data folders, so no user's repositories, plugins or releases take part.
   const home = mkdtempSync(join(tmpdir(), "plugpool-helm-"));
   try {
     const env = { PATH: process.env.PATH ?? "", HOME: home, HELM_CONFIG_HOME: join(home, "config"), HELM_CACHE_HOME: join(home, "cache"), HELM_DATA_HOME: join(home, "data") };
-    const args = ["template", options.release, options.chart, "--namespace", options.namespace, "--kube-version", options.kubeVersion,
-      ...options.valuesFiles.flatMap((f) => ["--values", f])];
-    const { stdout } = await promisify(execFile)(binary, args, { env, maxBuffer: 16 * 1024 * 1024 });
+    const { stdout } = await promisify(execFile)(binary, args, { env, maxBuffer: 16 * 1024 * 1024 }).catch((error: unknown) => {
+      const { code, stderr } = error as { code?: number; stderr?: string };
+      throw new Error(`helm ${args.slice(0, 2).join(" ")} exited ${String(code)}: ${stderr ?? ""}`);
+    });
     return stdout;
   } finally {
     rmSync(home, { recursive: true, force: true });
   }
+}
+
+/** `helm template`'s output: the manifests `helm install` would create, as one multi-document YAML text. */
+export async function helmTemplate(options: TemplateOptions): Promise<string> {
+  return helm(["template", options.release, options.chart, "--namespace", options.namespace, "--kube-version", options.kubeVersion,
+    ...options.valuesFiles.flatMap((f) => ["--values", f])]);
 }
