@@ -12,7 +12,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import {
   ApiException, AuthorizationV1Api, CoreV1Api, KubernetesObjectApi,
-  type KubeConfig, type KubernetesObject, type V1ConfigMap, type V1Container, type V1Deployment, type V1Namespace, type V1Pod, type V1Secret, type V1Volume,
+  type KubeConfig, type KubernetesObject, type V1ConfigMap, type V1Container, type V1Deployment, type V1Namespace, type V1Pod, type V1Role, type V1Secret, type V1Volume,
 } from "@kubernetes/client-node";
 import { parse, parseAllDocuments } from "yaml";
 import { requiredAccess } from "../../src/adapters/kubernetes/access.ts";
@@ -21,6 +21,7 @@ import { loadConfig, type AppConfig } from "../../src/app/config.ts";
 import { autoscalerBinaryPath, autoscalerMissing, autoscalerNotBuilt } from "../support/autoscaler/autoscaler.ts";
 import { startControlPlane, type ControlPlane } from "../support/control-plane.ts";
 import { chartArchive, chartMissing, helm, helmTemplate } from "../support/helm/helm.ts";
+import { exampleManifest } from "../adapters/kubernetes/support.ts";
 
 const root = join(import.meta.dirname, "..", "..");
 const valuesFile = join(root, "deploy", "helm", "values.yaml");
@@ -143,6 +144,43 @@ describe("deploy/helm/values.yaml with the cluster-autoscaler chart", { skip: ch
       { spec: { variables: { name: string; expression: string }[]; matchConditions: { expression: string }[] } };
     assert.equal(policy.spec.variables.find((v) => v.name === "image")?.expression, JSON.stringify(pluginConfig().powerOffPod.image));
     assert.equal(policy.spec.matchConditions[0]?.expression, `request.userInfo.username == "system:serviceaccount:${namespace}:${serviceAccount()}"`);
+  });
+
+  describe("matches the kustomize example in deploy/examples", () => {
+    const example = (kind: string, name: string): KubernetesObject => {
+      const found = ["rbac.yaml", "power-off-pod-policy.yaml", "deployment.yaml"].flatMap(exampleManifest).find((o) => o.kind === kind && o.metadata?.name === name);
+      assert.ok(found, `deploy/examples has ${kind} ${name}`);
+      return found;
+    };
+    const rules = (o: KubernetesObject): unknown => (o as V1Role).rules;
+
+    it("grants plugpool the same rules, in the power-off namespace", () => {
+      assert.deepEqual(rules(only("ClusterRole", "plugpool")), rules(example("ClusterRole", "plugpool")));
+      const role = only("Role", "plugpool");
+      assert.deepEqual(rules(role), rules(example("Role", "plugpool")));
+      assert.equal(role.metadata?.namespace, pluginConfig().powerOffPod.namespace);
+    });
+
+    it("has the same power-off pod policy but for the ServiceAccount it names", () => {
+      const spec = (o: KubernetesObject): unknown => ({ ...(o as { spec: object }).spec, matchConditions: undefined });
+      assert.deepEqual(spec(only("ValidatingAdmissionPolicy", "plugpool-power-off-pods")), spec(example("ValidatingAdmissionPolicy", "plugpool-power-off-pods")));
+      assert.deepEqual(spec(only("ValidatingAdmissionPolicyBinding", "plugpool-power-off-pods")), spec(example("ValidatingAdmissionPolicyBinding", "plugpool-power-off-pods")));
+    });
+
+    it("runs the same plugpool container, probes and all, and gives cluster-autoscaler every flag the example does", () => {
+      const pod = (example("Deployment", "cluster-autoscaler") as V1Deployment).spec?.template.spec;
+      const { name, image, args, env, ports, livenessProbe, readinessProbe, resources, securityContext } = pod?.containers.find((c) => c.name === "plugpool") ?? { name: "" };
+      const rendered = sidecar();
+      assert.deepEqual(
+        { name: rendered.name, image: rendered.image, args: rendered.args, env: rendered.env, ports: rendered.ports, livenessProbe: rendered.livenessProbe,
+          readinessProbe: rendered.readinessProbe, resources: rendered.resources, securityContext: rendered.securityContext },
+        { name, image, args, env, ports, livenessProbe, readinessProbe, resources, securityContext },
+      );
+      const flags = new Set(autoscaler().command);
+      const exampleFlags = pod?.containers.find((c) => c.name === "cluster-autoscaler")?.args ?? [];
+      assert.deepEqual(exampleFlags.filter((f) => !flags.has(f)), []);
+      assert.deepEqual(autoscaler().image, pod?.containers.find((c) => c.name === "cluster-autoscaler")?.image);
+    });
   });
 
   it("carries the pod label deploy/monitoring's PodMonitor selects, and turns on the per-group metrics its backoff alert reads", () => {
