@@ -14,7 +14,8 @@ import { energyReport, ReportError, type ReportSource } from "./report.ts";
 const HELP = `plugpool — a cluster-autoscaler cloud provider (externalgrpc) for machines powered by ESPHome plugs
 
 Usage:
-  plugpool serve  [--config FILE] [--kubeconfig FILE]   run the provider (the default command)
+  plugpool serve  [--config FILE] [--kubeconfig FILE] [--dry-run]
+                  run the provider (the default command)
   plugpool doctor [--config FILE] [--kubeconfig FILE]   check config, plugs and cluster access; changes nothing
   plugpool report [--window 24h] [--metrics-url URL | --prometheus URL | --config FILE]
                   per machine: hours on, kWh used and kWh avoided, from a running plugpool (its counters since
@@ -26,6 +27,10 @@ Options:
   --config FILE       configuration file (default /etc/plugpool/config.yaml)
   --kubeconfig FILE   kubeconfig to use (default: $KUBECONFIG, ~/.kube/config, or the in-cluster ServiceAccount)
   --log-level LEVEL   error, warn, info or debug, in any letter case (default info)
+  --dry-run           serve: observe only. Answer cluster-autoscaler and read plugs and cluster, but switch no
+                      plug, create no pod, delete no Node and write no record; log and record as Events
+                      (DryRunPowerOn, DryRunPowerOff, ...) what it would have done. Scale-ups and deletions
+                      fail towards cluster-autoscaler.
   --window DURATION   report: the span to add up, e.g. 24h, 168h (default 24h)
   --metrics-url URL   report: a running plugpool's /metrics
   --prometheus URL    report: a Prometheus that scrapes plugpool (its base URL, e.g. http://prometheus:9090)
@@ -75,6 +80,7 @@ async function main(argv: readonly string[]): Promise<number> {
       config: { type: "string", default: "/etc/plugpool/config.yaml" },
       kubeconfig: { type: "string" },
       "log-level": { type: "string", default: "info" },
+      "dry-run": { type: "boolean", default: false },
       window: { type: "string", default: "24h" },
       "metrics-url": { type: "string" },
       prometheus: { type: "string" },
@@ -95,6 +101,10 @@ async function main(argv: readonly string[]): Promise<number> {
     process.stderr.write(`plugpool: unknown command "${positionals.join(" ")}"\n\n${HELP}`);
     return 2;
   }
+  if (values["dry-run"] && command !== "serve") {
+    process.stderr.write(`plugpool: --dry-run is for serve; ${command} changes nothing anyway\n`);
+    return 2;
+  }
   if (command === "report") return report(values);
   const level = parseLogLevel(values["log-level"]);
   const config = withOptionIssues(
@@ -108,7 +118,7 @@ async function main(argv: readonly string[]): Promise<number> {
     return report.ok ? 0 : 1;
   }
   const logger = createLogger({ level });
-  const running = await serve(config, { kubeConfig: kc, logger, version: version() });
+  const running = await serve(config, { kubeConfig: kc, logger, version: version(), dryRun: values["dry-run"] });
   await new Promise<void>((resolve) => {
     process.once("SIGTERM", resolve);
     process.once("SIGINT", resolve);

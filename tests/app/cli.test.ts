@@ -40,6 +40,17 @@ describe("plugpool (command line)", () => {
     }
   });
 
+  it("takes --dry-run for serve only, and explains it in --help", () => {
+    assert.match(plugpool(["--help"]).stdout, /--dry-run +serve: observe only\. .* switch no\n +plug, create no pod, delete no Node and write no record/);
+    const doctor = plugpool(["doctor", "--dry-run", "--config", validConfigFile()]);
+    assert.equal(doctor.code, 2);
+    assert.equal(doctor.stderr, "plugpool: --dry-run is for serve; doctor changes nothing anyway\n");
+    // Past the option checks, serve stops at the missing kubeconfig: the flag was taken.
+    const serve = plugpool(["serve", "--dry-run", "--config", validConfigFile(), "--kubeconfig", "/nonexistent/kubeconfig"]);
+    assert.equal(serve.code, 1);
+    assert.doesNotMatch(serve.stderr, /dry-run|Unknown option/);
+  });
+
   it("refuses an unknown command with usage and exit code 2", () => {
     const { code, stderr } = plugpool(["frobnicate"]);
     assert.equal(code, 2);
