@@ -18,18 +18,23 @@ export function helmBinaryPath(): string {
   return join(toolBinaryDir(moduleDir), "helm");
 }
 
-/** The chart archive: PLUGPOOL_CHART_ARCHIVE, else the one in shared/vendor; undefined when there is none. */
-export function chartArchive(): string | undefined {
+/** Where the chart archive is looked for: PLUGPOOL_CHART_ARCHIVE, else shared/vendor beside the repository. */
+function chartArchivePath(): string {
   const configured = process.env.PLUGPOOL_CHART_ARCHIVE;
-  const path = configured !== undefined && configured !== "" ? configured : join(vendorDir, `cluster-autoscaler-chart-${CHART_VERSION}.tgz`);
+  return configured !== undefined && configured !== "" ? configured : join(vendorDir, `cluster-autoscaler-chart-${CHART_VERSION}.tgz`);
+}
+
+/** The chart archive, or undefined when there is none. */
+export function chartArchive(): string | undefined {
+  const path = chartArchivePath();
   return existsSync(path) ? path : undefined;
 }
 
 /** Why the chart cannot be rendered here, or undefined when it can. */
 export function chartMissing(): string | undefined {
   if (chartArchive() !== undefined) return undefined;
-  return `the cluster-autoscaler chart ${CHART_VERSION} does not ship here (no ${join(vendorDir, `cluster-autoscaler-chart-${CHART_VERSION}.tgz`)}, ` +
-    "PLUGPOOL_CHART_ARCHIVE unset): fetch it with `helm pull autoscaler/cluster-autoscaler --version " + CHART_VERSION + "`";
+  return `the cluster-autoscaler chart ${CHART_VERSION} is not at ${chartArchivePath()} (set PLUGPOOL_CHART_ARCHIVE to its .tgz): ` +
+    `helm repo add autoscaler https://kubernetes.github.io/autoscaler && helm pull autoscaler/cluster-autoscaler --version ${CHART_VERSION}`;
 }
 
 export interface TemplateOptions {
