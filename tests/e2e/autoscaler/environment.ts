@@ -56,6 +56,8 @@ export interface EnvironmentOptions {
   readonly autoscalerFlags?: Readonly<Record<string, string>>;
   /** DRA slices per machine, stored in plugpool's ConfigMap before it starts. */
   readonly templateSlices?: Readonly<Record<string, readonly DeviceSlice[]>>;
+  /** plugpool runs with `serve --dry-run`: it observes only. */
+  readonly dryRun?: boolean;
   /** How long a machine's OS takes to shut down once its power-off pod runs (default 500 ms). */
   readonly shutdownDelayMs?: number;
   readonly onMachineChange?: (machine: string, state: MachineState) => void;
@@ -183,7 +185,7 @@ async function start(
     await running?.stop();
   };
   const startPlugpool = async (): Promise<void> => {
-    served ??= await serve(config, { kubeConfig: identity, logger: plugpoolLog, version: "e2e" });
+    served ??= await serve(config, { kubeConfig: identity, logger: plugpoolLog, version: "e2e", ...(options.dryRun === true && { dryRun: true }) });
   };
   await startPlugpool();
   cleanups.push(stopPlugpool);
