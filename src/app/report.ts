@@ -207,8 +207,8 @@ function render(rows: readonly MachineFigures[], covers: string): string {
     return known.length === 0 ? undefined : known.reduce((a, b) => a + b, 0);
   };
   const cells = [
-    ...rows.map((r) => [r.group, r.machine, cell(r.hoursOn, 1), cell(r.kwhUsed, 3), cell(r.kwhAvoided, 3)]),
-    ["total", "", cell(sum((r) => r.hoursOn), 1), cell(sum((r) => r.kwhUsed), 3), cell(sum((r) => r.kwhAvoided), 3)],
+    ...rows.map((r) => [r.group, r.machine, cell(r.hoursOn, 2), cell(r.kwhUsed, 3), cell(r.kwhAvoided, 3)]),
+    ["total", "", cell(sum((r) => r.hoursOn), 2), cell(sum((r) => r.kwhUsed), 3), cell(sum((r) => r.kwhAvoided), 3)],
   ];
   const widths = headers.map((h, i) => Math.max(h.length, ...cells.map((c) => (c[i] ?? "").length)));
   const line = (c: readonly string[]) =>

@@ -83,10 +83,10 @@ describe("plugpool report from a running plugpool's /metrics", () => {
         `since the plugpool at ${endpoint.url}/metrics started 11h ago (less than the 24h asked for)`,
         "",
         "GROUP    MACHINE    HOURS ON  KWH USED  KWH AVOIDED",
-        "gpu      gpu-1.lab      10.0     4.200            -",
-        "workers  worker-1        1.5     0.068            -",
-        "workers  worker-2        0.0         -        1.250",
-        "total                   11.5     4.268        1.250",
+        "gpu      gpu-1.lab     10.00     4.200            -",
+        "workers  worker-1       1.50     0.068            -",
+        "workers  worker-2       0.00         -        1.250",
+        "total                  11.50     4.268        1.250",
         "",
         "'-': no power sensor (kWh used) or no idleWatts (kWh avoided) for that machine",
         "",
@@ -236,7 +236,7 @@ describe("plugpool report (command line)", () => {
     const endpoint = await serveHttp((_, res) => res.writeHead(200).end(METRICS_TEXT));
     try {
       const { stdout } = await run(process.execPath, [main, "report", "--metrics-url", `${endpoint.url}/metrics`], { timeout: 20_000 });
-      assert.match(stdout, /^gpu {6}gpu-1\.lab {6}10\.0 {5}4\.200 {12}-$/m);
+      assert.match(stdout, /^gpu {6}gpu-1\.lab {5}10\.00 {5}4\.200 {12}-$/m);
     } finally {
       await close(endpoint.server);
     }

@@ -247,6 +247,8 @@ function plugpoolConfig(grpcPort: number, machines: readonly MachineSpec[], plug
       "nodeGroups:",
       "  - id: workers",
       `    maxSize: ${machines.length}`,
+      // What a small machine draws idling: the sandbox's energy-avoided figures.
+      "    idleWatts: 12",
       `    template: { cpu: '4', memory: 8Gi, labels: { ${Object.entries(POOL_LABEL).map(([k, v]) => `${k}: ${v}`).join(", ")} } }`,
       "    nodes:",
       ...machines.map(node),
