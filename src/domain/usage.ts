@@ -23,10 +23,13 @@ export function usageOf(ctx: PoolContext): MachineUsage[] {
   });
 }
 
+/** A Node condition's time has whole seconds: it may read up to this much before the moment it names. */
+const CONDITION_TIME_RESOLUTION_MS = 1000;
+
 /**
  * Reports `booted` once a machine plugpool switched on has a Ready Node, timed from the plug-on to the moment
  * the Node's Ready condition turned True (or now, when the Node does not say). A Ready condition older than the
- * plug-on belongs to an earlier boot: nothing is reported for it.
+ * plug-on (by more than its time's resolution) belongs to an earlier boot: nothing is reported for it.
  */
 export function noteBoot(ctx: PoolContext, machine: Machine): void {
   const st = stateOf(ctx, machine);
@@ -37,6 +40,7 @@ export function noteBoot(ctx: PoolContext, machine: Machine): void {
   st.bootStartedAt = undefined;
   const now = ctx.deps.clock.now();
   const readyAt = Math.min(node.readyChangedAt ?? now, now);
-  if (readyAt < started) return;
-  ctx.deps.reporter.report({ type: "booted", machine: machine.name, group: machine.group, node: node.name, durationMs: readyAt - started });
+  if (readyAt <= started - CONDITION_TIME_RESOLUTION_MS) return;
+  const durationMs = Math.max(0, readyAt - started);
+  ctx.deps.reporter.report({ type: "booted", machine: machine.name, group: machine.group, node: node.name, durationMs });
 }

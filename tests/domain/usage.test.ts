@@ -144,9 +144,18 @@ describe("boot time", () => {
     const w = new World();
     await w.pool.refresh();
     await w.pool.increaseSize("workers", 1);
-    w.register("worker-1", { readyChangedAt: w.clock.now() - 5 * S });
+    w.register("worker-1", { readyChangedAt: w.clock.now() - S });
     w.pool.clusterChanged();
     assert.deepEqual(w.reporter.of("booted"), []);
+  });
+
+  it("takes a Ready time within the second before the plug-on (its whole-second resolution) as a boot of 0 s", async () => {
+    const w = new World();
+    await w.pool.refresh();
+    await w.pool.increaseSize("workers", 1);
+    w.register("worker-1", { readyChangedAt: w.clock.now() - 400 });
+    w.pool.clusterChanged();
+    assert.deepEqual(w.reporter.of("booted").map((e) => e.durationMs), [0]);
   });
 
   it("times a boot that straddles a restart from plugpool's record of the power-on", async () => {
