@@ -11,6 +11,7 @@ export interface RunningRow {
 
 const QUARANTINED = /^plugpool_quarantined_machines\{machine="([^"]+)"\} (\d+)/gm;
 const INSTANCES = /^plugpool_instances\{group="([^"]+)",state="([^"]+)"\} (\d+)/gm;
+const DRY_RUN = /^plugpool_dry_run 1$/m;
 
 /** The ops address to ask: a wildcard listen address is reached on loopback. */
 export function opsUrl(config: AppConfig): string {
@@ -36,8 +37,11 @@ export async function checkRunningInstance(config: AppConfig, timeoutMs = 1000):
   const counts = [...text.matchAll(INSTANCES)]
     .filter((m) => m[3] !== "0")
     .map((m) => `${m[1] ?? ""}: ${m[3] ?? ""} ${m[2] ?? ""}`);
+  const instances = `instances ${counts.length === 0 ? "none" : counts.join(", ")}`;
   const rows: RunningRow[] = [
-    { area: "running", subject: url, status: "ok", detail: `serving; instances ${counts.length === 0 ? "none" : counts.join(", ")}` },
+    DRY_RUN.test(text)
+      ? { area: "running", subject: url, status: "warn", detail: `serving in dry run (--dry-run): observing only, no plug is switched; ${instances}` }
+      : { area: "running", subject: url, status: "ok", detail: `serving; ${instances}` },
   ];
   for (const m of text.matchAll(QUARANTINED)) {
     rows.push({

@@ -2,6 +2,7 @@
 // fakes, with a machine quarantined, behind the real ops server.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { Gauge } from "prom-client";
 import { checkRunningInstance, opsUrl } from "../../src/app/doctor-running.ts";
 import { createMetrics } from "../../src/app/metrics.ts";
 import { startOpsServer } from "../../src/app/ops-server.ts";
@@ -42,6 +43,22 @@ describe("checkRunningInstance()", () => {
         [["machine worker-1", "warn"]],
       );
       assert.match(rows[1]?.detail ?? "", /1 failed boot/);
+    } finally {
+      await ops.close();
+    }
+  });
+
+  it("warns that the running plugpool only observes when it serves with --dry-run", async () => {
+    const metrics = createMetrics();
+    const dryRun = new Gauge({ name: "plugpool_dry_run", help: "dry run", registers: [metrics.registry] });
+    const ops = await startOpsServer({ host: "127.0.0.1", port: 0, registry: metrics.registry, readiness: () => [], liveness: () => [] });
+    try {
+      dryRun.set(1);
+      const [row] = await checkRunningInstance(configOn(ops.port));
+      assert.equal(row?.status, "warn");
+      assert.match(row.detail, /^serving in dry run \(--dry-run\): observing only, no plug is switched; instances none$/);
+      dryRun.set(0);
+      assert.deepEqual((await checkRunningInstance(configOn(ops.port))).map((r) => [r.status, r.detail]), [["ok", "serving; instances none"]]);
     } finally {
       await ops.close();
     }
