@@ -13,29 +13,16 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { credentials } from "@grpc/grpc-js";
 import { CoreV1Api } from "@kubernetes/client-node";
-import { stringify } from "yaml";
 import { InstanceStatus_InstanceState } from "../../gen/clusterautoscaler/cloudprovider/v1/externalgrpc/externalgrpc_pb.ts";
 import { startControlPlane, type ControlPlane } from "../support/control-plane.ts";
 import { startPlugEmulator, type EmulatedPlug } from "../support/plug-emulator/index.ts";
 import { createCloudProviderClient, type CloudProviderClient } from "../support/grpc-client.ts";
-import { ruleGroupsOf, startPrometheus, writeRuleFile, type RunningPrometheus } from "../support/prometheus.ts";
+import { ruleGroupsOf, startPrometheus, writePrometheusConfig, type RunningPrometheus } from "../support/prometheus.ts";
 import { eventually } from "../support/eventually.ts";
 
 const main = new URL("../../src/app/main.ts", import.meta.url).pathname;
 const rulesManifest = new URL("../../deploy/monitoring/prometheusrule.yaml", import.meta.url).pathname;
 const PREFIX = "k3s://";
-
-interface Alert {
-  readonly labels: Record<string, string>;
-  readonly annotations: Record<string, string>;
-  readonly state: string;
-}
-
-interface RuleStatus {
-  readonly name: string;
-  readonly health: string;
-  readonly lastError?: string;
-}
 
 describe("deploy/monitoring in a real Prometheus scraping plugpool", () => {
   let plane: ControlPlane;
@@ -46,14 +33,6 @@ describe("deploy/monitoring in a real Prometheus scraping plugpool", () => {
   let client: CloudProviderClient;
   let log = "";
   const lines: Record<string, unknown>[] = [];
-
-  const api = async <T>(path: string): Promise<T> => {
-    const response = await fetch(`${prometheus.url}${path}`);
-    const body = (await response.json()) as { status: string; data: T };
-    assert.equal(body.status, "success", `${path}: ${JSON.stringify(body)}`);
-    return body.data;
-  };
-  const alerts = async () => (await api<{ alerts: Alert[] }>("/api/v1/alerts")).alerts;
 
   before(async () => {
     plane = await startControlPlane();
@@ -91,18 +70,11 @@ describe("deploy/monitoring in a real Prometheus scraping plugpool", () => {
     const serving = lines.find((l) => l.message === "serving");
     client = createCloudProviderClient(String(serving?.grpc), credentials.createInsecure());
 
-    // The rules exactly as deploy/monitoring ships them; scrapes and evaluations every second.
-    writeRuleFile(join(dir, "rules.yaml"), ruleGroupsOf(readFileSync(rulesManifest, "utf8")));
-    const prometheusConfig = join(dir, "prometheus.yaml");
-    writeFileSync(prometheusConfig, stringify({
-      global: { scrape_interval: "1s", evaluation_interval: "1s" },
-      rule_files: ["rules.yaml"],
-      scrape_configs: [{
-        job_name: "plugpool",
-        static_configs: [{ targets: [`127.0.0.1:${String(serving?.ops)}`], labels: { namespace: "plugpool", pod: "cluster-autoscaler-0" } }],
-      }],
-    }));
-    prometheus = await startPrometheus(prometheusConfig, dir);
+    // The rules exactly as deploy/monitoring ships them.
+    prometheus = await startPrometheus(writePrometheusConfig(dir, {
+      rules: ruleGroupsOf(readFileSync(rulesManifest, "utf8")),
+      targets: [{ job: "plugpool", address: `127.0.0.1:${String(serving?.ops)}`, labels: { namespace: "plugpool", pod: "cluster-autoscaler-0" } }],
+    }), dir);
   });
 
   after(async () => {
@@ -119,16 +91,15 @@ describe("deploy/monitoring in a real Prometheus scraping plugpool", () => {
 
   it("scrapes plugpool and evaluates every rule without error, with no alert on a healthy plugpool", async () => {
     await eventually("plugpool scraped", async () => {
-      const { result } = await api<{ result: { value: [number, string] }[] }>("/api/v1/query?query=plugpool_cluster_view_current");
+      const { result } = await prometheus.api<{ result: { value: [number, string] }[] }>("/api/v1/query?query=plugpool_cluster_view_current");
       assert.equal(result[0]?.value[1], "1");
     }, 30_000, 500);
     // Every rule has been evaluated at least once after the first scrape.
     await new Promise((resolve) => setTimeout(resolve, 2500));
-    const { groups } = await api<{ groups: { rules: RuleStatus[] }[] }>("/api/v1/rules");
-    const rules = groups.flatMap((g) => g.rules);
+    const rules = await prometheus.rules();
     assert.ok(rules.length >= 12);
     assert.deepEqual(rules.filter((r) => r.health !== "ok").map((r) => [r.name, r.health, r.lastError]), []);
-    assert.deepEqual((await alerts()).filter((a) => a.labels.alertname?.startsWith("Plugpool")), []);
+    assert.deepEqual((await prometheus.alerts()).filter((a) => a.labels.alertname?.startsWith("Plugpool")), []);
   });
 
   it("fires PlugpoolMachineQuarantined once a machine switched on never booted and CA dropped it", async () => {
@@ -139,7 +110,7 @@ describe("deploy/monitoring in a real Prometheus scraping plugpool", () => {
     assert.deepEqual(response?.instances.map((i) => [i.id, i.status?.instanceState]), [[`${PREFIX}worker-1`, InstanceStatus_InstanceState.instanceCreating]]);
     // Still creating: no alert while the machine may yet boot.
     await new Promise((resolve) => setTimeout(resolve, 3000));
-    assert.deepEqual((await alerts()).filter((a) => a.labels.alertname === "PlugpoolMachineQuarantined"), []);
+    assert.deepEqual((await prometheus.alerts()).filter((a) => a.labels.alertname === "PlugpoolMachineQuarantined"), []);
 
     // What cluster-autoscaler sends after --max-node-provision-time: its fake node for the instance.
     const dropped = await client.call("nodeGroupDeleteNodes", {
@@ -151,7 +122,7 @@ describe("deploy/monitoring in a real Prometheus scraping plugpool", () => {
     const droppedAt = performance.now();
 
     const firingNow = async () =>
-      (await alerts()).find((a) => a.labels.alertname === "PlugpoolMachineQuarantined" && a.state === "firing");
+      (await prometheus.alerts()).find((a) => a.labels.alertname === "PlugpoolMachineQuarantined" && a.state === "firing");
     await eventually("PlugpoolMachineQuarantined firing in Prometheus", async () => {
       assert.ok(await firingNow());
     }, 30_000, 250);

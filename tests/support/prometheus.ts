@@ -83,11 +83,55 @@ export function metricNames(expr: string): string[] {
   return [...names].sort();
 }
 
+export interface PrometheusAlert {
+  readonly labels: Record<string, string>;
+  readonly annotations: Record<string, string>;
+  readonly state: "pending" | "firing";
+}
+
+export interface PrometheusRuleStatus {
+  readonly name: string;
+  readonly health: string;
+  readonly lastError?: string;
+}
+
 export interface RunningPrometheus {
   /** http://127.0.0.1:<port> */
   readonly url: string;
   readonly process: ManagedProcess;
+  /** The `data` of a successful answer of the HTTP API at `path` (/api/v1/...); throws on any other. */
+  api<T>(path: string): Promise<T>;
+  /** Pending and firing alerts (/api/v1/alerts). */
+  alerts(): Promise<PrometheusAlert[]>;
+  /** Every loaded rule with its health (/api/v1/rules). */
+  rules(): Promise<PrometheusRuleStatus[]>;
   stop(): Promise<void>;
+}
+
+export interface ScrapeTarget {
+  readonly job: string;
+  /** host:port; scraped at /metrics. */
+  readonly address: string;
+  /** Target labels, as the PodMonitor's service discovery would add (namespace, pod). */
+  readonly labels?: Readonly<Record<string, string>>;
+}
+
+/**
+ * Writes a Prometheus config into `dir` that loads the rule groups and scrapes the targets, both every second;
+ * returns its path, for startPrometheus.
+ */
+export function writePrometheusConfig(dir: string, options: { readonly rules: readonly RuleGroup[]; readonly targets: readonly ScrapeTarget[] }): string {
+  writeRuleFile(join(dir, "rules.yaml"), options.rules);
+  const configFile = join(dir, "prometheus.yaml");
+  writeFileSync(configFile, stringify({
+    global: { scrape_interval: "1s", evaluation_interval: "1s" },
+    rule_files: ["rules.yaml"],
+    scrape_configs: options.targets.map((t) => ({
+      job_name: t.job,
+      static_configs: [{ targets: [t.address], labels: { ...t.labels } }],
+    })),
+  }));
+  return configFile;
 }
 
 /** Starts Prometheus on a free loopback port with `configFile`, its data in `dir`; resolves once it is ready. */
@@ -106,5 +150,18 @@ export async function startPrometheus(configFile: string, dir: string): Promise<
     await child.stop();
     throw error;
   }
-  return { url, process: child, stop: () => child.stop() };
+  const api = async <T>(path: string): Promise<T> => {
+    const response = await fetch(`${url}${path}`);
+    const body = (await response.json()) as { status: string; data: T };
+    if (body.status !== "success") throw new Error(`Prometheus ${path}: ${JSON.stringify(body)}`);
+    return body.data;
+  };
+  return {
+    url,
+    process: child,
+    api,
+    alerts: async () => (await api<{ alerts: PrometheusAlert[] }>("/api/v1/alerts")).alerts,
+    rules: async () => (await api<{ groups: { rules: PrometheusRuleStatus[] }[] }>("/api/v1/rules")).groups.flatMap((g) => g.rules),
+    stop: () => child.stop(),
+  };
 }
