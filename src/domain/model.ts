@@ -33,7 +33,7 @@ export interface Machine {
   readonly name: string;
   readonly group: string;
   readonly plug: PlugAddress;
-  /** Position in config order across all groups; scale-up prefers lower positions. */
+  /** Position in config order across all groups; scale-up's `config` order prefers lower positions. */
   readonly index: number;
   /** Held in config: never chosen for scale-up and never powered off by plugpool. */
   readonly hold: boolean;
