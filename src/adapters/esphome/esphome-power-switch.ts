@@ -44,9 +44,12 @@ interface Call extends FailureContext {
   /** Aborts on the deadline or the caller's abort, whichever comes first. */
   readonly signal: AbortSignal;
   readonly target: PlugTarget;
-  /** A switch command was handed to fetch and not refused: from here on its outcome may be unknown. */
+  /** A switch command was handed to the transport and not refused: from here on its outcome may be unknown. */
   commandSent: boolean;
 }
+
+/** The reason of every deadline's abort: made once, since a plug that never answers is no exception. */
+const TIMED_OUT: Error = new DOMException("the plug call timed out", "TimeoutError");
 
 /** The cut guard said no (or failed): nothing was sent. */
 class CutRefused extends Error {
@@ -57,17 +60,32 @@ export function createEsphomePowerSwitch(opts: EsphomePowerSwitchOptions): Espho
   const http: PlugHttp = createPlugHttp(opts);
   const styles = createUrlStyleMemory();
 
-  /** Runs one public call under its deadline; every failure leaves as a PlugpoolError built here alone. */
+  /**
+   * Runs one public call under its deadline; every failure leaves as a PlugpoolError built here alone. A plug
+   * that does not answer is the expected case at every Refresh, so its path builds no other error: the deadline
+   * aborts with one shared reason (not the DOMException AbortSignal.timeout makes each time), which the
+   * transport hands on as the request's error.
+   */
   async function bounded<T>(plug: PlugAddress, action: string, options: CallOptions | undefined, work: (call: Call) => Promise<T>): Promise<T> {
-    const deadline = AbortSignal.timeout(opts.timeoutMs);
+    const deadline = new AbortController();
     const callerSignal = options?.signal;
-    const signal = callerSignal ? AbortSignal.any([callerSignal, deadline]) : deadline;
+    const both = callerSignal ? new AbortController() : deadline;
+    const onCallerAbort = (): void => { both.abort(callerSignal?.reason); };
+    if (callerSignal?.aborted === true) onCallerAbort();
+    else callerSignal?.addEventListener("abort", onCallerAbort, { once: true });
+    const timer = setTimeout(() => {
+      deadline.abort(TIMED_OUT);
+      if (both !== deadline) both.abort(TIMED_OUT);
+    }, opts.timeoutMs);
     const target = { url: plug.url, device: plug.device, credentials: opts.credentialsFor?.(plug) };
-    const call: Call = { signal, deadline, callerSignal, timeoutMs: opts.timeoutMs, target, commandSent: false };
+    const call: Call = { signal: both.signal, deadline: deadline.signal, callerSignal, timeoutMs: opts.timeoutMs, target, commandSent: false };
     try {
       return await work(call);
     } catch (error) {
       throw plugError(plug, action, error, call);
+    } finally {
+      clearTimeout(timer);
+      callerSignal?.removeEventListener("abort", onCallerAbort);
     }
   }
 
@@ -151,7 +169,7 @@ export function createEsphomePowerSwitch(opts: EsphomePowerSwitchOptions): Espho
     const beforeSend = async (): Promise<void> => {
       call.commandSent = false; // a command is sent again only after the device refused it (401, 404)
       if (mayCut) await askGuard(mayCut, call.signal);
-      call.signal.throwIfAborted(); // fetch sends nothing once aborted; the command must not count as sent
+      call.signal.throwIfAborted(); // nothing is sent once aborted; the command must not count as sent
       call.commandSent = true;
     };
     try {

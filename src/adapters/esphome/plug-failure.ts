@@ -80,7 +80,8 @@ function identifier(text: unknown): string | undefined {
 export function describeFailure(error: unknown, ctx: FailureContext): FailureDescription {
   if (ctx.callerSignal?.aborted === true) return { code: "plug-unreachable", detail: "aborted", cause: ctx.callerSignal.reason };
   if (error instanceof PlugFailure) return { code: error.code, detail: error.message };
-  if (ctx.deadline.aborted) return { code: "plug-unreachable", detail: `timed out after ${ctx.timeoutMs} ms`, cause: ctx.deadline.reason };
+  // No cause: the detail says all there is, and a timeout is the common case (no error is built for it).
+  if (ctx.deadline.aborted) return { code: "plug-unreachable", detail: `timed out after ${ctx.timeoutMs} ms` };
   if (isDroppedConnection(error)) return { code: "plug-unreachable", detail: "connection dropped", cause: error };
   const code = identifier(errorCode(error));
   const known = code === undefined ? undefined : NETWORK_DETAILS[code];
@@ -91,7 +92,7 @@ export function describeFailure(error: unknown, ctx: FailureContext): FailureDes
 
 /**
  * What may be kept of a low-level error as a `cause`: its name and code, nothing else. Its message and fields
- * can hold the request (ky's errors carry the Request, and with it the Authorization header) or the bytes the
+ * can hold the request (an error of a request library may carry it, Authorization header included) or the bytes the
  * device sent (an HTTP parser error keeps them). A PlugpoolError (the cut guard's) keeps its code and message,
  * which are plugpool's own, without its own cause.
  */

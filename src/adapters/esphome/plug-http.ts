@@ -1,11 +1,10 @@
 // HTTP exchanges with ESPHome devices: one device at a time per slot of its queue, authenticated the way the
-// device asked for (see device-auth.ts), each answer read within its bounds (see answer-body.ts), and a GET
+// device asked for (see device-auth.ts), each answer read within its bounds (see plug-transport.ts), and a GET
 // re-sent once when its connection was dropped under it.
-import ky, { isNetworkError } from "ky";
-import { mediaType, readAnswerBody } from "./answer-body.ts";
 import { createDeviceAuth, type AuthScheme, type Credentials } from "./device-auth.ts";
 import { createDeviceQueue } from "./device-queue.ts";
 import { isDroppedConnection, PlugFailure } from "./plug-failure.ts";
+import { createFetchTransport, createHttpTransport, type Transport, type TransportAnswer } from "./plug-transport.ts";
 
 export type { AuthScheme, Credentials } from "./device-auth.ts";
 
@@ -17,20 +16,14 @@ export interface PlugTarget {
   readonly credentials: Credentials | undefined;
 }
 
-export interface PlugAnswer {
-  readonly status: number;
-  readonly body: string;
-  /** The declared media type when it looks like one, else "" (see `mediaType`). */
-  readonly contentType: string;
-  readonly bytes: number;
-}
+export type PlugAnswer = Omit<TransportAnswer, "challenge">;
 
 export interface PlugRequest {
   readonly method: "GET" | "POST";
   readonly path: string;
   /**
-   * Awaited right before each sending of the request is handed to fetch (a 401 makes a second one); nothing
-   * else is awaited in between. A rejection sends nothing and ends the exchange with it.
+   * Awaited right before each sending of the request is handed to the transport (a 401 makes a second one);
+   * nothing else is awaited in between. A rejection sends nothing and ends the exchange with it.
    */
   readonly beforeSend?: () => Promise<void>;
 }
@@ -53,32 +46,17 @@ export interface PlugHttp {
 
 const MAX_AUTH_ROUNDS = 3; // none, then what the device asked for, then Digest with a renewed (stale) nonce
 
+/** `fetch`: tests hand one in to play the device; plugpool itself uses node:http (see plug-transport.ts). */
 export function createPlugHttp(opts: { fetch?: typeof fetch }): PlugHttp {
   const queue = createDeviceQueue();
   const auth = createDeviceAuth();
+  const transport: Transport = opts.fetch ? createFetchTransport(opts.fetch) : createHttpTransport();
 
   // Retries have one owner per failure: this client re-sends an idempotent GET once when its connection
-  // was dropped; it never re-sends a POST (switching is retried by the domain's power-off saga) and
-  // never retries on status codes or timeouts. Timeouts come from the caller's deadline signal, which
-  // bounds the whole call including its wait in the device queue and the reading of the body, so ky's own
-  // timeouts are off.
-  const api = ky.create({
-    timeout: false,
-    totalTimeout: false,
-    throwHttpErrors: false,
-    redirect: "manual",
-    retry: {
-      limit: 1,
-      methods: ["get"],
-      statusCodes: [],
-      afterStatusCodes: [],
-      retryOnTimeout: false,
-      delay: () => 0,
-      shouldRetry: ({ error }) => isNetworkError(error) && isDroppedConnection(error),
-    },
-    ...(opts.fetch ? { fetch: opts.fetch } : {}),
-  });
-
+  // was dropped (a reused socket the device closed or purged); it never re-sends a POST (switching is
+  // retried by the domain's power-off saga) and never retries on status codes or timeouts. Timeouts come
+  // from the caller's deadline signal, which bounds the whole call including its wait in the device queue
+  // and the reading of the body.
   async function attempt(target: PlugTarget, request: PlugRequest, signal: AbortSignal) {
     const { method, path } = request;
     const url = new URL(target.url + path);
@@ -86,22 +64,17 @@ export function createPlugHttp(opts: { fetch?: typeof fetch }): PlugHttp {
     const authorization = (): string | undefined => target.credentials && auth.authorization(target.device, target.credentials, method, uri);
     await request.beforeSend?.();
     const sent = target.credentials ? auth.scheme(target.device) : "none";
-    const first = authorization();
-    const response = await api(url, {
-      method,
-      signal,
-      headers: first === undefined ? {} : { authorization: first },
-      hooks: {
-        // A Digest nonce count may be used once, so a re-sent request gets a fresh Authorization.
-        beforeRetry: [({ request: again }) => {
-          const header = authorization();
-          if (header !== undefined) again.headers.set("authorization", header);
-        }],
-      },
-    });
-    const { text, bytes } = await readAnswerBody(response, signal, `${method} ${path}`);
-    const answer: PlugAnswer = { status: response.status, body: text, contentType: mediaType(response.headers.get("content-type")), bytes };
-    return { answer, sent, challenge: response.headers.get("www-authenticate") };
+    const what = `${method} ${path}`;
+    let answer: TransportAnswer;
+    try {
+      answer = await transport({ url, method, authorization: authorization(), signal, what });
+    } catch (error) {
+      if (method !== "GET" || signal.aborted || !isDroppedConnection(error)) throw error;
+      // A Digest nonce count may be used once, so the re-sent request gets a fresh Authorization.
+      answer = await transport({ url, method, authorization: authorization(), signal, what });
+    }
+    const { challenge, ...rest } = answer;
+    return { answer: rest, sent, challenge };
   }
 
   async function exchange(target: PlugTarget, request: PlugRequest, signal: AbortSignal): Promise<PlugAnswer> {
