@@ -73,3 +73,21 @@ export function resolveRef(machines: readonly Machine[], providerIDPrefix: strin
     machines.find((m) => m.name === ref.name) ?? machines.find((m) => instanceId(providerIDPrefix, m) === ref.name)
   );
 }
+
+/** `resolveRef` over all machines, answered from maps built once (cluster-autoscaler asks for every Node in every loop). */
+export interface MachineIndex {
+  resolve(ref: NodeRef): Machine | undefined;
+}
+
+export function createMachineIndex(machines: readonly Machine[], providerIDPrefix: string): MachineIndex {
+  const byInstanceId = new Map<string, Machine>();
+  const byName = new Map<string, Machine>();
+  // Reversed, so that the first machine in config order wins a tie, as `find` does.
+  for (const m of machines.toReversed()) {
+    byInstanceId.set(instanceId(providerIDPrefix, m), m);
+    byName.set(m.name, m);
+  }
+  return {
+    resolve: (ref) => (ref.providerID !== "" ? byInstanceId.get(ref.providerID) : (byName.get(ref.name) ?? byInstanceId.get(ref.name))),
+  };
+}

@@ -14,7 +14,7 @@ import type { PoolDeps } from "./state.ts";
 import { createContext, groupOf, noteRegistrations, withGroupLock } from "./state.ts";
 import { createLock } from "./lock.ts";
 import { instancesOf, isOutOfView, targetSizeOf } from "./instances.ts";
-import { resolveRef } from "./matching.ts";
+import { createMachineIndex } from "./matching.ts";
 import { increaseSize } from "./scale-up.ts";
 import { decreaseTargetSize, deleteNodes } from "./scale-down.ts";
 import { isPoweredOutside, refresh } from "./refresh.ts";
@@ -118,6 +118,11 @@ export function createPool(deps: PoolDeps, config: PoolConfig): Pool {
     maxSize: group.maxSize,
     debug: `${group.id}: ${group.machines.length} machines (${group.machines.map((m) => m.name).join(", ")})`,
   });
+  // Built once: they depend on the config alone, and cluster-autoscaler asks NodeGroups, and NodeGroupForNode
+  // for every Node, in every loop.
+  const infos = new Map(config.groups.map((g) => [g.id, Object.freeze(info(g))]));
+  const groupInfos = [...infos.values()];
+  const machineIndex = createMachineIndex(ctx.machines, config.providerIDPrefix);
   const serialised = async <T>(groupId: string, options: CallOptions | undefined, fn: (g: NodeGroupSpec) => Promise<T>) => {
     const group = groupOf(ctx, groupId);
     return withGroupLock(
@@ -137,10 +142,10 @@ export function createPool(deps: PoolDeps, config: PoolConfig): Pool {
     return pending.length === 0 ? undefined : Math.min(...pending);
   };
   return {
-    nodeGroups: () => config.groups.map(info),
+    nodeGroups: () => groupInfos,
     nodeGroupForNode(node) {
-      const machine = resolveRef(ctx.machines, config.providerIDPrefix, node);
-      return machine === undefined || isOutOfView(ctx, machine) ? undefined : info(groupOf(ctx, machine.group));
+      const machine = machineIndex.resolve(node);
+      return machine === undefined || isOutOfView(ctx, machine) ? undefined : infos.get(machine.group);
     },
     targetSize: (groupId) => targetSizeOf(ctx, groupOf(ctx, groupId)),
     increaseSize: (groupId, delta, options) =>

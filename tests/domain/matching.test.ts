@@ -1,6 +1,8 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { foreignProviderID, matchedNode, resolveRef, safetyNodes } from "../../src/domain/matching.ts";
+import fc from "fast-check";
+import type { Machine } from "../../src/domain/model.ts";
+import { createMachineIndex, foreignProviderID, matchedNode, resolveRef, safetyNodes } from "../../src/domain/matching.ts";
 import { PREFIX, World } from "../fakes/world.ts";
 
 describe("matching", () => {
@@ -71,6 +73,22 @@ describe("matching", () => {
 
     it("resolves nothing for a node that is not a machine", () => {
       assert.equal(resolveRef(machines, PREFIX, { name: "control-plane", providerID: PREFIX + "control-plane" }), undefined);
+    });
+  });
+
+  describe("createMachineIndex()", () => {
+    it("resolves every ref to the machine resolveRef finds, ties and names that look like instance ids included", () => {
+      const template = new World().machine("worker-1");
+      // Few letters, so that names collide with each other and with instance ids ("k3s://a" named machines).
+      const name = fc.oneof(fc.constantFrom("a", "b", "c", "worker-1"), fc.constantFrom("a", "b").map((n) => PREFIX + n));
+      const ref = fc.record({ name: fc.oneof(name, fc.constant("")), providerID: fc.oneof(fc.constant(""), name, name.map((n) => PREFIX + n)) });
+      fc.assert(
+        fc.property(fc.array(name, { maxLength: 6 }), fc.array(ref, { minLength: 1, maxLength: 8 }), (names, refs) => {
+          const list: Machine[] = names.map((n, i) => ({ ...template, name: n, index: i }));
+          const index = createMachineIndex(list, PREFIX);
+          for (const r of refs) assert.equal(index.resolve(r), resolveRef(list, PREFIX, r));
+        }),
+      );
     });
   });
 
