@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from "node:util";
 import type { ConnectRouter, HandlerContext, Interceptor } from "@connectrpc/connect";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Clock, Pool } from "../../domain/index.ts";
@@ -30,9 +31,34 @@ function unimplemented(what: string): never {
   throw new ConnectError(`${what} is not implemented by plugpool`, Code.Unimplemented);
 }
 
+const MINUTE_MS = 60_000;
+
+interface EncodedTemplate {
+  readonly node: unknown;
+  readonly slices: unknown;
+  readonly minute: number;
+  readonly answer: { readonly nodeBytes: Uint8Array; readonly resourceSliceBytes: Uint8Array[] };
+}
+
 /** The externalgrpc CloudProvider service over the domain's Pool: conversion only, no decisions. */
 export function cloudProviderRoutes(deps: RouteDeps): (router: ConnectRouter) => void {
   const { pool, clock } = deps;
+  // Each group's encoded template, kept while the template stays the same and its conditions' date (whole
+  // minutes, a minute or two back) holds: CA asks every loop, and the template changes with the config or a
+  // machine's DRA devices only.
+  const encoded = new Map<string, EncodedTemplate>();
+  const templateAnswer = (id: string): EncodedTemplate["answer"] => {
+    const { node, slices } = pool.template(id);
+    const minute = Math.floor(clock.now() / MINUTE_MS);
+    const kept = encoded.get(id);
+    if (kept?.minute === minute && isDeepStrictEqual(kept.node, node) && isDeepStrictEqual(kept.slices, slices)) return kept.answer;
+    const answer = {
+      nodeBytes: encodeTemplateNode(node, minute * MINUTE_MS),
+      resourceSliceBytes: slices.map((s, i) => encodeResourceSlice(s, `${node.name}-${s.pool.name}-${i}`)),
+    };
+    encoded.set(id, { node, slices, minute, answer });
+    return answer;
+  };
   return (router) => {
     router.service(CloudProvider, {
       nodeGroups: () => ({ nodeGroups: pool.nodeGroups().map(toNodeGroup) }),
@@ -69,13 +95,7 @@ export function cloudProviderRoutes(deps: RouteDeps): (router: ConnectRouter) =>
         return {};
       },
       nodeGroupNodes: (req) => ({ instances: pool.instances(req.id).map(toInstance) }),
-      nodeGroupTemplateNodeInfo: (req) => {
-        const { node, slices } = pool.template(req.id);
-        return {
-          nodeBytes: encodeTemplateNode(node, clock.now()),
-          resourceSliceBytes: slices.map((s, i) => encodeResourceSlice(s, `${node.name}-${s.pool.name}-${i}`)),
-        };
-      },
+      nodeGroupTemplateNodeInfo: (req) => templateAnswer(req.id),
       nodeGroupGetOptions: () => unimplemented("NodeGroupGetOptions"),
     });
   };

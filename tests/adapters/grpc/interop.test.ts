@@ -103,6 +103,30 @@ describe("the CloudProvider service over h2c (grpc-js client)", () => {
     assert.deepEqual(response?.resourceSliceBytes, []);
   });
 
+  it("re-encodes a template as soon as it changes, and dates its conditions by the minute", async (t) => {
+    const world = new World({ groups: [{ id: "workers", machines: ["worker-1"], maxSize: 1 }] });
+    const served = await serveWorld(world);
+    t.after(() => stop(served));
+    const ask = async () => {
+      const { response } = await served.client.call("nodeGroupTemplateNodeInfo", { id: "workers" });
+      return { node: fromBinary(NodeSchema, response?.nodeBytes ?? new Uint8Array()), slices: response?.resourceSliceBytes.length };
+    };
+    const since = (n: Awaited<ReturnType<typeof ask>>["node"]) => n.status?.conditions[0]?.lastTransitionTime?.seconds ?? 0n;
+    const first = await ask();
+    assert.equal(first.slices, 0);
+    world.cluster.setSlices("worker-1", [{
+      driver: "gpu.example.com",
+      pool: { name: "worker-1-gpus", generation: 1, resourceSliceCount: 1 },
+      nodeName: "worker-1",
+      devices: [{ name: "gpu-0", attributes: {}, capacity: {} }],
+    }]);
+    assert.equal((await ask()).slices, 1);
+    world.clock.advance(59_000);
+    assert.equal(since((await ask()).node), since(first.node), "the same minute, the same date");
+    world.clock.advance(60_000);
+    assert.equal(since((await ask()).node) - since(first.node), 60n);
+  });
+
   it("answers NotFound for an unknown group", async () => {
     for (const method of ["nodeGroupTargetSize", "nodeGroupNodes", "nodeGroupTemplateNodeInfo"] as const) {
       const { error } = await s.client.call(method, { id: "nope" });
