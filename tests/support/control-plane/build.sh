@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the Kubernetes control-plane binaries that the cluster-facing tests run (etcd,
-# kube-apiserver, kube-controller-manager, kube-scheduler) from the modules pinned in go.mod,
+# kube-apiserver, kube-controller-manager, kube-scheduler, and kubectl) from the modules pinned in go.mod,
 # into ${PLUGPOOL_CACHE:-$HOME/.cache/plugpool}/bin/<key>/, outside the repo. The key hashes
 # go.mod and go.sum, so a version bump builds into a new folder; binaries already there are kept.
 # Needs only Go and the module proxy. Prints the binaries' folder as its last line.
@@ -50,5 +50,7 @@ build etcd go.etcd.io/etcd/server/v3 "-s -w"
 build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$kube_ldflags"
 build kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager "$kube_ldflags"
 build kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler "$kube_ldflags"
+# The tests' walkthrough of the README runs the commands a user types.
+build kubectl k8s.io/kubernetes/cmd/kubectl "$kube_ldflags"
 echo "control plane: ready in $((SECONDS - total_started))s" >&2
 echo "$out"
