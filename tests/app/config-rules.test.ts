@@ -309,7 +309,7 @@ describe("loadConfig() rejection rules", () => {
         "nodeGroups[0].maxSize: 3 is more than the 2 nodes listed",
         "nodeGroups[0].nodes[0].plug.url: must be the device's base URL, without a path, query or fragment (e.g. http://plug-1.local)",
         'nodeGroups[0].nodes[1].name: "a-1" is also listed at nodeGroups[0].nodes[0].name; node names must be unique across all groups',
-        "nodeGroups[0].colour: unknown key (expected one of id, minSize, maxSize, template, nodes)",
+        "nodeGroups[0].colour: unknown key (expected one of id, minSize, maxSize, template, idleWatts, nodes)",
         "plugs.timeout: must be more than 0 and at most 4s (cluster-autoscaler allows 5s per call)",
         "PLUGPOOL_PLUG_PASSWORD: is not set but PLUGPOOL_PLUG_USERNAME is; plug credentials need both variables, or neither",
       ]);
