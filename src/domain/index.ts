@@ -11,6 +11,8 @@ export { PlugpoolError, isPlugpoolError } from "./errors.ts";
 export type { ErrorCode } from "./errors.ts";
 
 export type { PoolEvent, PowerOffStep, SafetyRule } from "./events.ts";
+export { describeEvent } from "./event-catalogue.ts";
+export type { EventText } from "./event-catalogue.ts";
 
 export type {
   CallOptions,

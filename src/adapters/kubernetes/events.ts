@@ -6,6 +6,7 @@
 import { hostname } from "node:os";
 import { CoreV1Api, PatchStrategy, type KubeConfig } from "@kubernetes/client-node";
 import type { PoolEvent } from "../../domain/events.ts";
+import { describeEvent } from "../../domain/event-catalogue.ts";
 import type { Machine } from "../../domain/model.ts";
 import type { Reporter } from "../../domain/ports.ts";
 import { callBound, callOptions, DEFAULT_WRITE_TIMEOUT_MS, statusOf } from "./api-errors.ts";
@@ -139,64 +140,9 @@ function eventNamePrefix(node: string): string {
   return node.slice(0, 200).replace(/[-.]+$/, "");
 }
 
-function seconds(ms: number): string {
-  return `${Math.round(ms / 100) / 10}s`;
-}
-
 /** The Event a PoolEvent becomes on its Node, or undefined for those not worth one. */
 export function nodeEvent(event: PoolEvent): NodeEvent | undefined {
-  const on = (type: NodeEvent["type"], reason: string, message: string, node = event.machine): NodeEvent =>
-    ({ node, type, reason, message: message.slice(0, 1024) });
-  switch (event.type) {
-    case "powered-on":
-      return on("Normal", "PoweredOn", event.confirmed
-        ? `plug switched on for node group "${event.group}"; the machine boots and joins`
-        : `plug switch-on sent for node group "${event.group}", its answer was lost; counted as switched on`);
-    case "power-on-failed":
-      return on("Warning", "PowerOnFailed", `switching the plug on failed: ${event.error}`);
-    case "booted":
-      return on("Normal", "Booted", `Node Ready ${seconds(event.durationMs)} after plugpool switched the plug on`, event.node);
-    case "power-on-queued":
-      return on("Normal", "PowerOnQueued", `chosen for node group "${event.group}"; the plug is switched on in turn (inrush limit)`);
-    case "power-restored":
-      return on("Warning", "PowerRestored", "the plug was found off under a Node that should be running and was switched back on", event.node);
-    case "quarantined":
-      return on("Warning", "Quarantined",
-        `boot failed (${event.failures} in a row): left out of scale-ups until ${new Date(event.until).toISOString()}: ${event.reason}`);
-    case "power-off-started":
-      return on("Normal", "PowerOffStarted", event.resumed ? "power-off resumed after a restart of plugpool" : "power-off started", event.node);
-    case "power-off-step":
-      return event.outcome === "failed" ? on("Warning", "PowerOffStepFailed", `${event.step}: ${event.detail}`) : undefined;
-    case "plug-off": {
-      const why = event.reason === "power-off" ? "after the power-off" : "the machine never registered";
-      const draw = event.watts === undefined ? "" : `, drawing ${event.watts} W`;
-      const grace = event.graceEnded === "standby" ? ", standby draw reached" : "";
-      return on("Normal", "PlugOff", `plug switched off (${why}${draw}${grace})`);
-    }
-    case "node-deleted":
-      return on("Normal", "NodeDeleted", "Node object deleted after the power-off", event.node);
-    case "power-off-finished":
-      return on("Normal", "PowerOffFinished", `power-off finished in ${seconds(event.durationMs)}`);
-    case "power-off-aborted":
-      return on("Warning", "PowerOffAborted", `power-off aborted, the machine keeps its power: ${event.reason}`);
-    case "refused":
-      return on("Warning", "PowerOffRefused", `refused (${event.rule}): ${event.detail}`);
-    case "plug-read-failed":
-      return on("Warning", "PlugReadFailed", `reading the plug failed: ${event.error}`);
-    case "provider-id-mismatch":
-      return on("Warning", "ProviderIDMismatch",
-        `Node carries providerID "${event.providerID}" but "${event.expected}" is expected: plugpool leaves it alone`);
-    case "unexpected-power":
-      return on("Warning", "UnexpectedPower", event.detail);
-    case "powered-outside":
-      return on("Warning", "PoweredOutside", event.detail);
-    case "duplicate-nodes":
-      return on("Warning", "DuplicateNodes",
-        `${event.nodes.length} Nodes claim this machine (${event.nodes.join(", ")}): none is powered off until all allow it`);
-    case "hard-cut":
-      return on("Warning", "HardCut", event.detail, event.node === "" ? event.machine : event.node);
-    case "template-slices-differ":
-      return on("Warning", "TemplateSlicesDiffer",
-        `machines of node group "${event.group}" publish different DRA devices (${event.differing.join(", ")}): ${event.detail}`);
-  }
+  const { level, message, onNode } = describeEvent(event);
+  if (onNode === undefined) return undefined;
+  return { node: onNode.node, type: level === "warning" ? "Warning" : "Normal", reason: onNode.reason, message: message.slice(0, 1024) };
 }

@@ -39,10 +39,10 @@ describe("nodeEvent()", () => {
   });
 
   it("says in the message what happened", () => {
-    assert.equal(nodeEvent({ type: "power-off-finished", machine: "w1", durationMs: 95_000 })?.message, "power-off finished in 95s");
+    assert.equal(nodeEvent({ type: "power-off-finished", machine: "w1", durationMs: 95_000 })?.message, "power-off of w1 finished in 95s");
     assert.equal(
       nodeEvent({ type: "booted", machine: "w1", group: "g", node: "w1", durationMs: 84_250 })?.message,
-      "Node Ready 84.3s after plugpool switched the plug on",
+      "node w1 is Ready 84.3s after its plug was switched on",
     );
     assert.match(nodeEvent({ type: "power-on-failed", machine: "w1", group: "g", error: "plug timed out" })?.message ?? "", /plug timed out/);
   });
