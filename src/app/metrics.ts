@@ -1,11 +1,30 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
-import type { InstanceState, MachineUsage, Pool, PoolConfig } from "../domain/index.ts";
+import type { InstanceState, MachineUsage, Pool, PoolConfig, PoolEvent } from "../domain/index.ts";
+
+/** The PoolEvents counted in plugpool_power_actions_total, as its `action` label. */
+export const POWER_ACTIONS = [
+  "powered-on",
+  "power-on-queued",
+  "power-on-failed",
+  "power-restored",
+  "quarantined",
+  "power-off-started",
+  "plug-off",
+  "node-deleted",
+  "power-off-finished",
+  "power-off-aborted",
+  "refused",
+  "hard-cut",
+  "powered-outside",
+] as const satisfies readonly PoolEvent["type"][];
+export type PowerAction = (typeof POWER_ACTIONS)[number];
 
 /** Every metric plugpool exports, on one registry (served at /metrics). */
 export interface Metrics {
   readonly registry: Registry;
   readonly rpcDuration: Histogram<"method" | "code">;
   readonly plugRequests: Counter<"machine" | "operation" | "result">;
+  /** Every group's count of every action is exported from the start, at 0 until it happens (see observePool). */
   readonly powerActions: Counter<"group" | "action">;
   readonly powerOffStepDuration: Histogram<"step">;
   readonly graceEnded: Counter<"how">;
@@ -69,6 +88,12 @@ export function createMetrics(): Metrics {
     },
   });
   energyMetrics(registers, () => source?.pool.usage() ?? []);
+  const powerActions = new Counter({
+    name: "plugpool_power_actions_total",
+    help: `Power actions by group and action (${POWER_ACTIONS.join(", ")}).`,
+    labelNames: ["group", "action"],
+    registers,
+  });
   return {
     registry,
     rpcDuration: new Histogram({
@@ -84,12 +109,7 @@ export function createMetrics(): Metrics {
       labelNames: ["machine", "operation", "result"],
       registers,
     }),
-    powerActions: new Counter({
-      name: "plugpool_power_actions_total",
-      help: "Power actions (powered-on, power-on-failed, power-off-started, plug-off, node-deleted, refused, aborted).",
-      labelNames: ["group", "action"],
-      registers,
-    }),
+    powerActions,
     powerOffStepDuration: new Histogram({
       name: "plugpool_power_off_step_duration_seconds",
       help: "Time each power-off step took from first entered to done.",
@@ -128,6 +148,11 @@ export function createMetrics(): Metrics {
     }),
     observePool(pool, config) {
       source = { pool, config };
+      // A counter's label set appears at its first increment otherwise, and Prometheus' increase() cannot see a
+      // series' first sample: the first refusal of a group would never raise an alert.
+      for (const group of config.groups) {
+        for (const action of POWER_ACTIONS) powerActions.inc({ group: group.id, action }, 0);
+      }
     },
     observeView(current) {
       viewCurrent = current;

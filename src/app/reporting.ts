@@ -1,7 +1,7 @@
 import type { PoolConfig, PoolEvent, Reporter } from "../domain/index.ts";
 import { describeEvent } from "../domain/event-catalogue.ts";
 import type { LogFields, Logger } from "./logger.ts";
-import type { Metrics } from "./metrics.ts";
+import type { Metrics, PowerAction } from "./metrics.ts";
 
 /** Turns the domain's outcomes into log lines and metrics, and forwards them to further reporters (Events). */
 export function createReporter(options: {
@@ -12,7 +12,7 @@ export function createReporter(options: {
 }): Reporter {
   const { logger, metrics } = options;
   const groupOf = new Map(options.config.groups.flatMap((g) => g.machines.map((m) => [m.name, g.id] as const)));
-  const action = (machine: string, name: string) => {
+  const action = (machine: string, name: PowerAction) => {
     metrics.powerActions.inc({ group: groupOf.get(machine) ?? "", action: name });
   };
 
