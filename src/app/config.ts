@@ -11,6 +11,7 @@ import { describeSchemaError, formatPath, type ConfigIssue, type ConfigPath } fr
 import schema from "./config.schema.json" with { type: "json" };
 import { readCredentialFiles, whyUnreadable, type PlugCredentials } from "./plug-credentials.ts";
 import { Secret } from "./secret.ts";
+import { messageOf } from "../domain/errors.ts";
 
 export interface AppConfig {
   /** gRPC server for cluster-autoscaler. */
@@ -122,7 +123,7 @@ function parseYaml(text: string): { doc: Document; data: unknown } {
     return { doc, data: doc.toJS() };
   } catch (error) {
     // Only alias bombs get here (yaml caps how far aliases expand).
-    throw new ConfigError([`(top level): cannot read the YAML: ${error instanceof Error ? error.message : String(error)}`]);
+    throw new ConfigError([`(top level): cannot read the YAML: ${messageOf(error)}`]);
   }
 }
 

@@ -12,6 +12,7 @@ import type { AppConfig } from "./config.ts";
 import { checkRunningInstance } from "./doctor-running.ts";
 import { compareWithTemplate } from "./doctor-template.ts";
 import { plugCredentialsFor } from "./plug-credentials.ts";
+import { messageOf } from "../domain/errors.ts";
 
 type Status = "ok" | "warn" | "FAIL";
 
@@ -78,7 +79,7 @@ async function checkPlugs(config: AppConfig, machines: readonly Machine[], deps:
         if (p.sensorError !== undefined) return { area: "plug", subject, status: "warn", detail: `${detail}; power sensor: ${p.sensorError}` };
         return { area: "plug", subject, status: "ok", detail: m.hold ? `${detail}; held` : detail };
       } catch (e) {
-        return { area: "plug", subject, status: "FAIL", detail: e instanceof Error ? e.message : String(e) };
+        return { area: "plug", subject, status: "FAIL", detail: messageOf(e) };
       }
     }),
   );

@@ -10,6 +10,7 @@ import { doctor } from "./doctor.ts";
 import { opsUrl } from "./doctor-running.ts";
 import { parseDuration } from "./duration.ts";
 import { energyReport, ReportError, type ReportSource } from "./report.ts";
+import { messageOf } from "../domain/errors.ts";
 
 const HELP = `plugpool — a cluster-autoscaler cloud provider (externalgrpc) for machines powered by ESPHome plugs
 
@@ -162,7 +163,7 @@ main(process.argv.slice(2)).then(
       process.stderr.write(`plugpool: invalid configuration:\n${e.issues.map((i) => `  ${i}`).join("\n")}\n`);
       process.exitCode = 2;
     } else {
-      process.stderr.write(`plugpool: ${e instanceof Error ? e.message : String(e)}\n`);
+      process.stderr.write(`plugpool: ${messageOf(e)}\n`);
       process.exitCode = 1;
     }
   },

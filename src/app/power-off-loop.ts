@@ -1,5 +1,6 @@
 import type { Clock, Pool } from "../domain/index.ts";
 import type { Logger } from "./logger.ts";
+import { messageOf } from "../domain/errors.ts";
 
 /** Even when nothing wakes it, the loop looks again this often (a recorded power-off it has not seen yet). */
 const IDLE_LOOK_MS = 30_000;
@@ -45,7 +46,7 @@ export function startPowerOffLoop(pool: Pool, logger: Logger, clock: Clock = { n
       const wait = await pool.runPowerOffs();
       schedule(Math.min(wait ?? IDLE_LOOK_MS, IDLE_LOOK_MS));
     } catch (e) {
-      logger.error("power-off run failed", { error: e instanceof Error ? e.message : String(e) });
+      logger.error("power-off run failed", { error: messageOf(e) });
       schedule(AFTER_ERROR_MS);
     } finally {
       progress.lastEnded = clock.now();

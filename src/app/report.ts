@@ -1,5 +1,6 @@
 // `plugpool report`: per machine, hours powered on, kWh used and kWh avoided, from a running plugpool's
 // /metrics (its counters since it started) or from Prometheus (increase() of those counters over a window).
+import { messageOf } from "../domain/errors.ts";
 
 /** The counters the report reads, and what each row shows of them. */
 const ON = "plugpool_machine_powered_on_seconds_total";
@@ -85,7 +86,7 @@ async function get(url: string, timeoutMs: number, what: string): Promise<Respon
 function causeOf(e: unknown): string {
   const cause = e instanceof Error ? e.cause : undefined;
   if (cause instanceof Error) return cause.message;
-  return e instanceof Error ? e.message : String(e);
+  return messageOf(e);
 }
 
 const SAMPLE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)/;

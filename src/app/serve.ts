@@ -23,6 +23,7 @@ import { powerOffLoopLiveness, startPowerOffLoop, type PowerOffLoop } from "./po
 import { createReporter } from "./reporting.ts";
 import { instrumentPowerSwitch, rpcMetrics } from "./instrumentation.ts";
 import { observeOnlyPowerSwitch, observeOnlyRecords, observeOnlyTeardown, type Tell } from "./observe-only.ts";
+import { messageOf } from "../domain/errors.ts";
 
 export interface Served {
   readonly grpcPort: number;
@@ -67,7 +68,7 @@ export async function serve(config: AppConfig, deps: ServeDeps): Promise<Served>
     ...(dryRun && { readOnly: true }),
     onError: (e) => {
       metrics.watchErrors.inc();
-      logger.warn("cluster watch failed; it retries by itself", { error: e instanceof Error ? e.message : String(e) });
+      logger.warn("cluster watch failed; it retries by itself", { error: messageOf(e) });
     },
   });
   metrics.observeView(() => view.current());
@@ -97,7 +98,7 @@ export async function serve(config: AppConfig, deps: ServeDeps): Promise<Served>
     machines,
     onError: (e) => {
       logger.warn("plugpool's records on the cluster: a write failed or a key was ignored", {
-        error: e instanceof Error ? e.message : String(e),
+        error: messageOf(e),
       });
     },
   });
@@ -180,7 +181,7 @@ export async function serve(config: AppConfig, deps: ServeDeps): Promise<Served>
   logger.info("serving", { grpc: `${config.listen.host}:${grpc.port}`, tls: Boolean(tls), ops: ops.port, dryRun });
   // First plug read in the background: a plug never read is not used for scale-up, CA's Refresh follows.
   pool.refresh().catch((e: unknown) => {
-    logger.warn("first plug refresh failed", { error: e instanceof Error ? e.message : String(e) });
+    logger.warn("first plug refresh failed", { error: messageOf(e) });
   });
 
   return {

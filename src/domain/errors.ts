@@ -37,3 +37,8 @@ export function isPlugpoolError(e: unknown): e is PlugpoolError {
       typeof (e as { code?: unknown }).code === "string")
   );
 }
+
+/** A readable message from anything thrown. */
+export function messageOf(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}

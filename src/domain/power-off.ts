@@ -5,7 +5,8 @@ import type { Machine } from "./model.ts";
 import type { MachineState, PoolContext, PowerOffJob } from "./state.ts";
 import type { StepOutcome } from "./power-off-steps.ts";
 import { POWER_OFF_ANNOTATION } from "./model.ts";
-import { messageOf, nodesOf, poweredByPlugpool, stateOf } from "./state.ts";
+import { nodesOf, poweredByPlugpool, stateOf } from "./state.ts";
+import { messageOf } from "./errors.ts";
 import { POWER_OFF_STEPS } from "./power-off-steps.ts";
 import { clearBootFailures } from "./quarantine.ts";
 

@@ -5,7 +5,8 @@ import type { Machine, NodeView } from "./model.ts";
 import type { SafetyRule } from "./events.ts";
 import type { PoolContext } from "./state.ts";
 import { hasDeletionTaint, hasHoldAnnotation, instanceId, safetyNodes } from "./matching.ts";
-import { messageOf, nodesOf, poweredByPlugpool, stateOf } from "./state.ts";
+import { nodesOf, poweredByPlugpool, stateOf } from "./state.ts";
+import { messageOf } from "./errors.ts";
 
 /** Whether an action may go ahead, and if not, which rule refused it and why. */
 export type Verdict =

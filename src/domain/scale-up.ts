@@ -3,9 +3,9 @@
 import type { CallOptions } from "./ports.ts";
 import type { Machine, NodeGroupSpec } from "./model.ts";
 import type { PoolContext } from "./state.ts";
-import { messageOf, nodesOf, poweredByPlugpool, stateOf } from "./state.ts";
+import { nodesOf, poweredByPlugpool, stateOf } from "./state.ts";
 import { DEFAULT_SCALE_UP } from "./model.ts";
-import { PlugpoolError } from "./errors.ts";
+import { messageOf, PlugpoolError } from "./errors.ts";
 import { targetSizeOf } from "./instances.ts";
 import { isHeld } from "./matching.ts";
 import { untilAborted } from "./lock.ts";

@@ -199,8 +199,3 @@ export function groupOf(ctx: PoolContext, groupId: string): NodeGroupSpec {
 export function nodesOf(ctx: PoolContext, machine: Machine): readonly NodeView[] {
   return safetyNodes(ctx.deps.cluster, ctx.config.providerIDPrefix, machine);
 }
-
-/** A readable message from anything thrown. */
-export function messageOf(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
-}
