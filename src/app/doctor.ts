@@ -13,6 +13,7 @@ import { checkRunningInstance } from "./doctor-running.ts";
 import { compareWithTemplate } from "./doctor-template.ts";
 import { plugCredentialsFor } from "./plug-credentials.ts";
 import { messageOf } from "../domain/errors.ts";
+import { renderTable } from "./table.ts";
 
 type Status = "ok" | "warn" | "FAIL";
 
@@ -218,10 +219,7 @@ async function markPoweredOutside(config: AppConfig, kc: KubeConfig, poweredOn: 
 function render(rows: readonly Row[], ok: boolean): string {
   const headers = ["AREA", "SUBJECT", "STATUS", "DETAIL"];
   const cells = rows.map((r) => [r.area, r.subject, r.status, r.detail]);
-  const widths = headers.slice(0, 3).map((h, i) => Math.max(h.length, ...cells.map((c) => (c[i] ?? "").length)));
-  const line = (c: readonly string[]) =>
-    c.map((v, i) => (i < 3 ? v.padEnd(widths[i] ?? 0) : v)).join("  ").trimEnd();
   const failures = rows.filter((r) => r.status === "FAIL").length;
   const summary = ok ? "\nall checks passed\n" : `\n${failures} check(s) failed\n`;
-  return [line(headers), ...cells.map(line)].join("\n") + summary;
+  return renderTable(headers, cells, ["left", "left", "left", "free"]) + summary;
 }

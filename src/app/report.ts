@@ -1,6 +1,7 @@
 // `plugpool report`: per machine, hours powered on, kWh used and kWh avoided, from a running plugpool's
 // /metrics (its counters since it started) or from Prometheus (increase() of those counters over a window).
 import { messageOf } from "../domain/errors.ts";
+import { renderTable } from "./table.ts";
 
 /** The counters the report reads, and what each row shows of them. */
 const ON = "plugpool_machine_powered_on_seconds_total";
@@ -211,9 +212,7 @@ function render(rows: readonly MachineFigures[], covers: string): string {
     ...rows.map((r) => [r.group, r.machine, cell(r.hoursOn, 2), cell(r.kwhUsed, 3), cell(r.kwhAvoided, 3)]),
     ["total", "", cell(sum((r) => r.hoursOn), 2), cell(sum((r) => r.kwhUsed), 3), cell(sum((r) => r.kwhAvoided), 3)],
   ];
-  const widths = headers.map((h, i) => Math.max(h.length, ...cells.map((c) => (c[i] ?? "").length)));
-  const line = (c: readonly string[]) =>
-    c.map((v, i) => (i < 2 ? v.padEnd(widths[i] ?? 0) : v.padStart(widths[i] ?? 0))).join("  ").trimEnd();
+  const table = renderTable(headers, cells, ["left", "left", "right", "right", "right"]);
   const notes = "\n'-': no power sensor (kWh used) or no idleWatts (kWh avoided) for that machine\n";
-  return `${covers}\n\n${[line(headers), ...cells.map(line)].join("\n")}\n${rows.some((r) => r.kwhUsed === undefined || r.kwhAvoided === undefined) ? notes : ""}`;
+  return `${covers}\n\n${table}\n${rows.some((r) => r.kwhUsed === undefined || r.kwhAvoided === undefined) ? notes : ""}`;
 }
