@@ -1,5 +1,5 @@
 // A real Kubernetes control plane on loopback for tests: etcd and kube-apiserver, optionally
-// kube-controller-manager and kube-scheduler, built by tests/support/control-plane/build.sh.
+// kube-controller-manager and kube-scheduler, built by tests/support/control-plane/build.sh (with kubectl).
 import { ApiException, CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
@@ -71,6 +71,11 @@ export function binaryPath(name: string): string {
     throw new Error(`control-plane binary ${name} not found at ${path}: run tests/support/control-plane/build.sh first`);
   }
   return path;
+}
+
+/** kubectl of the same Kubernetes release, for tests that run the commands a user types. */
+export function kubectlPath(): string {
+  return binaryPath("kubectl");
 }
 
 /** Starts a control plane on free loopback ports; resolves once every process is ready. */
