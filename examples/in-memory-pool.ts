@@ -160,7 +160,7 @@ const pool = createPool(
 /** Runs the pool's background reconciliation until it has nothing left to do now. */
 async function settle(): Promise<void> {
   for (let pass = 0; pass < 20; pass++) {
-    const again = await pool.runPowerOffs();
+    const again = await pool.reconcile();
     if (again === undefined || again > 0) return;
   }
 }

@@ -14,7 +14,7 @@ const AFTER_ERROR_MS = 5_000;
  */
 export const STALLED_PASS_MS = 5 * 60_000;
 
-export interface PowerOffLoop {
+export interface Reconciler {
   /** Run as soon as possible (a DeleteNodes, a node or pod event). */
   wake(): void;
   /** Stops scheduling and waits for the run in progress: its state is on the cluster, a restart resumes it. */
@@ -26,10 +26,11 @@ export interface PowerOffLoop {
 }
 
 /**
- * Owns the timers of the power-off saga: the domain says how long to wait, this loop waits. Runs never
- * overlap; a wake during a run causes one more run right after it.
+ * Owns the timers of the pool's reconciliation (power-offs in progress, queued power-ons, power restores): the
+ * domain says how long to wait, this loop waits. Runs never overlap; a wake during a run causes one more run
+ * right after it.
  */
-export function startPowerOffLoop(pool: Pool, logger: Logger, clock: Clock = { now: () => Date.now() }): PowerOffLoop {
+export function startReconciler(pool: Pool, logger: Logger, clock: Clock = { now: () => Date.now() }): Reconciler {
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;
   const state = { again: false, stopped: false };
@@ -43,7 +44,7 @@ export function startPowerOffLoop(pool: Pool, logger: Logger, clock: Clock = { n
   async function run(): Promise<void> {
     progress.passStartedAt = clock.now();
     try {
-      const wait = await pool.runPowerOffs();
+      const wait = await pool.reconcile();
       schedule(Math.min(wait ?? IDLE_LOOK_MS, IDLE_LOOK_MS));
     } catch (e) {
       logger.error("power-off run failed", { error: messageOf(e) });
@@ -85,7 +86,7 @@ export function startPowerOffLoop(pool: Pool, logger: Logger, clock: Clock = { n
  * The loop's liveness problems at `now`, for /healthz: one when its pass has been running for longer than
  * `boundMs`, else none.
  */
-export function powerOffLoopLiveness(loop: PowerOffLoop, now: number, boundMs = STALLED_PASS_MS): string[] {
+export function reconcilerLiveness(loop: Reconciler, now: number, boundMs = STALLED_PASS_MS): string[] {
   const stalled = loop.stalledFor(now);
   if (stalled <= boundMs) return [];
   const seconds = (ms: number) => `${Math.round(ms / 1000)} s`;

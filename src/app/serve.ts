@@ -1,5 +1,5 @@
 // The composition root of `plugpool serve`: builds the adapters and the domain, then serves. Start order:
-// metrics → cluster view (synced) → pool → gRPC → power-off loop; stop in reverse. With `dryRun` the write
+// metrics → cluster view (synced) → pool → gRPC → reconciler; stop in reverse. With `dryRun` the write
 // ports are the observe-only ones (observe-only.ts): the domain is the same, the world is left as it is.
 import { readFileSync } from "node:fs";
 import type { KubeConfig } from "@kubernetes/client-node";
@@ -19,7 +19,7 @@ import type { Logger } from "./logger.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
 import { startOpsServer } from "./ops-server.ts";
 import { plugCredentialsFor } from "./plug-credentials.ts";
-import { powerOffLoopLiveness, startPowerOffLoop, type PowerOffLoop } from "./power-off-loop.ts";
+import { reconcilerLiveness, startReconciler, type Reconciler } from "./reconciler.ts";
 import { createReporter } from "./reporting.ts";
 import { instrumentPowerSwitch, rpcMetrics } from "./instrumentation.ts";
 import { observeOnlyPowerSwitch, observeOnlyRecords, observeOnlyTeardown, type Tell } from "./observe-only.ts";
@@ -73,7 +73,7 @@ export async function serve(config: AppConfig, deps: ServeDeps): Promise<Served>
   });
   metrics.observeView(() => view.current());
   // The runner starts after the ops server; /healthz asks it once it exists.
-  const started: { runner?: PowerOffLoop } = {};
+  const started: { runner?: Reconciler } = {};
   const ops = await startOpsServer({
     host: config.opsListen.host,
     port: config.opsListen.port,
@@ -84,7 +84,7 @@ export async function serve(config: AppConfig, deps: ServeDeps): Promise<Served>
       ...(view.synced() && !view.current() ? ["cluster view not current"] : []),
       ...(grpcServing ? [] : ["gRPC not serving"]),
     ],
-    liveness: () => (started.runner === undefined ? [] : powerOffLoopLiveness(started.runner, clock.now())),
+    liveness: () => (started.runner === undefined ? [] : reconcilerLiveness(started.runner, clock.now())),
     ...(dryRun && { readyNotes: [DRY_RUN_NOTE] }),
   });
   logger.info("starting", { version: deps.version, machines: machines.length, groups: config.pool.groups.length, dryRun });
@@ -152,7 +152,7 @@ export async function serve(config: AppConfig, deps: ServeDeps): Promise<Served>
     ca: readFileSync(config.tls.caFile),
     ...(config.tls.clientNames && { clientNames: config.tls.clientNames }),
   };
-  const runner = startPowerOffLoop(pool, logger, clock);
+  const runner = startReconciler(pool, logger, clock);
   started.runner = runner;
   wake = () => {
     runner.wake();

@@ -43,7 +43,7 @@ export interface Pool {
   targetSize(groupId: string): number;
   /**
    * Switches on `delta` usable machines (not held, not quarantined), in `scaleUp.order`; beyond the inrush limit
-   * (`scaleUp`) they are queued as creating instances and `runPowerOffs` switches them on in turn. Throws
+   * (`scaleUp`) they are queued as creating instances and `reconcile` switches them on in turn. Throws
    * `invalid-argument`, or `plug-unreachable` naming the plugs that failed.
    */
   increaseSize(groupId: string, delta: number, options?: CallOptions): Promise<void>;
@@ -75,7 +75,7 @@ export interface Pool {
    * The caller owns the timer; calls are not concurrent (the caller serialises them; overlapping calls are
    * queued anyway). `wake` may fire while a pass is running: run again once it ends.
    */
-  runPowerOffs(options?: CallOptions): Promise<number | undefined>;
+  reconcile(options?: CallOptions): Promise<number | undefined>;
   /**
    * The machines left out of scale-ups right now after failed boots, config order (for doctor and metrics).
    * Recorded on the cluster, so a restart keeps them.
@@ -103,7 +103,7 @@ export interface Pool {
 /**
  * Builds the pool over the given ports. Starts nothing: no timer, no call until a method is called. Memory
  * holds only plug readings, intents and power-offs in progress; a new pool over the same plugs and cluster
- * picks up where an old one stopped (power-offs resume from the cluster on the first `runPowerOffs`).
+ * picks up where an old one stopped (power-offs resume from the cluster on the first `reconcile`).
  * Increase, delete and decrease of one group run one at a time, so each sees the target size the one
  * before left.
  */
@@ -158,7 +158,7 @@ export function createPool(deps: PoolDeps, config: PoolConfig): Pool {
     gpuLabel: () => config.gpuLabel,
     gpuTypes: () => config.gpuTypes,
     refresh: (options) => refresh(ctx, options),
-    runPowerOffs: (options) => passes(() => pass(options), options?.signal),
+    reconcile: (options) => passes(() => pass(options), options?.signal),
     quarantine: () => quarantineOf(ctx),
     poweredOutside: () => ctx.machines.filter((m) => isPoweredOutside(ctx, m)).map((m) => m.name),
     usage: () => usageOf(ctx),

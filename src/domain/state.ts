@@ -21,7 +21,7 @@ export interface PoolDeps {
   /** plugpool's own power-ons and quarantines, kept on the cluster. */
   readonly records: PowerRecords;
   readonly reporter: Reporter;
-  /** Called when a power-off was started, so the owner of the timer runs `runPowerOffs` soon. */
+  /** Called when a power-off was started, so the owner of the timer runs `reconcile` soon. */
   readonly wake?: () => void;
 }
 

@@ -1,18 +1,18 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { Pool } from "../../src/domain/index.ts";
-import { STALLED_PASS_MS, powerOffLoopLiveness, startPowerOffLoop } from "../../src/app/power-off-loop.ts";
+import { STALLED_PASS_MS, reconcilerLiveness, startReconciler } from "../../src/app/reconciler.ts";
 import { startOpsServer } from "../../src/app/ops-server.ts";
 import { createMetrics } from "../../src/app/metrics.ts";
 import { createLogger } from "../../src/app/logger.ts";
 
 const logger = createLogger({ silent: true });
 
-/** A pool whose runPowerOffs answers from a script and records overlap. */
+/** A pool whose reconcile answers from a script and records overlap. */
 function scriptedPool(answers: (number | undefined | Error)[]) {
   const state = { runs: 0, active: 0, maxActive: 0 };
   const pool = {
-    runPowerOffs: async () => {
+    reconcile: async () => {
       state.runs++;
       state.active++;
       state.maxActive = Math.max(state.maxActive, state.active);
@@ -30,11 +30,11 @@ const flush = async () => {
   for (let i = 0; i < 5; i++) await Promise.resolve();
 };
 
-describe("startPowerOffLoop()", () => {
+describe("startReconciler()", () => {
   it("runs at once, then again after the wait the domain asked for", async (t) => {
     t.mock.timers.enable({ apis: ["setTimeout"] });
     const { pool, state } = scriptedPool([1500, undefined]);
-    const loop = startPowerOffLoop(pool, logger);
+    const loop = startReconciler(pool, logger);
     await flush();
     assert.equal(state.runs, 1);
     t.mock.timers.tick(1499);
@@ -49,7 +49,7 @@ describe("startPowerOffLoop()", () => {
   it("still looks every 30 s when idle, and 5 s after a failed run", async (t) => {
     t.mock.timers.enable({ apis: ["setTimeout"] });
     const { pool, state } = scriptedPool([undefined, new Error("apiserver down"), undefined]);
-    const loop = startPowerOffLoop(pool, logger);
+    const loop = startReconciler(pool, logger);
     await flush();
     t.mock.timers.tick(30_000);
     await flush();
@@ -63,7 +63,7 @@ describe("startPowerOffLoop()", () => {
   it("never overlaps runs: a wake during a run causes exactly one more run", async (t) => {
     t.mock.timers.enable({ apis: ["setTimeout"] });
     const { pool, state } = scriptedPool([undefined, undefined, undefined]);
-    const loop = startPowerOffLoop(pool, logger);
+    const loop = startReconciler(pool, logger);
     loop.wake();
     loop.wake();
     await flush();
@@ -76,7 +76,7 @@ describe("startPowerOffLoop()", () => {
   it("schedules nothing after stop", async (t) => {
     t.mock.timers.enable({ apis: ["setTimeout"] });
     const { pool, state } = scriptedPool([1000, 1000]);
-    const loop = startPowerOffLoop(pool, logger);
+    const loop = startReconciler(pool, logger);
     await flush();
     await loop.stop();
     loop.wake();
@@ -90,7 +90,7 @@ describe("startPowerOffLoop()", () => {
 function hangingPool() {
   let finish = (): void => undefined;
   const pool = {
-    runPowerOffs: () =>
+    reconcile: () =>
       new Promise<undefined>((resolve) => {
         finish = () => {
           resolve(undefined);
@@ -105,12 +105,12 @@ function hangingPool() {
   };
 }
 
-describe("the power-off loop's watchdog", () => {
+describe("the reconciler's watchdog", () => {
   it("records when a pass ended, and how long the pass in progress has been running", async (t) => {
     t.mock.timers.enable({ apis: ["setTimeout"] });
     const clock = { ms: 1_000, now: () => clock.ms };
     const { pool, finish } = hangingPool();
-    const loop = startPowerOffLoop(pool, logger, clock);
+    const loop = startReconciler(pool, logger, clock);
     assert.equal(loop.lastProgress(), undefined);
     clock.ms = 61_000;
     assert.equal(loop.stalledFor(clock.now()), 60_000);
@@ -131,26 +131,26 @@ describe("the power-off loop's watchdog", () => {
     assert.equal(STALLED_PASS_MS, 300_000);
     const clock = { ms: 0, now: () => clock.ms };
     const { pool, finish } = hangingPool();
-    const loop = startPowerOffLoop(pool, logger, clock);
-    assert.deepEqual(powerOffLoopLiveness(loop, STALLED_PASS_MS), []);
-    assert.deepEqual(powerOffLoopLiveness(loop, STALLED_PASS_MS + 1_000), ["power-off pass running for 301 s (more than 300 s)"]);
-    assert.deepEqual(powerOffLoopLiveness(loop, 2_500, 2_000), ["power-off pass running for 3 s (more than 2 s)"]);
+    const loop = startReconciler(pool, logger, clock);
+    assert.deepEqual(reconcilerLiveness(loop, STALLED_PASS_MS), []);
+    assert.deepEqual(reconcilerLiveness(loop, STALLED_PASS_MS + 1_000), ["power-off pass running for 301 s (more than 300 s)"]);
+    assert.deepEqual(reconcilerLiveness(loop, 2_500, 2_000), ["power-off pass running for 3 s (more than 2 s)"]);
     finish();
     await flush();
-    assert.deepEqual(powerOffLoopLiveness(loop, STALLED_PASS_MS * 10), []);
+    assert.deepEqual(reconcilerLiveness(loop, STALLED_PASS_MS * 10), []);
     await loop.stop();
   });
 
   it("turns /healthz unhealthy while a pass hangs past the bound, and healthy again once it ends", async () => {
     const clock = { ms: 0, now: () => clock.ms };
     const { pool, finish } = hangingPool();
-    const loop = startPowerOffLoop(pool, logger, clock);
+    const loop = startReconciler(pool, logger, clock);
     const ops = await startOpsServer({
       host: "127.0.0.1",
       port: 0,
       registry: createMetrics().registry,
       readiness: () => [],
-      liveness: () => powerOffLoopLiveness(loop, clock.now(), 2_000),
+      liveness: () => reconcilerLiveness(loop, clock.now(), 2_000),
     });
     try {
       const healthz = () => fetch(`http://127.0.0.1:${ops.port}/healthz`);

@@ -113,9 +113,9 @@ describe("Pool.deleteNodes()", () => {
       const w = await running();
       w.cluster.taint("worker-1");
       await w.pool.deleteNodes("workers", [w.ref("worker-1")]);
-      await w.pool.runPowerOffs();
+      await w.pool.reconcile();
       w.cluster.untaint("worker-1");
-      await w.pool.runPowerOffs();
+      await w.pool.reconcile();
       w.cluster.taint("worker-1");
       await rejectsWith(w.pool.deleteNodes("workers", [w.ref("worker-1")]), "unsafe", /being aborted/);
     });

@@ -53,9 +53,9 @@ describe("inrush protection (scaleUp.maxPowerOnsPerInterval)", () => {
       w.clock.advance(6_000);
       await w.pool.increaseSize("gpu", 2);
       assert.deepEqual(turnedOn(w), ["worker-1", "gpu-1"]);
-      assert.equal(await w.pool.runPowerOffs(), 4_000);
+      assert.equal(await w.pool.reconcile(), 4_000);
       w.clock.advance(4_000);
-      await w.pool.runPowerOffs();
+      await w.pool.reconcile();
       assert.deepEqual(turnedOn(w), ["worker-1", "gpu-1", "gpu-2"]);
     });
 
@@ -81,9 +81,9 @@ describe("inrush protection (scaleUp.maxPowerOnsPerInterval)", () => {
       await w.pool.refresh();
       await w.pool.increaseSize("workers", 1);
       assert.equal(turnedOn(w).length, 2);
-      assert.equal(await w.pool.runPowerOffs(), 10_000);
+      assert.equal(await w.pool.reconcile(), 10_000);
       w.clock.advance(10_000);
-      await w.pool.runPowerOffs();
+      await w.pool.reconcile();
       assert.deepEqual(turnedOn(w), ["worker-1", "worker-2", "worker-3"]);
     });
 
@@ -95,13 +95,13 @@ describe("inrush protection (scaleUp.maxPowerOnsPerInterval)", () => {
     });
   });
 
-  describe("Pool.runPowerOffs() with machines queued", () => {
+  describe("Pool.reconcile() with machines queued", () => {
     it("switches them on in queue order as slots free, answering the wait until the next slot", async () => {
       const w = await asked(4);
-      assert.equal(await w.pool.runPowerOffs(), 10_000);
+      assert.equal(await w.pool.reconcile(), 10_000);
       assert.equal(turnedOn(w).length, 2);
       w.clock.advance(10_000);
-      assert.equal(await w.pool.runPowerOffs(), undefined);
+      assert.equal(await w.pool.reconcile(), undefined);
       assert.deepEqual(turnedOn(w), ["worker-1", "worker-2", "worker-3", "worker-4"]);
       assert.deepEqual(
         w.pool.instances("workers").map((i) => i.state),
@@ -133,7 +133,7 @@ describe("inrush protection (scaleUp.maxPowerOnsPerInterval)", () => {
       w.register("worker-3");
       await w.pool.refresh();
       w.clock.advance(10_000);
-      assert.equal(await w.pool.runPowerOffs(), undefined);
+      assert.equal(await w.pool.reconcile(), undefined);
       assert.equal(turnedOn(w).length, 2);
       assert.equal(w.pool.instances("workers")[2]?.state, "running");
     });
@@ -142,7 +142,7 @@ describe("inrush protection (scaleUp.maxPowerOnsPerInterval)", () => {
       const w = await asked(3);
       w.cluster.addNode({ name: "worker-3", providerID: "other://worker-3", annotations: { [HOLD_ANNOTATION]: "true" } });
       w.clock.advance(10_000);
-      await w.pool.runPowerOffs();
+      await w.pool.reconcile();
       assert.equal(turnedOn(w).length, 2);
       assert.deepEqual(
         w.reporter.of("refused").map((e) => [e.machine, e.rule]),
@@ -156,7 +156,7 @@ describe("inrush protection (scaleUp.maxPowerOnsPerInterval)", () => {
       w.power.set(w.machine("worker-3").plug, true);
       await w.pool.refresh();
       w.clock.advance(10_000);
-      await w.pool.runPowerOffs();
+      await w.pool.reconcile();
       assert.equal(turnedOn(w).length, 2);
       assert.equal(w.pool.targetSize("workers"), 2);
       await w.pool.refresh();
@@ -167,7 +167,7 @@ describe("inrush protection (scaleUp.maxPowerOnsPerInterval)", () => {
       const w = await asked(3);
       w.clock.advance(10_000);
       w.power.failNext("turnOn");
-      assert.equal(await w.pool.runPowerOffs(), undefined);
+      assert.equal(await w.pool.reconcile(), undefined);
       const failed = w.pool.instances("workers")[2];
       assert.equal(failed?.state, "creating");
       assert.equal(failed.error?.code, "plug-on-failed");
@@ -183,7 +183,7 @@ describe("inrush protection (scaleUp.maxPowerOnsPerInterval)", () => {
       assert.equal(w.power.callsOf("turnOff").length, 0);
       assert.equal(w.pool.targetSize("workers"), 2);
       w.clock.advance(10_000);
-      assert.equal(await w.pool.runPowerOffs(), undefined);
+      assert.equal(await w.pool.reconcile(), undefined);
       assert.deepEqual(turnedOn(w), ["worker-1", "worker-2"]);
     });
 
@@ -191,7 +191,7 @@ describe("inrush protection (scaleUp.maxPowerOnsPerInterval)", () => {
       const w = await asked(4);
       await w.pool.decreaseTargetSize("workers", -1);
       w.clock.advance(10_000);
-      await w.pool.runPowerOffs();
+      await w.pool.reconcile();
       assert.deepEqual(turnedOn(w), ["worker-1", "worker-2", "worker-3"]);
     });
 
@@ -201,7 +201,7 @@ describe("inrush protection (scaleUp.maxPowerOnsPerInterval)", () => {
       assert.equal(w.power.callsOf("turnOff").length, 0);
       assert.equal(w.pool.targetSize("workers"), 2);
       w.clock.advance(10_000);
-      await w.pool.runPowerOffs();
+      await w.pool.reconcile();
       assert.equal(turnedOn(w).length, 2);
       assert.equal(w.reporter.of("quarantined").length, 0);
     });

@@ -269,7 +269,7 @@ export class Model {
           return;
       }
     } catch (e) {
-      // CA calls may fail with a domain error; refresh and runPowerOffs never fail; nothing throws anything else.
+      // CA calls may fail with a domain error; refresh and reconcile never fail; nothing throws anything else.
       if (!isPlugpoolError(e) || o.kind === "refresh" || o.kind === "run") {
         this.violations.push(`${o.kind} threw ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
       }
@@ -303,7 +303,7 @@ export class Model {
   async #run(): Promise<number | undefined> {
     this.#inFlight.run++;
     try {
-      return await this.w.pool.runPowerOffs();
+      return await this.w.pool.reconcile();
     } finally {
       this.#inFlight.run--;
     }

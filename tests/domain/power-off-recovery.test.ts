@@ -7,7 +7,7 @@ const deleting = deletingWorker1;
 
 /** One pass of the runner in a cluster that behaves: a power-off pod shuts its node down, pods go when deleted. */
 async function pass(w: World): Promise<number | undefined> {
-  const wait = await w.pool.runPowerOffs();
+  const wait = await w.pool.reconcile();
   for (const pod of w.cluster.pods()) {
     if (!pod.terminating && w.cluster.nodeNamed(pod.nodeName)?.ready === true) {
       w.cluster.setReady(pod.nodeName, false, w.clock.now());
@@ -21,9 +21,9 @@ async function pass(w: World): Promise<number | undefined> {
 describe("power-off abort", () => {
   it("keeps the power and undoes the pod and the annotation when the taint goes away", async () => {
     const w = await deleting();
-    await w.pool.runPowerOffs();
+    await w.pool.reconcile();
     w.cluster.untaint("worker-1");
-    assert.equal(await w.pool.runPowerOffs(), 1000);
+    assert.equal(await w.pool.reconcile(), 1000);
     assert.deepEqual(w.reporter.of("refused").map((e) => e.rule), ["registered-without-taint"]);
     assert.equal(w.cluster.powerOffPod("worker-1")?.terminating, true);
     assert.equal(w.cluster.nodeNamed("worker-1")?.annotations[POWER_OFF_ANNOTATION], undefined);
@@ -34,8 +34,8 @@ describe("power-off abort", () => {
 
     w.cluster.finishPodDeletion();
     // Once more at once (the machine may need its power back), then idle.
-    assert.equal(await w.pool.runPowerOffs(), 0);
-    assert.equal(await w.pool.runPowerOffs(), undefined);
+    assert.equal(await w.pool.reconcile(), 0);
+    assert.equal(await w.pool.reconcile(), undefined);
     assert.equal(w.reporter.of("power-off-aborted").length, 1);
     assert.equal(w.power.callsOf("turnOff").length, 0);
     assert.ok(w.power.isOn(w.machine("worker-1").plug));
@@ -45,42 +45,42 @@ describe("power-off abort", () => {
     const w = await deleting({
       groups: [{ id: "workers", machines: ["worker-1", "worker-2", "worker-3"], sensors: ["worker-1"] }],
     });
-    await w.pool.runPowerOffs();
+    await w.pool.reconcile();
     w.cluster.setReady("worker-1", false, w.clock.now());
     w.power.setWatts(w.machine("worker-1").plug, 2);
-    await w.pool.runPowerOffs();
+    await w.pool.reconcile();
     // The next read is the grace step's last look, after check-taint has passed on this pass.
     w.power.onCall = (c) => {
       if (c.op === "read") w.cluster.untaint("worker-1");
     };
     w.clock.advance(10_000);
-    await w.pool.runPowerOffs();
+    await w.pool.reconcile();
     assert.equal(w.power.callsOf("turnOff").length, 0);
     assert.ok(w.reporter.events.some((e) => e.type === "power-off-step" && e.step === "plug-off" && e.outcome === "failed"));
   });
 
   it("keeps the power of a machine held meanwhile", async () => {
     const w = await deleting();
-    await w.pool.runPowerOffs();
+    await w.pool.reconcile();
     w.cluster.annotate("worker-1", HOLD_ANNOTATION, "true");
-    await w.pool.runPowerOffs();
+    await w.pool.reconcile();
     assert.deepEqual(w.reporter.of("refused").map((e) => e.rule), ["held"]);
     w.cluster.finishPodDeletion();
     w.clock.advance(1000);
-    await w.pool.runPowerOffs();
+    await w.pool.reconcile();
     assert.equal(w.reporter.of("power-off-aborted").length, 1);
     assert.equal(w.power.callsOf("turnOff").length, 0);
   });
 
   it("retries the undoing with backoff when a cluster write fails", async () => {
     const w = await deleting();
-    await w.pool.runPowerOffs();
+    await w.pool.reconcile();
     w.cluster.untaint("worker-1");
     w.cluster.failNext("deletePowerOffPod");
-    assert.equal(await w.pool.runPowerOffs(), 1000);
+    assert.equal(await w.pool.reconcile(), 1000);
     assert.equal(w.cluster.powerOffPod("worker-1")?.terminating, false);
     w.clock.advance(1000);
-    assert.equal(await w.pool.runPowerOffs(), 1000);
+    assert.equal(await w.pool.reconcile(), 1000);
     assert.equal(w.cluster.powerOffPod("worker-1")?.terminating, true);
   });
 });
@@ -114,14 +114,14 @@ describe("power-off after a restart", () => {
 
   it("does not take the terminating pod of an abort for a power-off to resume, and the power stays on", async () => {
     const w = await deleting();
-    await w.pool.runPowerOffs();
+    await w.pool.reconcile();
     w.cluster.untaint("worker-1");
-    await w.pool.runPowerOffs();
+    await w.pool.reconcile();
     w.restart();
-    assert.equal(await w.pool.runPowerOffs(), undefined);
+    assert.equal(await w.pool.reconcile(), undefined);
     assert.equal(w.reporter.of("power-off-started").filter((e) => e.resumed).length, 0);
     w.cluster.finishPodDeletion();
-    assert.equal(await w.pool.runPowerOffs(), undefined);
+    assert.equal(await w.pool.reconcile(), undefined);
     assert.equal(w.power.callsOf("turnOff").length, 0);
   });
 
@@ -129,8 +129,8 @@ describe("power-off after a restart", () => {
     const w = new World({ on: ["worker-1"] });
     w.register("worker-1", { annotations: { [POWER_OFF_ANNOTATION]: "12345" } });
     await w.pool.refresh();
-    assert.equal(await w.pool.runPowerOffs(), 0);
-    assert.equal(await w.pool.runPowerOffs(), undefined);
+    assert.equal(await w.pool.reconcile(), 0);
+    assert.equal(await w.pool.reconcile(), undefined);
     assert.equal(w.cluster.nodeNamed("worker-1")?.annotations[POWER_OFF_ANNOTATION], undefined);
     assert.equal(w.power.callsOf("turnOff").length, 0);
   });

@@ -15,7 +15,7 @@ describe("the power-off saga", () => {
     const t0 = w.clock.now();
     const plug = w.machine("worker-1").plug;
 
-    assert.equal(await w.pool.runPowerOffs(), 5000);
+    assert.equal(await w.pool.reconcile(), 5000);
     assert.deepEqual(w.cluster.pods(), [
       { machine: "worker-1", nodeName: "worker-1", startedAt: t0, phase: "Pending", terminating: false },
     ]);
@@ -23,13 +23,13 @@ describe("the power-off saga", () => {
 
     w.clock.advance(3000);
     w.cluster.setReady("worker-1", false, w.clock.now());
-    assert.equal(await w.pool.runPowerOffs(), 120_000);
+    assert.equal(await w.pool.reconcile(), 120_000);
     w.clock.advance(119_999);
-    assert.equal(await w.pool.runPowerOffs(), 1);
+    assert.equal(await w.pool.reconcile(), 1);
     assert.ok(w.power.isOn(plug));
 
     w.clock.advance(1);
-    assert.equal(await w.pool.runPowerOffs(), 1000);
+    assert.equal(await w.pool.reconcile(), 1000);
     assert.equal(w.power.isOn(plug), false);
     assert.deepEqual(w.reporter.of("plug-off"), [
       { type: "plug-off", machine: "worker-1", reason: "power-off", graceEnded: "elapsed" },
@@ -38,17 +38,17 @@ describe("the power-off saga", () => {
     assert.equal(w.pool.instances("workers")[0]?.state, "deleting");
 
     w.clock.advance(1000);
-    assert.equal(await w.pool.runPowerOffs(), 1000);
+    assert.equal(await w.pool.reconcile(), 1000);
     // Asked of the apiserver on every pass until it says the pod is gone.
     assert.equal(w.cluster.callsOf("deletePowerOffPod").length, 2);
     assert.ok(w.cluster.nodeNamed("worker-1"), "the Node stays until its power-off pod is gone");
 
     w.cluster.finishPodDeletion();
     w.clock.advance(1000);
-    assert.equal(await w.pool.runPowerOffs(), 1000);
+    assert.equal(await w.pool.reconcile(), 1000);
     assert.equal(w.cluster.nodeNamed("worker-1"), undefined);
     w.clock.advance(1000);
-    assert.equal(await w.pool.runPowerOffs(), undefined);
+    assert.equal(await w.pool.reconcile(), undefined);
 
     assert.deepEqual(w.pool.instances("workers"), [{ id: "k3s://worker-2", state: "running" }]);
     assert.deepEqual(w.reporter.of("power-off-finished"), [
@@ -98,7 +98,7 @@ describe("the power-off saga", () => {
     const w = await deleting();
     const t0 = w.clock.now();
     w.cluster.setReady("worker-1", false, t0 - 100_000);
-    assert.equal(await w.pool.runPowerOffs(), 20_000);
+    assert.equal(await w.pool.reconcile(), 20_000);
     assert.equal(w.cluster.callsOf("createPowerOffPod").length, 0);
     assert.ok(steps(w).includes("power-off-pod done: node already NotReady"));
   });
@@ -107,11 +107,11 @@ describe("the power-off saga", () => {
     const w = await deleting();
     w.power.set(w.machine("worker-1").plug, false);
     await w.pool.refresh();
-    assert.equal(await w.pool.runPowerOffs(), 120_000);
+    assert.equal(await w.pool.reconcile(), 120_000);
     assert.equal(w.cluster.callsOf("createPowerOffPod").length, 0);
     assert.ok(steps(w).includes("await-not-ready done: plug reads off"));
     w.clock.advance(120_000);
-    await w.pool.runPowerOffs();
+    await w.pool.reconcile();
     assert.equal(w.power.callsOf("turnOff").length, 1);
   });
 
@@ -139,16 +139,16 @@ describe("the power-off saga", () => {
       const w = await deleting(sensor);
       const plug = w.machine("worker-1").plug;
       w.power.setWatts(plug, 60);
-      await w.pool.runPowerOffs();
+      await w.pool.reconcile();
       w.cluster.setReady("worker-1", false, w.clock.now());
-      assert.equal(await w.pool.runPowerOffs(), 2000);
+      assert.equal(await w.pool.reconcile(), 2000);
       w.clock.advance(2000);
       w.power.setWatts(plug, 3);
-      assert.equal(await w.pool.runPowerOffs(), 2000);
+      assert.equal(await w.pool.reconcile(), 2000);
       w.clock.advance(9000);
-      assert.equal(await w.pool.runPowerOffs(), 1000);
+      assert.equal(await w.pool.reconcile(), 1000);
       w.clock.advance(1000);
-      assert.equal(await w.pool.runPowerOffs(), 1000);
+      assert.equal(await w.pool.reconcile(), 1000);
       assert.equal(w.power.isOn(plug), false);
       assert.deepEqual(w.reporter.of("plug-off"), [
         { type: "plug-off", machine: "worker-1", reason: "power-off", watts: 3, graceEnded: "standby" },
@@ -159,17 +159,17 @@ describe("the power-off saga", () => {
       const w = await deleting(sensor);
       const plug = w.machine("worker-1").plug;
       w.power.setWatts(plug, 3);
-      await w.pool.runPowerOffs();
+      await w.pool.reconcile();
       w.cluster.setReady("worker-1", false, w.clock.now());
-      await w.pool.runPowerOffs();
+      await w.pool.reconcile();
       w.clock.advance(8000);
       w.power.setWatts(plug, 40);
-      await w.pool.runPowerOffs();
+      await w.pool.reconcile();
       w.power.setWatts(plug, 3);
       w.clock.advance(2000);
-      await w.pool.runPowerOffs();
+      await w.pool.reconcile();
       w.clock.advance(8000);
-      await w.pool.runPowerOffs();
+      await w.pool.reconcile();
       assert.ok(w.power.isOn(plug), "standby has held for 8 s only");
     });
 
@@ -181,7 +181,7 @@ describe("the power-off saga", () => {
       w.power.onCall = (c) => {
         if (c.op === "turnOff") cutAt = w.clock.now();
       };
-      await w.pool.runPowerOffs();
+      await w.pool.reconcile();
       w.cluster.setReady("worker-1", false, t0);
       await w.drive(200);
       assert.equal(cutAt, t0 + 120_000);
@@ -193,17 +193,17 @@ describe("the power-off saga", () => {
     const w = await deleting({ powerOff: { graceMs: 0 } });
     w.cluster.setReady("worker-1", false, w.clock.now());
     for (let i = 0; i < 3; i++) w.power.failNext("turnOff");
-    assert.equal(await w.pool.runPowerOffs(), 1000);
+    assert.equal(await w.pool.reconcile(), 1000);
     w.clock.advance(999);
-    assert.equal(await w.pool.runPowerOffs(), 1, "no attempt before the backoff has passed");
+    assert.equal(await w.pool.reconcile(), 1, "no attempt before the backoff has passed");
     assert.equal(w.power.callsOf("turnOff").length, 1);
     w.clock.advance(1);
-    assert.equal(await w.pool.runPowerOffs(), 2000);
+    assert.equal(await w.pool.reconcile(), 2000);
     w.clock.advance(2000);
-    assert.equal(await w.pool.runPowerOffs(), 4000);
+    assert.equal(await w.pool.reconcile(), 4000);
     assert.equal(w.pool.instances("workers")[0]?.state, "deleting");
     w.clock.advance(4000);
-    assert.equal(await w.pool.runPowerOffs(), 1000);
+    assert.equal(await w.pool.reconcile(), 1000);
     assert.equal(w.power.callsOf("turnOff").length, 4);
     assert.equal(w.power.isOn(w.machine("worker-1").plug), false);
   });
@@ -211,16 +211,16 @@ describe("the power-off saga", () => {
   it("retries a failing cluster write with backoff", async () => {
     const w = await deleting();
     w.cluster.failNext("createPowerOffPod");
-    assert.equal(await w.pool.runPowerOffs(), 1000);
+    assert.equal(await w.pool.reconcile(), 1000);
     assert.equal(w.cluster.powerOffPod("worker-1"), undefined);
     w.clock.advance(1000);
-    assert.equal(await w.pool.runPowerOffs(), 5000);
+    assert.equal(await w.pool.reconcile(), 5000);
     assert.ok(w.cluster.powerOffPod("worker-1"));
     assert.match(steps(w).find((s) => s.includes("failed")) ?? "", /power-off-pod failed: .*retrying in 1000 ms/);
   });
 
   it("answers undefined when no power-off is in progress", async () => {
     const w = new World();
-    assert.equal(await w.pool.runPowerOffs(), undefined);
+    assert.equal(await w.pool.reconcile(), undefined);
   });
 });

@@ -21,7 +21,7 @@ describe("power restore (a plug found off under a Node that should be running)",
   it("wakes the runner, which switches the plug back on and reports it", async () => {
     const w = await lostPower();
     assert.equal(w.wakes, 1);
-    assert.equal(await w.pool.runPowerOffs(), undefined);
+    assert.equal(await w.pool.reconcile(), undefined);
     assert.ok(w.power.isOn(w.machine("worker-1").plug));
     assert.deepEqual(w.reporter.of("power-restored"), [
       { type: "power-restored", machine: "worker-1", group: "workers", node: "worker-1" },
@@ -35,33 +35,33 @@ describe("power restore (a plug found off under a Node that should be running)",
 
   it("restores a machine's power at most once per 10 minutes, answering the wait", async () => {
     const w = await lostPower();
-    await w.pool.runPowerOffs();
+    await w.pool.reconcile();
     w.clock.advance(MINUTE);
     w.power.set(w.machine("worker-1").plug, false);
     w.wakes = 0;
     await w.pool.refresh();
     assert.equal(w.wakes, 0);
-    assert.equal(await w.pool.runPowerOffs(), 9 * MINUTE);
+    assert.equal(await w.pool.reconcile(), 9 * MINUTE);
     assert.equal(w.power.callsOf("turnOn").length, 1);
     w.clock.advance(9 * MINUTE);
-    assert.equal(await w.pool.runPowerOffs(), undefined);
+    assert.equal(await w.pool.reconcile(), undefined);
     assert.equal(w.power.callsOf("turnOn").length, 2);
   });
 
   it("also restores under a Node that already went NotReady (the usual sight after a plug reboot)", async () => {
     const w = await lostPower();
     w.cluster.setReady("worker-1", false);
-    await w.pool.runPowerOffs();
+    await w.pool.reconcile();
     assert.equal(w.reporter.of("power-restored").length, 1);
   });
 
   it("reports a failed restore and tries again after the interval", async () => {
     const w = await lostPower();
     w.power.failNext("turnOn");
-    assert.equal(await w.pool.runPowerOffs(), 10 * MINUTE);
+    assert.equal(await w.pool.reconcile(), 10 * MINUTE);
     assert.equal(w.reporter.of("power-on-failed")[0]?.machine, "worker-1");
     w.clock.advance(10 * MINUTE);
-    await w.pool.runPowerOffs();
+    await w.pool.reconcile();
     assert.equal(w.reporter.of("power-restored").length, 1);
   });
 
@@ -69,10 +69,10 @@ describe("power restore (a plug found off under a Node that should be running)",
     const w = await lostPower({ scaleUp: { maxPowerOnsPerInterval: 1, powerOnIntervalMs: 10_000 } });
     w.clock.advance(10_000);
     await w.pool.increaseSize("workers", 1);
-    assert.equal(await w.pool.runPowerOffs(), 10_000);
+    assert.equal(await w.pool.reconcile(), 10_000);
     assert.equal(w.power.callsOf("turnOn").length, 1);
     w.clock.advance(10_000);
-    await w.pool.runPowerOffs();
+    await w.pool.reconcile();
     assert.equal(w.reporter.of("power-restored").length, 1);
   });
 
@@ -89,7 +89,7 @@ describe("power restore (a plug found off under a Node that should be running)",
     for (const [what, world] of cases) {
       it(what, async () => {
         const w = await world();
-        await w.pool.runPowerOffs();
+        await w.pool.reconcile();
         assert.equal(w.power.callsOf("turnOn").length, 0);
         assert.equal(w.reporter.of("power-restored").length, 0);
       });

@@ -144,7 +144,7 @@ describe("boot-failure quarantine", () => {
     w.registerTainted("worker-1");
     await w.pool.refresh();
     await w.pool.deleteNodes("workers", [w.ref("worker-1")]);
-    await w.pool.runPowerOffs();
+    await w.pool.reconcile();
     w.cluster.setReady("worker-1", false, w.clock.now());
     await w.drive(200);
     assert.equal(w.reporter.of("power-off-finished").length, 1);

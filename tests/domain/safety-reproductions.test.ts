@@ -45,7 +45,7 @@ describe("safety reproductions", () => {
     const w = await deletingWorker1();
     w.cluster.untaint("worker-1");
     const before = w.cluster.calls.length;
-    await w.pool.runPowerOffs();
+    await w.pool.reconcile();
     const first = w.reporter.of("power-off-step").find((e) => e.outcome === "failed");
     assert.equal(first?.step, "check-taint");
     assert.deepEqual(w.cluster.calls.slice(before).map((c) => c.op).filter((op) => op !== "deletePowerOffPod" && op !== "clearPowerOffMark"), []);
@@ -57,7 +57,7 @@ describe("safety reproductions", () => {
     w.view?.sync();
     await w.pool.refresh();
     await w.pool.deleteNodes("workers", [w.ref("worker-1")]);
-    await w.pool.runPowerOffs();
+    await w.pool.reconcile();
     w.cluster.setReady("worker-1", false, w.clock.now());
     w.view?.sync();
     w.power.latency = () => 3;
@@ -66,7 +66,7 @@ describe("safety reproductions", () => {
       if (c.op === "turnOff") w.cluster.untaint("worker-1");
     };
     w.clock.advance(120_000);
-    await w.pool.runPowerOffs();
+    await w.pool.reconcile();
     assert.equal(w.power.callsOf("turnOff").length, 1);
     assert.ok(w.power.isOn(w.machine("worker-1").plug), "refused at the plug");
     assert.equal(w.reporter.of("refused").at(-1)?.rule, "registered-without-taint");
@@ -74,11 +74,11 @@ describe("safety reproductions", () => {
 
   it("3b: no power is cut while the cluster view is not known to be current", async () => {
     const w = await deletingWorker1();
-    await w.pool.runPowerOffs();
+    await w.pool.reconcile();
     w.cluster.setReady("worker-1", false, w.clock.now());
     w.cluster.viewCurrent = false;
     w.clock.advance(120_000);
-    await w.pool.runPowerOffs();
+    await w.pool.reconcile();
     assert.ok(w.power.isOn(w.machine("worker-1").plug));
     w.cluster.viewCurrent = true;
     await w.drive(20);
@@ -104,7 +104,7 @@ describe("safety reproductions", () => {
 
   it("5a: a failed or stuck power-off pod is replaced, a bounded number of times, then the power is kept", async () => {
     const w = await deletingWorker1();
-    await w.pool.runPowerOffs();
+    await w.pool.reconcile();
     for (let attempt = 0; attempt < 4; attempt++) {
       const pod = w.cluster.powerOffPod("worker-1");
       if (pod !== undefined) w.cluster.addPod({ ...pod, ...(attempt % 2 === 0 ? { phase: "Failed" } : { stuck: "ImagePullBackOff" }) });
@@ -137,11 +137,11 @@ describe("safety reproductions", () => {
 
   it("8: a switch-off whose answer was lost is not taken for no cut: no restore, no abort, the Node is not deleted while Ready and untainted", async () => {
     const w = await deletingWorker1();
-    await w.pool.runPowerOffs();
+    await w.pool.reconcile();
     w.cluster.setReady("worker-1", false, w.clock.now());
     w.clock.advance(120_000);
     w.power.loseNextAnswer("turnOff");
-    await w.pool.runPowerOffs();
+    await w.pool.reconcile();
     assert.equal(w.power.isOn(w.machine("worker-1").plug), false, "the cut went through");
     // The taint goes and the node reports Ready a last time before it stops.
     w.cluster.untaint("worker-1");

@@ -165,7 +165,7 @@ export class World {
   async drive(passes = 50): Promise<number | undefined> {
     let wait: number | undefined;
     for (let i = 0; i < passes; i++) {
-      wait = await this.pool.runPowerOffs();
+      wait = await this.pool.reconcile();
       if (wait === undefined) return undefined;
       this.clock.advance(wait);
       this.cluster.finishPodDeletion();

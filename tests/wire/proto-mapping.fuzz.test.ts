@@ -67,7 +67,7 @@ describe("wire requests fuzzed into the domain", () => {
         await w.pool.deleteNodes(id, wire.map(fromExternalGrpcNode)).catch((e: unknown) => {
           assert.ok(isPlugpoolError(e), `not a PlugpoolError: ${String(e)}`);
         });
-        await w.pool.runPowerOffs();
+        await w.pool.reconcile();
         assert.deepEqual(w.power.callsOf("turnOff"), [], "no registered, untainted machine is cut");
         assert.deepEqual(w.cluster.callsOf("createPowerOffPod"), []);
       }),
