@@ -19,7 +19,7 @@ import { deletePod, nodeNames, readPod } from "../tests/e2e/autoscaler/scenario.
 import { eventually } from "../tests/support/eventually.ts";
 import { startPrometheus, writePrometheusConfig, type RunningPrometheus } from "../tests/support/prometheus.ts";
 import {
-  dashboardOf, dashboardVariables, legendOf, panelTitled, queryWindow, substitute,
+  dashboardOf, dashboardVariables, legendOf, panelTitled, queryWindow, requireData, substitute,
   type Dashboard, type DashboardPanel, type QueryWindow,
 } from "./dashboard-picture/grafana.ts";
 import { PANEL_WIDTH, renderDashboard, type PanelData, type Series } from "./dashboard-picture/svg.ts";
@@ -158,9 +158,7 @@ async function panelData(prometheus: RunningPrometheus, dashboard: Dashboard, pa
     series.push(...await query(prometheus, expr, target.instant === true, window, target.legendFormat));
   }
   series.sort((a, b) => a.name.localeCompare(b.name));
-  if (!series.some((s) => s.points.some((p) => Number.isFinite(p.v)))) {
-    throw new Error(`panel "${panel.title}" has no data; its queries:\n  ${exprs.join("\n  ")}`);
-  }
+  requireData(panel.title, series, exprs);
   const unit = panel.fieldConfig?.defaults?.unit;
   switch (panel.type) {
     case "timeseries":

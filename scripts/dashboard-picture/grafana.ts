@@ -137,3 +137,10 @@ export function legendOf(format: string | undefined, labels: Readonly<Record<str
   }
   return format.replace(/\{\{\s*(\w+)\s*\}\}/g, (_, label: string) => labels[label] ?? "");
 }
+
+/** Throws, naming the panel and its queries, unless some series has a finite value: a drawn panel shows data. */
+export function requireData(title: string, series: readonly { readonly points: readonly { readonly v: number }[] }[], exprs: readonly string[]): void {
+  if (!series.some((s) => s.points.some((p) => Number.isFinite(p.v)))) {
+    throw new Error(`panel "${title}" has no data; its queries:\n  ${exprs.join("\n  ")}`);
+  }
+}

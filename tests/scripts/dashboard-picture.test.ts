@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import {
-  dashboardOf, dashboardVariables, legendOf, panelTitled, queryWindow, roundInterval, substitute,
+  dashboardOf, dashboardVariables, legendOf, panelTitled, queryWindow, requireData, roundInterval, substitute,
 } from "../../scripts/dashboard-picture/grafana.ts";
 import { escapeXml, formatValue, renderDashboard, type PanelData, type Picture } from "../../scripts/dashboard-picture/svg.ts";
 
@@ -147,6 +147,12 @@ describe("dashboard picture: Grafana's side", () => {
     assert.throws(() => panelTitled(dashboard, "No such panel"), /0 panels titled "No such panel"/);
     // "Power actions" is a row and a panel: the panel.
     assert.equal(panelTitled(dashboard, "Power actions").type, "timeseries");
+  });
+
+  it("refuses a panel whose series have no finite value, naming the panel and its queries", () => {
+    assert.throws(() => { requireData("Power draw", [], ["sum(x)"]); }, /panel "Power draw" has no data; its queries:\n {2}sum\(x\)/);
+    assert.throws(() => { requireData("p", [{ points: [{ v: Number.NaN }] }], ["q"]); }, /no data/);
+    requireData("p", [{ points: [{ v: Number.NaN }] }, { points: [{ v: 0 }] }], ["q"]);
   });
 
   it("names a series by its legendFormat, or by its labels without one", () => {
