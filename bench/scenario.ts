@@ -6,7 +6,7 @@
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { loadConfig } from "../src/app/config.ts";
+import { loadConfig } from "../src/app/config/index.ts";
 import { createCloudProviderClient, type CloudProviderClient } from "../tests/support/grpc-client.ts";
 import type { ControlPlane } from "../tests/support/control-plane.ts";
 import { BENCHED, recordAnswers, startBaseline, type BenchedMethod, type RecordedAnswers } from "./baseline.ts";

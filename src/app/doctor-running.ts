@@ -1,6 +1,6 @@
 // What doctor can learn from a plugpool already serving beside it (same pod: `kubectl exec … doctor`): the
 // quarantine lives in that process's memory, so it is read from its /metrics.
-import type { AppConfig } from "./config.ts";
+import type { AppConfig } from "./config/index.ts";
 
 export interface RunningRow {
   readonly area: "running";

@@ -5,7 +5,7 @@
 import type { V1Node } from "@kubernetes/client-node";
 import type { NodeGroupSpec, Taint } from "../domain/index.ts";
 import { templateNode } from "../domain/template.ts";
-import { compareQuantities } from "./quantity.ts";
+import { compareQuantities } from "./config/quantity.ts";
 
 export interface TemplateRow {
   readonly area: "template";

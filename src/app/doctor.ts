@@ -8,10 +8,10 @@ import { apiserverReason, statusOf } from "../adapters/kubernetes/api-errors.ts"
 import { powerOffPodManifest } from "../adapters/kubernetes/power-off-pod.ts";
 import { requiredAccess } from "../adapters/kubernetes/access.ts";
 import { POWER_RECORDS_CONFIGMAP, recordKey } from "../adapters/kubernetes/power-records.ts";
-import type { AppConfig } from "./config.ts";
+import type { AppConfig } from "./config/index.ts";
 import { checkRunningInstance } from "./doctor-running.ts";
 import { compareWithTemplate } from "./doctor-template.ts";
-import { plugCredentialsFor } from "./plug-credentials.ts";
+import { plugCredentialsFor } from "./config/plug-credentials.ts";
 import { messageOf } from "../domain/errors.ts";
 import { renderTable } from "./table.ts";
 

@@ -3,12 +3,12 @@
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { KubeConfig } from "@kubernetes/client-node";
-import { ConfigError, loadConfigFile } from "./config.ts";
+import { ConfigError, loadConfigFile } from "./config/index.ts";
 import { createLogger, LOG_LEVELS, parseLogLevel } from "./logger.ts";
 import { serve } from "./serve.ts";
 import { doctor } from "./doctor.ts";
 import { opsUrl } from "./doctor-running.ts";
-import { parseDuration } from "./duration.ts";
+import { parseDuration } from "./config/duration.ts";
 import { energyReport, ReportError, type ReportSource } from "./report.ts";
 import { messageOf } from "../domain/errors.ts";
 

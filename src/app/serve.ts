@@ -14,11 +14,11 @@ import { createKubernetesNodeTeardown } from "../adapters/kubernetes/node-teardo
 import { createKubernetesNodeLookup } from "../adapters/kubernetes/node-lookup.ts";
 import { createKubernetesPowerRecords } from "../adapters/kubernetes/power-records.ts";
 import { createKubernetesEventRecorder } from "../adapters/kubernetes/events.ts";
-import type { AppConfig } from "./config.ts";
+import type { AppConfig } from "./config/index.ts";
 import type { Logger } from "./logger.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
 import { startOpsServer } from "./ops-server.ts";
-import { plugCredentialsFor } from "./plug-credentials.ts";
+import { plugCredentialsFor } from "./config/plug-credentials.ts";
 import { reconcilerLiveness, startReconciler, type Reconciler } from "./reconciler.ts";
 import { createReporter } from "./reporting.ts";
 import { instrumentPowerSwitch, rpcMetrics } from "./instrumentation.ts";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { parseDuration } from "../../src/app/duration.ts";
+import { parseDuration } from "../../src/app/config/duration.ts";
 
 describe("parseDuration()", () => {
   const valid: readonly [string, number][] = [

@@ -9,7 +9,7 @@ import {
   normalisePlugUrl,
   parseHostPort,
   switchObjectId,
-} from "../../src/app/config-formats.ts";
+} from "../../src/app/config/formats.ts";
 
 function table(name: string, check: (text: string) => boolean, valid: readonly string[], invalid: readonly string[]) {
   describe(name, () => {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { compareQuantities, parseQuantity } from "../../src/app/quantity.ts";
+import { compareQuantities, parseQuantity } from "../../src/app/config/quantity.ts";
 
 describe("parseQuantity()", () => {
   const valid: readonly [string, -1 | 0 | 1, boolean][] = [

@@ -1,7 +1,7 @@
 // The schema is the reference the README copies: every key is described and states its default.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import schema from "../../src/app/config.schema.json" with { type: "json" };
+import schema from "../../src/app/config/schema.json" with { type: "json" };
 
 interface Node {
   readonly description?: string;

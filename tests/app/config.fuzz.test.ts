@@ -4,7 +4,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { stringify } from "yaml";
-import { ConfigError, loadConfig } from "../../src/app/config.ts";
+import { ConfigError, loadConfig } from "../../src/app/config/index.ts";
 import { config, group, node } from "./fixtures/config-builders.ts";
 
 const RUNS = 400;

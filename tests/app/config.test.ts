@@ -4,8 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { inspect } from "node:util";
-import { ConfigError, loadConfig, loadConfigFile, type AppConfig } from "../../src/app/config.ts";
-import { plugCredentialsFor } from "../../src/app/plug-credentials.ts";
+import { ConfigError, loadConfig, loadConfigFile, type AppConfig } from "../../src/app/config/index.ts";
+import { plugCredentialsFor } from "../../src/app/config/plug-credentials.ts";
 import { config, group, issuesOf, load, node } from "./fixtures/config-builders.ts";
 
 const fixture = (name: string) => new URL(`fixtures/${name}`, import.meta.url).pathname;

@@ -6,7 +6,7 @@ import { Gauge } from "prom-client";
 import { checkRunningInstance, opsUrl } from "../../src/app/doctor-running.ts";
 import { createMetrics } from "../../src/app/metrics.ts";
 import { startOpsServer } from "../../src/app/ops-server.ts";
-import { loadConfig, type AppConfig } from "../../src/app/config.ts";
+import { loadConfig, type AppConfig } from "../../src/app/config/index.ts";
 import { World } from "../fakes/world.ts";
 
 function configOn(port: number): AppConfig {

@@ -17,7 +17,7 @@ import {
 import { parse, parseAllDocuments } from "yaml";
 import { requiredAccess } from "../../src/adapters/kubernetes/access.ts";
 import { powerOffPodManifest } from "../../src/adapters/kubernetes/power-off-pod.ts";
-import { loadConfig, type AppConfig } from "../../src/app/config.ts";
+import { loadConfig, type AppConfig } from "../../src/app/config/index.ts";
 import { autoscalerBinaryPath, autoscalerMissing, autoscalerNotBuilt } from "../support/autoscaler/autoscaler.ts";
 import { startControlPlane, type ControlPlane } from "../support/control-plane.ts";
 import { chartArchive, chartMissing, helm, helmTemplate } from "../support/helm/helm.ts";

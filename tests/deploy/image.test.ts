@@ -129,7 +129,7 @@ describe("Containerfile (runtime layout rebuilt without an engine)", () => {
   });
 
   it("ships the config schema beside the compiled loader and no dev dependency", () => {
-    assert.ok(existsSync(join(app, "dist", "src", "app", "config.schema.json")));
+    assert.ok(existsSync(join(app, "dist", "src", "app", "config", "schema.json")));
     for (const dev of ["typescript", "eslint", "@grpc/grpc-js", "fast-check"]) assert.equal(existsSync(join(app, "node_modules", dev)), false, dev);
   });
 

@@ -10,8 +10,8 @@ import {
   type KubeConfig, type KubernetesObject, type V1ConfigMap, type V1Container, type V1Deployment, type V1Pod, type V1Secret, type V1Volume,
 } from "@kubernetes/client-node";
 import { parse, parseAllDocuments } from "yaml";
-import { loadConfig, type AppConfig } from "../../src/app/config.ts";
-import { parseDuration } from "../../src/app/duration.ts";
+import { loadConfig, type AppConfig } from "../../src/app/config/index.ts";
+import { parseDuration } from "../../src/app/config/duration.ts";
 import { startControlPlane, type ControlPlane } from "../support/control-plane.ts";
 
 const examples = join(import.meta.dirname, "..", "..", "deploy", "examples");

@@ -5,7 +5,7 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { status } from "@grpc/grpc-js";
 import { CoreV1Api, type CoreV1Event } from "@kubernetes/client-node";
-import { loadConfig } from "../../src/app/config.ts";
+import { loadConfig } from "../../src/app/config/index.ts";
 import { createLogger } from "../../src/app/logger.ts";
 import { serve, type Served } from "../../src/app/serve.ts";
 import { POWER_OFF_ANNOTATION } from "../../src/domain/index.ts";

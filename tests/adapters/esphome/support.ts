@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import type { TestContext } from "node:test";
 import { inspect } from "node:util";
-import { normalisePlugUrl } from "../../../src/app/config-formats.ts";
+import { normalisePlugUrl } from "../../../src/app/config/formats.ts";
 import { isPlugpoolError, type ErrorCode } from "../../../src/domain/errors.ts";
 import type { PlugAddress } from "../../../src/domain/model.ts";
 import type { CutGuard } from "../../../src/domain/ports.ts";

@@ -6,11 +6,11 @@
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
-import { loadConfig, type AppConfig } from "../../../src/app/config.ts";
+import { loadConfig, type AppConfig } from "../../../src/app/config/index.ts";
 import { serve, type Served } from "../../../src/app/serve.ts";
 import { TEMPLATE_SLICES_CONFIGMAP } from "../../../src/adapters/kubernetes/template-slices.ts";
 import type { DeviceSlice } from "../../../src/domain/model.ts";
-import { parseDuration } from "../../../src/app/duration.ts";
+import { parseDuration } from "../../../src/app/config/duration.ts";
 import { AUTOSCALER_FLAGS, startAutoscaler, type AutoscalerProcess } from "../../support/autoscaler-process.ts";
 import { startAutoscalerStandIn } from "../../support/autoscaler-standin.ts";
 import { autoscalerMissing, autoscalerNotBuilt } from "../../support/autoscaler/autoscaler.ts";

@@ -1,12 +1,11 @@
 // Turns a validated configuration (schema defaults applied, every check passed) into the typed AppConfig.
-import type { Machine, NodeGroupSpec, PoolConfig, TaintEffect } from "../domain/model.ts";
-import type { AppConfig } from "./config.ts";
-import { normalisePlugUrl, parseHostPort } from "./config-formats.ts";
+import type { Machine, NodeGroupSpec, PoolConfig, TaintEffect } from "../../domain/model.ts";
+import type { AppConfig, PlugCredentials } from "./app-config.ts";
+import { normalisePlugUrl, parseHostPort } from "./formats.ts";
 import { parseDuration } from "./duration.ts";
-import type { PlugCredentials } from "./plug-credentials.ts";
 import type { Secret } from "./secret.ts";
 
-/** The file's shape once the schema accepted it and filled in defaults (see config.schema.json). */
+/** The file's shape once the schema accepted it and filled in defaults (see schema.json). */
 export interface RawConfig {
   readonly listen: string;
   readonly tls?: { readonly cert: string; readonly key: string; readonly cacert: string; readonly clientNames?: readonly string[] };

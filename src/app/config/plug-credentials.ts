@@ -2,17 +2,11 @@
 // Kubernetes Secret) where its config names them. Files are read once, at start; their values are Secrets from
 // the moment they are read, and no message ever holds one.
 import { readFileSync } from "node:fs";
-import type { Credentials } from "../adapters/esphome/device-auth.ts";
-import type { PlugAddress } from "../domain/model.ts";
-import type { AppConfig } from "./config.ts";
-import { childOf, type ConfigIssue, type ConfigPath } from "./config-issues.ts";
+import type { Credentials } from "../../adapters/esphome/device-auth.ts";
+import type { PlugAddress } from "../../domain/model.ts";
+import type { AppConfig } from "./app-config.ts";
+import { childOf, type ConfigIssue, type ConfigPath } from "./issues.ts";
 import { Secret } from "./secret.ts";
-
-/** A username and password, never shown. */
-export interface PlugCredentials {
-  readonly username: Secret;
-  readonly password: Secret;
-}
 
 /** The files of `nodeGroups[].nodes[].plug.credentials`, read: their values by path, and every file that could not be. */
 export interface CredentialFiles {

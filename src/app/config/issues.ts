@@ -1,6 +1,6 @@
 // Turns schema-validation errors into "<path>: <what is wrong and what is expected>" lines.
 import type { ErrorObject } from "ajv/dist/2020.js";
-import { FORMATS } from "./config-formats.ts";
+import { FORMATS } from "./formats.ts";
 
 /** A location in the configuration: keys and list indexes from the top. */
 export type ConfigPath = readonly (string | number)[];

@@ -1,41 +1,19 @@
-// Loads plugpool's configuration: YAML → JSON Schema (config.schema.json, defaults applied) →
+// Loads plugpool's configuration: YAML → JSON Schema (schema.json, defaults applied) →
 // semantic checks → typed, deeply frozen AppConfig. Every problem is reported at once, by path.
 import { readFileSync } from "node:fs";
 import { Ajv2020, type ErrorObject } from "ajv/dist/2020.js";
 import { isNode, LineCounter, parseDocument, type Document } from "yaml";
-import type { PoolConfig } from "../domain/model.ts";
-import { buildConfig, type RawConfig } from "./config-build.ts";
-import { checkConfig } from "./config-checks.ts";
-import { FORMATS } from "./config-formats.ts";
-import { describeSchemaError, formatPath, type ConfigIssue, type ConfigPath } from "./config-issues.ts";
-import schema from "./config.schema.json" with { type: "json" };
-import { readCredentialFiles, whyUnreadable, type PlugCredentials } from "./plug-credentials.ts";
+import type { AppConfig } from "./app-config.ts";
+import { buildConfig, type RawConfig } from "./build.ts";
+import { checkConfig } from "./checks.ts";
+import { FORMATS } from "./formats.ts";
+import { describeSchemaError, formatPath, type ConfigIssue, type ConfigPath } from "./issues.ts";
+import schema from "./schema.json" with { type: "json" };
+import { readCredentialFiles, whyUnreadable } from "./plug-credentials.ts";
 import { Secret } from "./secret.ts";
-import { messageOf } from "../domain/errors.ts";
+import { messageOf } from "../../domain/errors.ts";
 
-export interface AppConfig {
-  /** gRPC server for cluster-autoscaler. */
-  readonly listen: { readonly host: string; readonly port: number };
-  /**
-   * Mutual TLS for the gRPC server; absent means plaintext (only allowed on loopback). `clientNames`: the
-   * subjectAltNames (DNS or URI) a client certificate must carry one of; absent means any the CA signed.
-   */
-  readonly tls?: {
-    readonly certFile: string;
-    readonly keyFile: string;
-    readonly caFile: string;
-    readonly clientNames?: readonly string[];
-  };
-  /** Plain-HTTP server for /healthz, /readyz and /metrics. */
-  readonly opsListen: { readonly host: string; readonly port: number };
-  readonly plugTimeoutMs: number;
-  /** Plug credentials from PLUGPOOL_PLUG_USERNAME / PLUGPOOL_PLUG_PASSWORD; both are Secrets (kept out of logs). */
-  readonly credentials?: PlugCredentials;
-  /** The devices whose plugs name their own credentials (`plug.credentials` files), by `PlugAddress.device`. */
-  readonly plugCredentials: ReadonlyMap<string, PlugCredentials>;
-  readonly powerOffPod: { readonly namespace: string; readonly image: string };
-  readonly pool: PoolConfig;
-}
+export type { AppConfig, PlugCredentials } from "./app-config.ts";
 
 /** The configuration cannot be used. `message` lists every issue, one per line, and never holds a credential. */
 export class ConfigError extends Error {

@@ -3,8 +3,8 @@
 // one run reports every problem of the file.
 import { parseDuration } from "./duration.ts";
 import { parseQuantity } from "./quantity.ts";
-import { isLoopback, isWildcard, normalisePlugUrl, parseHostPort, switchObjectId } from "./config-formats.ts";
-import { childOf, formatPath, type ConfigIssue, type ConfigPath } from "./config-issues.ts";
+import { isLoopback, isWildcard, normalisePlugUrl, parseHostPort, switchObjectId } from "./formats.ts";
+import { childOf, formatPath, type ConfigIssue, type ConfigPath } from "./issues.ts";
 
 /** cluster-autoscaler gives each externalgrpc call 5 s; a plug request must leave room for the answer. */
 const MAX_PLUG_TIMEOUT_MS = 4000;
