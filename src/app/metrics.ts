@@ -127,7 +127,7 @@ export function createMetrics(): Metrics {
       name: "plugpool_power_on_to_ready_seconds",
       help: "From plugpool switching a plug on for a scale-up to the machine's Node turning Ready, by group.",
       labelNames: ["group"],
-      buckets: [15, 30, 45, 60, 90, 120, 180, 240, 300, 450, 600, 900],
+      buckets: [1, 5, 10, 15, 30, 45, 60, 90, 120, 180, 240, 300, 450, 600, 900],
       registers,
     }),
     configErrors: new Counter({
