@@ -1,66 +1,8 @@
-// Turns a validated configuration (schema defaults applied, every check passed) into the typed AppConfig.
-import type { Machine, NodeGroupSpec, PoolConfig, TaintEffect } from "../../domain/model.ts";
+// Turns a checked configuration (schema defaults applied, every value parsed, every check passed) into the
+// typed AppConfig. Nothing here parses or can fail: the one pass over the file has done both.
+import type { Machine, NodeGroupSpec, PoolConfig } from "../../domain/model.ts";
 import type { AppConfig, PlugCredentials } from "./app-config.ts";
-import { normalisePlugUrl, parseHostPort } from "./formats.ts";
-import { parseDuration } from "./duration.ts";
-import type { Secret } from "./secret.ts";
-
-/** The file's shape once the schema accepted it and filled in defaults (see schema.json). */
-export interface RawConfig {
-  readonly listen: string;
-  readonly tls?: { readonly cert: string; readonly key: string; readonly cacert: string; readonly clientNames?: readonly string[] };
-  readonly opsListen: string;
-  readonly providerIDPrefix: string;
-  readonly gpuLabel: string;
-  readonly gpuTypes: readonly string[];
-  readonly plugs: { readonly timeout: string };
-  readonly powerOff: {
-    readonly namespace: string;
-    readonly image: string;
-    readonly notReadyTimeout: string;
-    readonly onShutdownTimeout: "keep-power" | "cut";
-    readonly grace: string;
-    readonly standbyWatts: number;
-    readonly standbyWindow: string;
-  };
-  readonly scaleUp: {
-    readonly maxPowerOnsPerInterval: number;
-    readonly powerOnInterval: string;
-    readonly order: "config" | "least-used" | "efficient";
-  };
-  readonly quarantine: { readonly initial: string; readonly max: string };
-  readonly nodeGroups: readonly RawGroup[];
-}
-
-type RawQuantity = string | number;
-
-interface RawGroup {
-  readonly id: string;
-  readonly minSize: number;
-  readonly maxSize: number;
-  readonly idleWatts?: number;
-  readonly template: {
-    readonly cpu: RawQuantity;
-    readonly memory: RawQuantity;
-    readonly pods: RawQuantity;
-    readonly resources: Readonly<Record<string, RawQuantity>>;
-    readonly arch: string;
-    readonly os: string;
-    readonly labels: Readonly<Record<string, string>>;
-    readonly taints: readonly { readonly key: string; readonly value: string; readonly effect: TaintEffect }[];
-  };
-  readonly nodes: readonly {
-    readonly name: string;
-    readonly hold: boolean;
-    readonly idleWatts?: number;
-    readonly plug: {
-      readonly url: string;
-      readonly switch: string;
-      readonly powerSensor?: string;
-      readonly credentials?: { readonly usernameFile: string; readonly passwordFile: string };
-    };
-  }[];
-}
+import type { ParsedConfig, ParsedGroup } from "./parsed.ts";
 
 /** Retry delays of a failing power-off step: not configurable, documented in the README. */
 export const POWER_OFF_RETRY_MS = 5_000;
@@ -68,21 +10,21 @@ export const POWER_OFF_RETRY_MS = 5_000;
 export const POWER_OFF_POD_ATTEMPTS = 3;
 export const POWER_OFF_MAX_RETRY_MS = 120_000;
 
-/** `files`: the values of the credentials files the configuration names, by path (all read). */
-export function buildConfig(raw: RawConfig, credentials: AppConfig["credentials"], files: ReadonlyMap<string, Secret>): AppConfig {
+export function buildConfig(parsed: ParsedConfig, credentials: AppConfig["credentials"]): AppConfig {
+  const { raw } = parsed;
   return {
-    listen: validated(parseHostPort(raw.listen)),
+    listen: parsed.listen,
     ...(raw.tls && { tls: buildTls(raw.tls) }),
-    opsListen: validated(parseHostPort(raw.opsListen)),
-    plugTimeoutMs: duration(raw.plugs.timeout),
+    opsListen: parsed.opsListen,
+    plugTimeoutMs: parsed.durations.plugTimeout,
     ...(credentials && { credentials }),
-    plugCredentials: plugCredentials(raw, files),
+    plugCredentials: plugCredentials(parsed.groups),
     powerOffPod: { namespace: raw.powerOff.namespace, image: raw.powerOff.image },
-    pool: buildPool(raw),
+    pool: buildPool(parsed),
   };
 }
 
-function buildTls(tls: NonNullable<RawConfig["tls"]>): NonNullable<AppConfig["tls"]> {
+function buildTls(tls: NonNullable<ParsedConfig["raw"]["tls"]>): NonNullable<AppConfig["tls"]> {
   return {
     certFile: tls.cert,
     keyFile: tls.key,
@@ -91,9 +33,9 @@ function buildTls(tls: NonNullable<RawConfig["tls"]>): NonNullable<AppConfig["tl
   };
 }
 
-function buildPool(raw: RawConfig): PoolConfig {
+function buildPool({ raw, durations, groups: parsedGroups }: ParsedConfig): PoolConfig {
   let index = 0;
-  const groups = raw.nodeGroups.map((group): NodeGroupSpec => ({
+  const groups = parsedGroups.map(({ raw: group, nodes }): NodeGroupSpec => ({
     id: group.id,
     minSize: group.minSize,
     maxSize: group.maxSize,
@@ -105,16 +47,14 @@ function buildPool(raw: RawConfig): PoolConfig {
       labels: { ...group.template.labels, "kubernetes.io/arch": group.template.arch, "kubernetes.io/os": group.template.os },
       taints: group.template.taints.map(({ key, value, effect }) => ({ key, value, effect })),
     },
-    machines: group.nodes.map((node): Machine => {
-      const url = normalisePlugUrl(node.plug.url);
-      const { url: base, device } = validated(url.ok ? url : undefined);
+    machines: nodes.map(({ raw: node, plug }): Machine => {
       const idleWatts = node.idleWatts ?? group.idleWatts;
       return {
         name: node.name,
         group: group.id,
         plug: {
-          url: base,
-          device,
+          url: plug.url,
+          device: plug.device,
           switch: node.plug.switch,
           ...(node.plug.powerSensor !== undefined && { powerSensor: node.plug.powerSensor }),
         },
@@ -129,45 +69,30 @@ function buildPool(raw: RawConfig): PoolConfig {
     gpuLabel: raw.gpuLabel,
     gpuTypes: [...raw.gpuTypes],
     powerOff: {
-      notReadyTimeoutMs: duration(raw.powerOff.notReadyTimeout),
+      notReadyTimeoutMs: durations.notReadyTimeout,
       onShutdownTimeout: raw.powerOff.onShutdownTimeout,
       maxPodAttempts: POWER_OFF_POD_ATTEMPTS,
-      graceMs: duration(raw.powerOff.grace),
+      graceMs: durations.grace,
       standbyWatts: raw.powerOff.standbyWatts,
-      standbyWindowMs: duration(raw.powerOff.standbyWindow),
+      standbyWindowMs: durations.standbyWindow,
       retryMs: POWER_OFF_RETRY_MS,
       maxRetryMs: POWER_OFF_MAX_RETRY_MS,
     },
     scaleUp: {
       maxPowerOnsPerInterval: raw.scaleUp.maxPowerOnsPerInterval,
-      powerOnIntervalMs: duration(raw.scaleUp.powerOnInterval),
+      powerOnIntervalMs: durations.powerOnInterval,
       order: raw.scaleUp.order,
     },
-    quarantine: { initialMs: duration(raw.quarantine.initial), maxMs: duration(raw.quarantine.max) },
+    quarantine: { initialMs: durations.quarantineInitial, maxMs: durations.quarantineMax },
     groups,
   };
 }
 
 /** The devices whose plugs name their own credentials, with those (the checks made sure a device has one pair). */
-function plugCredentials(raw: RawConfig, files: ReadonlyMap<string, Secret>): ReadonlyMap<string, PlugCredentials> {
+function plugCredentials(groups: readonly ParsedGroup[]): ReadonlyMap<string, PlugCredentials> {
   const byDevice = new Map<string, PlugCredentials>();
-  for (const { plug } of raw.nodeGroups.flatMap((g) => g.nodes)) {
-    if (plug.credentials === undefined) continue;
-    const url = normalisePlugUrl(plug.url);
-    byDevice.set(validated(url.ok ? url : undefined).device, {
-      username: validated(files.get(plug.credentials.usernameFile)),
-      password: validated(files.get(plug.credentials.passwordFile)),
-    });
+  for (const { plug, credentials } of groups.flatMap((g) => g.nodes)) {
+    if (credentials !== undefined) byDevice.set(plug.device, credentials);
   }
   return byDevice;
-}
-
-function duration(text: string): number {
-  return validated(parseDuration(text));
-}
-
-/** Unwraps a value the checks have already accepted; undefined here is a bug in the checks, not in the file. */
-function validated<T>(value: T | undefined): T {
-  if (value === undefined) throw new Error("configuration value passed validation but does not parse");
-  return value;
 }

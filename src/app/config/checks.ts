@@ -1,10 +1,14 @@
-// Checks the JSON Schema cannot express: relations between values, duplicates, limits of parsed values.
-// They run even when the schema found problems, on every value the schema found nothing wrong with, so that
-// one run reports every problem of the file.
+// The one pass over the parsed file after the schema: it parses each value plugpool needs parsed (durations,
+// addresses, quantities, plug URLs) and checks what the schema cannot (relations between values, duplicates,
+// limits of parsed values). It runs even when the schema found problems, on every value the schema found
+// nothing wrong with, so that one run reports every problem of the file; the values it parsed go to the build.
 import { parseDuration } from "./duration.ts";
 import { parseQuantity } from "./quantity.ts";
-import { isLoopback, isWildcard, normalisePlugUrl, parseHostPort, switchObjectId } from "./formats.ts";
+import { isLoopback, isWildcard, normalisePlugUrl, parseHostPort, PARSED_FORMATS, switchObjectId, type HostPort } from "./formats.ts";
 import { childOf, formatPath, type ConfigIssue, type ConfigPath } from "./issues.ts";
+import type { PlugCredentials } from "./app-config.ts";
+import type { Durations, ParsedConfig, ParsedGroup, ParsedNode, RawConfig, RawGroup, RawNode } from "./parsed.ts";
+import type { Secret } from "./secret.ts";
 
 /** cluster-autoscaler gives each externalgrpc call 5 s; a plug request must leave room for the answer. */
 const MAX_PLUG_TIMEOUT_MS = 4000;
@@ -32,9 +36,22 @@ class Reader {
   }
 
   /** A quantity written as a string or a YAML number. */
-  quantity(path: ConfigPath): string | undefined {
+  quantity(path: ConfigPath): string | number | undefined {
     const value = this.#clean(path);
-    return typeof value === "number" ? String(value) : typeof value === "string" ? value : undefined;
+    return typeof value === "number" || typeof value === "string" ? value : undefined;
+  }
+
+  // The schema accepted everything at and below these paths, so what is there has the schema's shape.
+  document(): RawConfig | undefined {
+    return this.#clean([]) as RawConfig | undefined;
+  }
+
+  group(path: ConfigPath): RawGroup | undefined {
+    return this.#clean(path) as RawGroup | undefined;
+  }
+
+  node(path: ConfigPath): RawNode | undefined {
+    return this.#clean(path) as RawNode | undefined;
   }
 
   /** The entries of a list, whatever is wrong inside them (each entry is read through this reader). */
@@ -46,6 +63,10 @@ class Reader {
   keys(path: ConfigPath): readonly string[] {
     const value = this.#at(path);
     return typeof value === "object" && value !== null ? Object.keys(value) : [];
+  }
+
+  isList(path: ConfigPath): boolean {
+    return Array.isArray(this.#at(path));
   }
 
   present(path: ConfigPath): boolean {
@@ -66,43 +87,43 @@ function pointer(path: ConfigPath): string {
   return path.map((p) => `/${String(p).replaceAll("~", "~0").replaceAll("/", "~1")}`).join("");
 }
 
-/** Every semantic problem of the parsed file. `schemaErrorPointers`: the instancePaths of ajv's errors. */
 const MIN_NOT_READY_TIMEOUT_MS = 10_000;
 const MIN_GRACE_MS = 1_000;
 
-export function checkConfig(root: unknown, schemaErrorPointers: readonly string[]): ConfigIssue[] {
+/** Every problem of the file the schema cannot see, and its values parsed: `parsed` only if every one parsed. */
+export interface Checked {
+  readonly issues: readonly ConfigIssue[];
+  readonly parsed?: ParsedConfig;
+}
+
+/**
+ * `schemaErrorPointers`: the instancePaths of ajv's errors (values at and below them are skipped: the schema has
+ * reported them). `files`: the credentials files the configuration names, read, by path.
+ */
+export function checkConfig(root: unknown, schemaErrorPointers: readonly string[], files: ReadonlyMap<string, Secret>): Checked {
   const read = new Reader(root, schemaErrorPointers);
   const issues: ConfigIssue[] = [];
   const report = (path: ConfigPath, message: string) => issues.push({ path, message });
+  /** The string at `path`, parsed; one that does not parse is reported with what the format expects. */
+  const parse = <T>(path: ConfigPath, parser: (text: string) => T | undefined, expected: string): T | undefined => {
+    const text = read.string(path);
+    const value = text === undefined ? undefined : parser(text);
+    if (text !== undefined && value === undefined) report(path, expected);
+    return value;
+  };
+  const duration = (path: ConfigPath) => parse(path, parseDuration, PARSED_FORMATS.duration.expected);
 
-  checkAddresses(read, report);
-  const timeout = parseDuration(read.string(["plugs", "timeout"]) ?? "");
-  if (timeout !== undefined && (timeout === 0 || timeout > MAX_PLUG_TIMEOUT_MS)) {
-    report(["plugs", "timeout"], "must be more than 0 and at most 4s (cluster-autoscaler allows 5s per call)");
-  }
-  // Shorter than these, the power-off pod and the cut would come in one pass: no shutdown could finish between them.
-  const notReady = parseDuration(read.string(["powerOff", "notReadyTimeout"]) ?? "");
-  if (notReady !== undefined && notReady < MIN_NOT_READY_TIMEOUT_MS) {
-    report(["powerOff", "notReadyTimeout"], "must be at least 10s: the OS needs time to shut down before the node goes NotReady");
-  }
-  const grace = parseDuration(read.string(["powerOff", "grace"]) ?? "");
-  if (grace !== undefined && grace < MIN_GRACE_MS) report(["powerOff", "grace"], "must be at least 1s");
-  if (parseDuration(read.string(["scaleUp", "powerOnInterval"]) ?? "") === 0) {
-    report(["scaleUp", "powerOnInterval"], "must be more than 0");
-  }
-  const initial = parseDuration(read.string(["quarantine", "initial"]) ?? "");
-  const max = parseDuration(read.string(["quarantine", "max"]) ?? "");
-  if (initial !== undefined && max !== undefined && max < initial) {
-    report(["quarantine", "max"], `must be at least quarantine.initial (${read.string(["quarantine", "initial"]) ?? ""})`);
-  }
-
+  const listen = parse(["listen"], parseHostPort, PARSED_FORMATS["host-port"].expected);
+  const opsListen = parse(["opsListen"], parseHostPort, PARSED_FORMATS["host-port"].expected);
+  checkAddresses(read, listen, opsListen, report);
+  const durations = checkDurations(read, duration, report);
   checkEfficientOrder(read, report);
 
   const groupIds = new Map<string, ConfigPath>();
   const nodeNames = new Map<string, ConfigPath>();
   const plugs = new Map<string, ConfigPath>();
   const logins = new Map<string, { readonly files: string; readonly path: ConfigPath }>();
-  (read.list(["nodeGroups"]) ?? []).forEach((_, g) => {
+  const groups = (read.list(["nodeGroups"]) ?? []).map((_, g): ParsedGroup | undefined => {
     const group = ["nodeGroups", g];
     const id = read.string([...group, "id"]);
     if (id !== undefined) {
@@ -110,7 +131,7 @@ export function checkConfig(root: unknown, schemaErrorPointers: readonly string[
     }
     checkSizes(read, group, report);
     checkTemplate(read, [...group, "template"], report);
-    (read.list([...group, "nodes"]) ?? []).forEach((__, n) => {
+    const nodes = (read.list([...group, "nodes"]) ?? []).map((__, n): ParsedNode | undefined => {
       const node = [...group, "nodes", n];
       const name = read.string([...node, "name"]);
       if (name !== undefined) {
@@ -120,17 +141,63 @@ export function checkConfig(root: unknown, schemaErrorPointers: readonly string[
       const urlText = read.string([...node, "plug", "url"]);
       const url = urlText === undefined ? undefined : normalisePlugUrl(urlText);
       if (url?.ok === false) report([...node, "plug", "url"], url.expected);
+      if (url?.ok !== true) return undefined;
       const relay = read.string([...node, "plug", "switch"]);
-      if (url?.ok === true && relay !== undefined) {
+      if (relay !== undefined) {
         const key = `${url.device} ${switchObjectId(relay)}`;
         const what = (first: string) =>
           `is the same plug as ${first} (device ${url.device}, switch "${relay}"); each machine needs its own plug`;
         firstOrReport(plugs, key, [...node, "plug"], what, report);
       }
-      if (url?.ok === true) checkLogin(read, [...node, "plug"], url.device, logins, report);
+      const login = checkLogin(read, [...node, "plug"], url.device, logins, files, report);
+      const raw = read.node(node);
+      const plug = { url: url.url, device: url.device };
+      return raw === undefined || login === undefined ? undefined : { raw, plug, ...(login.credentials && { credentials: login.credentials }) };
     });
+    const raw = read.group(group);
+    const parsedNodes = all(nodes);
+    return raw === undefined || parsedNodes === undefined ? undefined : { raw, nodes: parsedNodes };
   });
-  return issues;
+  const raw = read.document();
+  const parsedGroups = all(groups);
+  const complete = raw !== undefined && listen !== undefined && opsListen !== undefined && durations !== undefined && parsedGroups !== undefined;
+  return { issues, ...(complete && { parsed: { raw, listen, opsListen, durations, groups: parsedGroups } }) };
+}
+
+/** The list if no entry is missing. */
+function all<T>(entries: readonly (T | undefined)[]): readonly T[] | undefined {
+  const present = entries.filter((entry) => entry !== undefined);
+  return present.length === entries.length ? present : undefined;
+}
+
+/** Parses every duration and checks its limits; all of them, if every one parsed. */
+function checkDurations(read: Reader, duration: (path: ConfigPath) => number | undefined, report: Report): Durations | undefined {
+  const plugTimeout = duration(["plugs", "timeout"]);
+  if (plugTimeout !== undefined && (plugTimeout === 0 || plugTimeout > MAX_PLUG_TIMEOUT_MS)) {
+    report(["plugs", "timeout"], "must be more than 0 and at most 4s (cluster-autoscaler allows 5s per call)");
+  }
+  // Shorter than these, the power-off pod and the cut would come in one pass: no shutdown could finish between them.
+  const notReadyTimeout = duration(["powerOff", "notReadyTimeout"]);
+  if (notReadyTimeout !== undefined && notReadyTimeout < MIN_NOT_READY_TIMEOUT_MS) {
+    report(["powerOff", "notReadyTimeout"], "must be at least 10s: the OS needs time to shut down before the node goes NotReady");
+  }
+  const grace = duration(["powerOff", "grace"]);
+  if (grace !== undefined && grace < MIN_GRACE_MS) report(["powerOff", "grace"], "must be at least 1s");
+  const standbyWindow = duration(["powerOff", "standbyWindow"]);
+  const powerOnInterval = duration(["scaleUp", "powerOnInterval"]);
+  if (powerOnInterval === 0) report(["scaleUp", "powerOnInterval"], "must be more than 0");
+  const quarantineInitial = duration(["quarantine", "initial"]);
+  const quarantineMax = duration(["quarantine", "max"]);
+  if (quarantineInitial !== undefined && quarantineMax !== undefined && quarantineMax < quarantineInitial) {
+    report(["quarantine", "max"], `must be at least quarantine.initial (${read.string(["quarantine", "initial"]) ?? ""})`);
+  }
+  if (
+    plugTimeout === undefined || notReadyTimeout === undefined || grace === undefined || standbyWindow === undefined ||
+    powerOnInterval === undefined || quarantineInitial === undefined || quarantineMax === undefined
+  ) {
+    return undefined;
+  }
+  return { plugTimeout, notReadyTimeout, grace, standbyWindow, powerOnInterval, quarantineInitial, quarantineMax };
 }
 
 type Report = (path: ConfigPath, what: string) => void;
@@ -148,24 +215,32 @@ function firstOrReport(
   else report(path, what(formatPath(first)));
 }
 
-/** A device has one web_server login: every plug on it must name the same credentials files, or none. */
+/**
+ * A device has one web_server login: every plug on it must name the same credentials files, or none. Returns the
+ * plug's own credentials (none when it names no files), or undefined when they cannot be had.
+ */
 function checkLogin(
   read: Reader,
   plug: ConfigPath,
   device: string,
   logins: Map<string, { readonly files: string; readonly path: ConfigPath }>,
+  files: ReadonlyMap<string, Secret>,
   report: Report,
-): void {
+): { readonly credentials?: PlugCredentials } | undefined {
   const credentials = [...plug, "credentials"];
   const username = read.string([...credentials, "usernameFile"]);
   const password = read.string([...credentials, "passwordFile"]);
-  if (read.present(credentials) && (username === undefined || password === undefined)) return;
-  const files = username === undefined ? "" : `${username}\n${password ?? ""}`;
+  if (read.present(credentials) && (username === undefined || password === undefined)) return undefined;
+  const named = username === undefined ? "" : `${username}\n${password ?? ""}`;
   const first = logins.get(device);
-  if (first === undefined) logins.set(device, { files, path: plug });
-  else if (first.files !== files) {
+  if (first === undefined) logins.set(device, { files: named, path: plug });
+  else if (first.files !== named) {
     report(credentials, `differ from those of ${formatPath(first.path)}, on the same device ${device}; a device has one login, so name the same files (or none) for both`);
   }
+  if (username === undefined || password === undefined) return {};
+  // A file that could not be read has been reported where the files were read.
+  const pair = { username: files.get(username), password: files.get(password) };
+  return pair.username === undefined || pair.password === undefined ? undefined : { credentials: { username: pair.username, password: pair.password } };
 }
 
 /** Without any idleWatts every machine ties and `efficient` would silently be config order. */
@@ -182,9 +257,7 @@ function checkEfficientOrder(read: Reader, report: Report): void {
   }
 }
 
-function checkAddresses(read: Reader, report: Report): void {
-  const listen = parseHostPort(read.string(["listen"]) ?? "");
-  const ops = parseHostPort(read.string(["opsListen"]) ?? "");
+function checkAddresses(read: Reader, listen: HostPort | undefined, ops: HostPort | undefined, report: Report): void {
   if (listen !== undefined && !read.present(["tls"]) && !isLoopback(listen.host)) {
     report(
       ["listen"],
@@ -210,14 +283,21 @@ function checkSizes(read: Reader, group: ConfigPath, report: Report): void {
 }
 
 function checkTemplate(read: Reader, template: ConfigPath, report: Report): void {
-  // The schema has checked the syntax of quantities written as strings; YAML numbers always have valid syntax.
-  const check = (path: ConfigPath, rule: "positive" | "whole" | "not-negative") => {
-    const text = read.quantity(path);
-    const quantity = text === undefined ? undefined : parseQuantity(text);
+  // Extra resources written as a list are reported by the schema alone (not as quantities of a mapping).
+  const resourcesMapping = !read.isList([...template, "resources"]);
+  /** The quantity at `path`, parsed; one written as a string that does not parse is reported (YAML numbers always have its syntax). */
+  const parse = (path: ConfigPath, inMapping = true) => {
+    const written = read.quantity(path);
+    const quantity = written === undefined ? undefined : parseQuantity(String(written));
+    if (inMapping && typeof written === "string" && quantity === undefined) report(path, PARSED_FORMATS.quantity.expected);
+    return { text: String(written), quantity };
+  };
+  const check = (path: ConfigPath, rule: "positive" | "whole" | "not-negative", inMapping = true) => {
+    const { text, quantity } = parse(path, inMapping);
     if (quantity === undefined) return;
-    if (rule === "not-negative" && quantity.sign < 0) report(path, `must not be negative (found ${String(text)})`);
-    else if (rule !== "not-negative" && quantity.sign <= 0) report(path, `must be more than 0 (found ${String(text)})`);
-    else if (rule === "whole" && !quantity.isInteger) report(path, `must be a whole number such as "110" (found ${String(text)})`);
+    if (rule === "not-negative" && quantity.sign < 0) report(path, `must not be negative (found ${text})`);
+    else if (rule !== "not-negative" && quantity.sign <= 0) report(path, `must be more than 0 (found ${text})`);
+    else if (rule === "whole" && !quantity.isInteger) report(path, `must be a whole number such as "110" (found ${text})`);
   };
   check([...template, "cpu"], "positive");
   check([...template, "memory"], "positive");
@@ -234,9 +314,10 @@ function checkTemplate(read: Reader, template: ConfigPath, report: Report): void
   }
   for (const name of read.keys([...template, "resources"])) {
     if (TEMPLATE_KEYS.includes(name)) {
+      parse([...template, "resources", name], resourcesMapping);
       report([...template, "resources", name], `set ${name} as template.${name}, not among the extra resources`);
     } else {
-      check([...template, "resources", name], "not-negative");
+      check([...template, "resources", name], "not-negative", resourcesMapping);
     }
   }
 }

@@ -1,8 +1,7 @@
-// String formats of the configuration: the JSON Schema names them (`"format": "duration"`), ajv checks them
-// with these functions, and a failed check is reported with `expected`.
+// String formats of the configuration: the JSON Schema names them (`"format": "duration"`). ajv checks those
+// that are only syntax; those whose value plugpool needs are parsed, once, by the checks. Either way a value
+// that fails is reported with the format's `expected`.
 import { BlockList, isIP } from "node:net";
-import { parseDuration } from "./duration.ts";
-import { parseQuantity } from "./quantity.ts";
 
 const DNS_LABEL = /^[a-z0-9](?:[-a-z0-9]*[a-z0-9])?$/;
 const DNS_SUBDOMAIN = /^[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*$/;
@@ -127,19 +126,21 @@ export interface Format {
   readonly expected: string;
 }
 
-export const FORMATS: Readonly<Record<string, Format>> = {
+/** The formats whose values the checks parse (and report, should one not parse); ajv leaves them alone. */
+export const PARSED_FORMATS = {
   duration: {
-    test: (text) => parseDuration(text) !== undefined,
     expected: "must be a duration such as 90s, 5m, 1h30m or 500ms (a number with a unit: ns, us, ms, s, m or h; no sign)",
   },
   quantity: {
-    test: (text) => parseQuantity(text) !== undefined,
     expected: 'must be a Kubernetes quantity such as "24", 500m, 64Gi or 1e3',
   },
   "host-port": {
-    test: (text) => parseHostPort(text) !== undefined,
     expected: "must be host:port or [IPv6]:port with a port from 0 to 65535, e.g. 127.0.0.1:8086",
   },
+} as const;
+
+/** The formats ajv checks: syntax only, nothing is kept of the value. */
+export const SYNTAX_FORMATS: Readonly<Record<string, Format>> = {
   "dns-label": {
     test: isDnsLabel,
     expected: "must be up to 63 lower-case letters, digits or '-', starting and ending with a letter or digit",

@@ -1,12 +1,13 @@
-// Loads plugpool's configuration: YAML → JSON Schema (schema.json, defaults applied) →
-// semantic checks → typed, deeply frozen AppConfig. Every problem is reported at once, by path.
+// Loads plugpool's configuration: YAML → JSON Schema (schema.json: the shape, defaults applied) → one pass that
+// parses each value and checks what the schema cannot → typed, deeply frozen AppConfig. Every problem is
+// reported at once, by path, in file order.
 import { readFileSync } from "node:fs";
 import { Ajv2020, type ErrorObject } from "ajv/dist/2020.js";
 import { isNode, LineCounter, parseDocument, type Document } from "yaml";
 import type { AppConfig } from "./app-config.ts";
-import { buildConfig, type RawConfig } from "./build.ts";
+import { buildConfig } from "./build.ts";
 import { checkConfig } from "./checks.ts";
-import { FORMATS } from "./formats.ts";
+import { PARSED_FORMATS, SYNTAX_FORMATS } from "./formats.ts";
 import { describeSchemaError, formatPath, type ConfigIssue, type ConfigPath } from "./issues.ts";
 import schema from "./schema.json" with { type: "json" };
 import { readCredentialFiles, whyUnreadable } from "./plug-credentials.ts";
@@ -37,7 +38,9 @@ let validator: ReturnType<Ajv2020["compile"]> | undefined;
 function validate(data: unknown): readonly ErrorObject[] {
   if (validator === undefined) {
     const ajv = new Ajv2020({ allErrors: true, verbose: true, useDefaults: true, strict: true, allowUnionTypes: true });
-    for (const [name, format] of Object.entries(FORMATS)) ajv.addFormat(name, { type: "string", validate: format.test });
+    for (const [name, format] of Object.entries(SYNTAX_FORMATS)) ajv.addFormat(name, { type: "string", validate: format.test });
+    // Known to ajv but not checked by it (`true`): the checks parse these values, once, and report a failure.
+    for (const name of Object.keys(PARSED_FORMATS)) ajv.addFormat(name, true);
     validator = ajv.compile(schema);
   }
   return validator(data) ? [] : (validator.errors ?? []);
@@ -55,9 +58,10 @@ export function loadConfig(yamlText: string, env: Readonly<Record<string, string
   // A failed `propertyNames` is also reported by the error inside it, which names the key.
   const schemaErrors = validate(data).filter((e) => e.keyword !== "propertyNames");
   const credentialFiles = readCredentialFiles(data);
+  const checked = checkConfig(data, schemaErrors.map((e) => e.instancePath), credentialFiles.values);
   const fileIssues: ConfigIssue[] = [
     ...schemaErrors.map((e) => describeSchemaError(e, data)),
-    ...checkConfig(data, schemaErrors.map((e) => e.instancePath)),
+    ...checked.issues,
     ...credentialFiles.issues,
   ];
   const { credentials, issues: credentialIssues } = readCredentials(env);
@@ -69,7 +73,9 @@ export function loadConfig(yamlText: string, env: Readonly<Record<string, string
     ...credentialIssues,
   ];
   if (issues.length > 0) throw new ConfigError([...new Set(issues)]);
-  return deepFreeze(buildConfig(data as RawConfig, credentials, credentialFiles.values));
+  // Each value that did not parse was reported (by the schema, the checks or the file reads), so none is missing.
+  if (checked.parsed === undefined) throw new Error("configuration has no issue, yet a value did not parse");
+  return deepFreeze(buildConfig(checked.parsed, credentials));
 }
 
 /** Reads and loads a configuration file (once, at start-up); an unreadable file is a ConfigError naming the path. */

@@ -1,6 +1,6 @@
 // Turns schema-validation errors into "<path>: <what is wrong and what is expected>" lines.
 import type { ErrorObject } from "ajv/dist/2020.js";
-import { FORMATS } from "./formats.ts";
+import { SYNTAX_FORMATS } from "./formats.ts";
 
 /** A location in the configuration: keys and list indexes from the top. */
 export type ConfigPath = readonly (string | number)[];
@@ -64,7 +64,7 @@ export function describeSchemaError(error: ErrorObject, root: unknown): ConfigIs
   const at = (message: string, where: ConfigPath = path): ConfigIssue => ({ path: where, message });
   if (error.propertyName !== undefined) {
     // An error inside `propertyNames`: the key itself is wrong.
-    return at(`the key ${FORMATS[String(params.format)]?.expected ?? String(error.message)}`, [...path, error.propertyName]);
+    return at(`the key ${SYNTAX_FORMATS[String(params.format)]?.expected ?? String(error.message)}`, [...path, error.propertyName]);
   }
   switch (error.keyword) {
     case "additionalProperties": {
@@ -79,7 +79,7 @@ export function describeSchemaError(error: ErrorObject, root: unknown): ConfigIs
       return at(`must be ${expected.join(" or ")}, not ${kindOf(error.data)}`);
     }
     case "format":
-      return at(FORMATS[String(params.format)]?.expected ?? String(error.message));
+      return at(SYNTAX_FORMATS[String(params.format)]?.expected ?? String(error.message));
     case "minimum":
       return params.limit === 0
         ? at(`must not be negative (found ${String(error.data)})`)

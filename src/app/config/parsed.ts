@@ -1,0 +1,97 @@
+// What the one pass over the file hands the build: the file's shape as the schema accepted it, and beside it
+// every value the checks had to parse (durations, addresses, plug URLs, credentials files), parsed once.
+import type { TaintEffect } from "../../domain/model.ts";
+import type { PlugCredentials } from "./app-config.ts";
+import type { HostPort } from "./formats.ts";
+
+/** The file's shape once the schema accepted it and filled in defaults (see schema.json). */
+export interface RawConfig {
+  readonly listen: string;
+  readonly tls?: { readonly cert: string; readonly key: string; readonly cacert: string; readonly clientNames?: readonly string[] };
+  readonly opsListen: string;
+  readonly providerIDPrefix: string;
+  readonly gpuLabel: string;
+  readonly gpuTypes: readonly string[];
+  readonly plugs: { readonly timeout: string };
+  readonly powerOff: {
+    readonly namespace: string;
+    readonly image: string;
+    readonly notReadyTimeout: string;
+    readonly onShutdownTimeout: "keep-power" | "cut";
+    readonly grace: string;
+    readonly standbyWatts: number;
+    readonly standbyWindow: string;
+  };
+  readonly scaleUp: {
+    readonly maxPowerOnsPerInterval: number;
+    readonly powerOnInterval: string;
+    readonly order: "config" | "least-used" | "efficient";
+  };
+  readonly quarantine: { readonly initial: string; readonly max: string };
+  readonly nodeGroups: readonly RawGroup[];
+}
+
+type RawQuantity = string | number;
+
+export interface RawGroup {
+  readonly id: string;
+  readonly minSize: number;
+  readonly maxSize: number;
+  readonly idleWatts?: number;
+  readonly template: {
+    readonly cpu: RawQuantity;
+    readonly memory: RawQuantity;
+    readonly pods: RawQuantity;
+    readonly resources: Readonly<Record<string, RawQuantity>>;
+    readonly arch: string;
+    readonly os: string;
+    readonly labels: Readonly<Record<string, string>>;
+    readonly taints: readonly { readonly key: string; readonly value: string; readonly effect: TaintEffect }[];
+  };
+  readonly nodes: readonly RawNode[];
+}
+
+export interface RawNode {
+  readonly name: string;
+  readonly hold: boolean;
+  readonly idleWatts?: number;
+  readonly plug: {
+    readonly url: string;
+    readonly switch: string;
+    readonly powerSensor?: string;
+    readonly credentials?: { readonly usernameFile: string; readonly passwordFile: string };
+  };
+}
+
+/** Every duration of the file, in milliseconds. */
+export interface Durations {
+  readonly plugTimeout: number;
+  readonly notReadyTimeout: number;
+  readonly grace: number;
+  readonly standbyWindow: number;
+  readonly powerOnInterval: number;
+  readonly quarantineInitial: number;
+  readonly quarantineMax: number;
+}
+
+export interface ParsedNode {
+  readonly raw: RawNode;
+  /** The plug's normalised base URL and the device it reaches (see `PlugAddress.device`). */
+  readonly plug: { readonly url: string; readonly device: string };
+  /** The plug's own credentials, read from the files it names; absent when it names none. */
+  readonly credentials?: PlugCredentials;
+}
+
+export interface ParsedGroup {
+  readonly raw: RawGroup;
+  readonly nodes: readonly ParsedNode[];
+}
+
+/** A file every value of which parsed (other problems may remain: the build runs only when there are none). */
+export interface ParsedConfig {
+  readonly raw: RawConfig;
+  readonly listen: HostPort;
+  readonly opsListen: HostPort;
+  readonly durations: Durations;
+  readonly groups: readonly ParsedGroup[];
+}
