@@ -9,11 +9,14 @@ import { childOf, formatPath, type ConfigIssue, type ConfigPath } from "./issues
 import type { PlugCredentials } from "./app-config.ts";
 import type { Durations, ParsedConfig, ParsedGroup, ParsedNode, RawConfig, RawGroup, RawNode } from "./parsed.ts";
 import type { Secret } from "./secret.ts";
+import schema from "./schema.json" with { type: "json" };
 
 /** cluster-autoscaler gives each externalgrpc call 5 s; a plug request must leave room for the answer. */
 const MAX_PLUG_TIMEOUT_MS = 4000;
 
 const TEMPLATE_KEYS = ["cpu", "memory", "pods"];
+/** The template's keys as the schema defines them, defaults included. */
+const TEMPLATE_SCHEMA = schema.$defs.template.properties;
 
 /** Reads values at paths, but only values the schema validated without error (else undefined). */
 class Reader {
@@ -303,11 +306,11 @@ function checkTemplate(read: Reader, template: ConfigPath, report: Report): void
   check([...template, "memory"], "positive");
   check([...template, "pods"], "whole");
   // One truth for the arch and os a template claims: a label that says otherwise would be a silent override.
-  for (const [key, field, fallback] of [["kubernetes.io/arch", "arch", "amd64"], ["kubernetes.io/os", "os", "linux"]] as const) {
+  for (const [key, field] of [["kubernetes.io/arch", "arch"], ["kubernetes.io/os", "os"]] as const) {
     const label = read.string([...template, "labels", key]);
     const value = read.string([...template, field]);
     if (label !== undefined && value !== undefined && label !== value) {
-      const given = value === fallback ? `${value} (its default when not set)` : value;
+      const given = value === TEMPLATE_SCHEMA[field].default ? `${value} (its default when not set)` : value;
       const fix = field === "os" ? "plugpool drives only Linux machines; leave the label out" : `set template.${field}: ${label} and leave the label out`;
       report([...template, "labels", key], `is ${label} but template.${field} is ${given}; ${fix}`);
     }
