@@ -7,6 +7,7 @@ import { toBinary, type DescMessage, type MessageShape } from "@bufbuild/protobu
 import { CloudProvider } from "../gen/clusterautoscaler/cloudprovider/v1/externalgrpc/externalgrpc_pb.ts";
 import type { CloudProviderClient } from "../tests/support/grpc-client.ts";
 import { forkChild } from "./child.ts";
+import { allocatedDuring } from "./plugpool-process.ts";
 
 /** The benchmarked RPCs (local method names of the generated service). */
 export const BENCHED = ["nodeGroupNodes", "nodeGroupForNode", "nodeGroupTargetSize", "nodeGroupTemplateNodeInfo"] as const;
@@ -18,6 +19,8 @@ export type RecordedAnswers = Readonly<Record<BenchedMethod, string>>;
 export interface BaselineServer {
   readonly address: string;
   readonly pid: number;
+  /** Bytes the server allocated while `work` ran (gc-probe.ts). */
+  allocatedDuring<T>(work: () => Promise<T>): Promise<{ readonly result: T; readonly bytes: number }>;
   close(): Promise<void>;
 }
 
@@ -47,8 +50,13 @@ export async function recordAnswers(
   };
 }
 
-/** Starts the baseline server process; it exits when closed or when this process goes away. */
-export async function startBaseline(answers: RecordedAnswers): Promise<BaselineServer> {
-  const child = await forkChild<{ port: number }>(join(import.meta.dirname, "baseline-server.ts"), answers);
-  return { address: `127.0.0.1:${String(child.reply.port)}`, pid: child.pid, close: child.close };
+/** Starts the baseline server process with the garbage probe (`probe`); it exits when closed or when this process goes away. */
+export async function startBaseline(answers: RecordedAnswers, probe: string): Promise<BaselineServer> {
+  const child = await forkChild<{ port: number }>(join(import.meta.dirname, "baseline-server.ts"), answers, [`--import=${probe}`]);
+  return {
+    address: `127.0.0.1:${String(child.reply.port)}`,
+    pid: child.pid,
+    allocatedDuring: (work) => allocatedDuring(child.process, work),
+    close: child.close,
+  };
 }

@@ -12,8 +12,9 @@ export interface Child<Reply> {
   readonly close: () => Promise<void>;
 }
 
-export async function forkChild<Reply>(modulePath: string, request: unknown): Promise<Child<Reply>> {
-  const child = fork(modulePath, [], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
+/** `nodeArgs`: Node.js options for the child, after this process's own. */
+export async function forkChild<Reply>(modulePath: string, request: unknown, nodeArgs: readonly string[] = []): Promise<Child<Reply>> {
+  const child = fork(modulePath, [], { stdio: ["ignore", "inherit", "inherit", "ipc"], execArgv: [...process.execArgv, ...nodeArgs] });
   const exited = new Promise<void>((resolve) => child.once("exit", () => { resolve(); }));
   const close = async (): Promise<void> => {
     if (child.exitCode === null && child.connected) child.disconnect();

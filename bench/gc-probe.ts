@@ -1,7 +1,8 @@
 // Loaded into plugpool's process by the bench (--import, as plain JavaScript: see probeModule in
 // plugpool-process.ts): counts the bytes allocated between a "start" and a "stop" message on the IPC channel,
 // i.e. the garbage a batch of calls makes. Allocated = heap used at the end − heap used at the start + what
-// every GC in between freed (v8.GCProfiler reports the heap before and after each one).
+// every GC in between freed (v8.GCProfiler reports the heap before and after each one). The bench closes the
+// channel before it stops the process, so the listener never keeps it alive.
 import { GCProfiler, getHeapStatistics } from "node:v8";
 
 let profiler: GCProfiler | undefined;
@@ -22,5 +23,3 @@ process.on("message", (message) => {
     process.send?.({ allocatedBytes: usedAtEnd - usedAtStart + freed, gcs: statistics.length });
   }
 });
-// The channel must not keep plugpool alive on SIGTERM.
-process.channel?.unref();

@@ -45,6 +45,8 @@ export interface PlugpoolProcessOptions {
   readonly cgroupProcs?: string;
   /** When set, run with --cpu-prof and write the profile into this directory. */
   readonly cpuProfileDir?: string;
+  /** Environment variables as the container image sets them (NODE_OPTIONS…), over the bench's own. */
+  readonly env?: Readonly<Record<string, string>>;
   /** Where the probe's JavaScript is written. */
   readonly workDir: string;
 }
@@ -54,7 +56,7 @@ const hasSetpriv = spawnSync("setpriv", ["--pdeathsig", "KILL", "--", "true"]).s
 const CLOCK_TICK_MS = 1000 / (Number(spawnSync("getconf", ["CLK_TCK"]).stdout.toString().trim()) || 100);
 
 /** gc-probe.ts as plain JavaScript: loading TypeScript would bring the type stripper into plugpool's memory. */
-function probeModule(workDir: string): string {
+export function probeModule(workDir: string): string {
   const file = join(workDir, "gc-probe.mjs");
   writeFileSync(file, stripTypeScriptTypes(readFileSync(join(import.meta.dirname, "gc-probe.ts"), "utf8")));
   return file;
@@ -73,7 +75,8 @@ export async function startPlugpool(options: PlugpoolProcessOptions): Promise<Pl
     // The shell joins the cgroup, then becomes plugpool (same pid), so nothing runs outside the limit.
     : ["sh", "-c", `echo $$ > "$0" && exec "$@"`, options.cgroupProcs, ...command];
   const spawned = performance.now();
-  const child = spawn(file, args, { stdio: ["ignore", "pipe", "pipe", "ipc"] });
+  const env = { ...process.env, NODE_OPTIONS: "", ...options.env };
+  const child = spawn(file, args, { stdio: ["ignore", "pipe", "pipe", "ipc"], env });
   const killOnExit = (): void => { child.kill("SIGKILL"); };
   process.once("exit", killOnExit);
   const exited = new Promise<void>((resolve) => child.once("exit", () => { resolve(); }));
@@ -90,12 +93,7 @@ export async function startPlugpool(options: PlugpoolProcessOptions): Promise<Pl
       startup,
       memory: () => procMemory(pid),
       cpuMs: () => procCpuMs(pid),
-      allocatedDuring: async (work) => {
-        await ask(child, "start");
-        const result = await work();
-        const { allocatedBytes } = (await ask(child, "stop")) as { allocatedBytes: number };
-        return { result, bytes: allocatedBytes };
-      },
+      allocatedDuring: (work) => allocatedDuring(child, work),
       stop: async () => {
         client.close();
         await stop(child, exited);
@@ -107,6 +105,14 @@ export async function startPlugpool(options: PlugpoolProcessOptions): Promise<Pl
     process.off("exit", killOnExit);
     throw error;
   }
+}
+
+/** Bytes a process running gc-probe.ts allocated while `work` ran. */
+export async function allocatedDuring<T>(child: ChildProcess, work: () => Promise<T>): Promise<{ readonly result: T; readonly bytes: number }> {
+  await ask(child, "start");
+  const result = await work();
+  const { allocatedBytes } = (await ask(child, "stop")) as { allocatedBytes: number };
+  return { result, bytes: allocatedBytes };
 }
 
 function ask(child: ChildProcess, message: string): Promise<unknown> {
@@ -180,6 +186,8 @@ export function procCpuMs(pid: number): number {
 }
 
 async function stop(child: ChildProcess, exited: Promise<void>): Promise<void> {
+  // The IPC channel of gc-probe.ts would keep the process alive after serve() ends.
+  if (child.connected) child.disconnect();
   if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
   const timer = setTimeout(() => child.kill("SIGKILL"), 15_000);
   await exited;

@@ -33,7 +33,7 @@ const kb = (bytes: number): string => (bytes / 1024).toFixed(1);
 const refreshCpuRatio = (c: ConditionResult): number => c.refreshCpuMs.mean / c.floor.cpuMs.mean;
 
 function rpcRatio(r: SizeResult, c: ConditionResult, m: BenchedMethod): number {
-  return c.rpc[m].latency.p99Ms / r.baseline[m].p99Ms;
+  return c.rpc[m].latency.p99Ms / r.baseline[m].latency.p99Ms;
 }
 
 export function formatResults(results: readonly SizeResult[]): string {
@@ -68,14 +68,14 @@ export function formatResults(results: readonly SizeResult[]): string {
     ]),
   );
   const rpc = table(
-    ["machines memory RPC", "plugpool p50 / p99 ms", "baseline p50 / p99 ms", "p99 ratio", "garbage KB/call"],
+    ["machines memory RPC", "plugpool p50 / p99 ms", "baseline p50 / p99 ms", "p99 ratio", "garbage KB/call (baseline)"],
     each.flatMap(({ r, c }) =>
       BENCHED.map((m) => [
         `${r.site.machines} ${c.label} ${RPC_NAMES[m]}`,
         `${ms(c.rpc[m].latency.p50Ms)} / ${ms(c.rpc[m].latency.p99Ms)}`,
-        `${ms(r.baseline[m].p50Ms)} / ${ms(r.baseline[m].p99Ms)}`,
+        `${ms(r.baseline[m].latency.p50Ms)} / ${ms(r.baseline[m].latency.p99Ms)}`,
         rpcRatio(r, c, m).toFixed(2),
-        kb(c.rpc[m].garbageBytesPerCall),
+        `${kb(c.rpc[m].garbageBytesPerCall)} (${kb(r.baseline[m].garbageBytesPerCall)})`,
       ]),
     ),
   );

@@ -5,9 +5,11 @@
 //
 //   node bench/run.ts [--sizes 500] [--loops 24] [--quick] [--limit 512Mi|none] [--commit REV] [--cpu-prof] [--node-arg=--max-old-space-size=64 …]
 //
+// plugpool runs with the variables the Containerfile's runtime stage sets (NODE_OPTIONS: heap flags), as in the image.
 // --limit: the cgroup's memory limit (default: the plugpool container's limits.memory in
 // deploy/examples/deployment.yaml; "none" measures without a limit only). --quick takes fewer loops and
-// samples (a smoke run). --commit builds and measures a committed revision instead of the working tree.
+// samples (a smoke run). --commit builds and measures a committed revision (with its Containerfile and
+// example Deployment) instead of the working tree.
 // --cpu-prof runs plugpool with `node --cpu-prof` and prints where the profiles are.
 // --node-arg passes an option to plugpool's Node.js process. Needs the control-plane binaries
 // (tests/support/control-plane/build.sh) and about 12 minutes per size with the defaults.
@@ -40,9 +42,14 @@ const { values } = parseArgs({
 const sizes = values.sizes.split(",").map((s) => Number(s.trim()));
 if (sizes.some((n) => !Number.isInteger(n) || n < 2)) throw new Error(`--sizes: whole numbers of at least 2 expected, got ${values.sizes}`);
 
+/** A file of the working tree, or of `commit`. */
+function fileAt(commit: string | undefined, path: string): string {
+  return commit === undefined ? readFileSync(join(root, path), "utf8") : execFileSync("git", ["show", `${commit}:${path}`], { cwd: root, encoding: "utf8" });
+}
+
 /** limits.memory of the plugpool container in the example Deployment. */
-function exampleLimit(): string {
-  const text = readFileSync(join(root, "deploy", "examples", "deployment.yaml"), "utf8");
+function exampleLimit(commit: string | undefined): string {
+  const text = fileAt(commit, "deploy/examples/deployment.yaml");
   for (const doc of parseAllDocuments(text)) {
     const d = doc.toJS() as { kind?: string; spec?: { template?: { spec?: { containers?: { name: string; resources?: { limits?: { memory?: string } } }[] } } } };
     const limit = d.kind === "Deployment" ? d.spec?.template?.spec?.containers?.find((c) => c.name === "plugpool")?.resources?.limits?.memory : undefined;
@@ -86,6 +93,17 @@ function build(commit: string | undefined): string {
 }
 const entry = build(values.commit);
 
+/** The variables ENV sets in the Containerfile's runtime stage (the last one): the image runs plugpool with them. */
+function imageEnv(commit: string | undefined): Record<string, string> {
+  const runtime = fileAt(commit, "Containerfile").replace(/\\\n\s*/g, " ").split(/^FROM\s/m).at(-1) ?? "";
+  const env: Record<string, string> = {};
+  for (const [, args = ""] of runtime.matchAll(/^ENV\s+(.*)$/gm)) {
+    for (const [, key = "", quoted, bare] of args.matchAll(/(\w+)=(?:"([^"]*)"|(\S*))/g)) env[key] = quoted ?? bare ?? "";
+  }
+  return env;
+}
+const env = imageEnv(values.commit);
+
 const loops = values.quick ? 6 : Number(values.loops);
 const settings: BenchSettings = {
   loops,
@@ -97,6 +115,7 @@ const settings: BenchSettings = {
   entry,
   cpuProfile: values["cpu-prof"],
   nodeArgs: values["node-arg"],
+  env,
 };
 if (!Number.isInteger(loops) || loops <= settings.warmupLoops + 1) throw new Error(`--loops: more than ${settings.warmupLoops + 1} expected`);
 
@@ -107,11 +126,11 @@ const say = (text: string): void => {
 
 const machine = machineInfo();
 console.log(describeMachine(machine));
-console.log(`plugpool: ${values.commit === undefined ? "the working tree" : `commit ${values.commit}`}, compiled; runs as: node ${[...settings.nodeArgs, relative(process.cwd(), entry)].join(" ")} serve`);
+console.log(`plugpool: ${values.commit === undefined ? "the working tree" : `commit ${values.commit}`}, compiled; runs as: ${Object.entries(env).map(([k, v]) => `${k}="${v}"`).join(" ")} (the Containerfile's ENV) node ${[...settings.nodeArgs, relative(process.cwd(), entry)].join(" ")} serve`);
 console.log(`plugs: one emulated device per machine, timeout ${PLUG_TIMEOUT}; one in ten faulty (dead: never answers; slow: ${SLOW_PLUG_MS} ms)`);
 console.log(`cadence: one CA loop every ${settings.cadenceMs / 1000} s, ${settings.loops} loops (${settings.warmupLoops} not counted)`);
 
-const limitText = values.limit ?? exampleLimit();
+const limitText = values.limit ?? exampleLimit(values.commit);
 let cgroup: MemoryCgroup | undefined;
 if (limitText !== "none") {
   try {

@@ -18,7 +18,7 @@ import { startFloor, type Floor } from "./floor.ts";
 import { sequential, summarise, type LatencySummary } from "./latency.ts";
 import { configYaml, layout, PLUG_TIMEOUT_MS, RELAY_PATH, SLOW_PLUG_MS, summary, type Layout } from "./layout.ts";
 import { load, round } from "./machine-info.ts";
-import { startPlugpool, type PlugpoolProcess, type StartupTimes } from "./plugpool-process.ts";
+import { probeModule, startPlugpool, type PlugpoolProcess, type StartupTimes } from "./plugpool-process.ts";
 import { caLoopAfterRefresh, probeFor, registeredNodes } from "./probes.ts";
 
 export interface BenchSettings {
@@ -36,6 +36,8 @@ export interface BenchSettings {
   readonly cpuProfile: boolean;
   /** Extra Node.js options for plugpool's process (experiments: heap limits, flags). */
   readonly nodeArgs: readonly string[];
+  /** The container image's environment (its Containerfile's ENV: NODE_OPTIONS and the like). */
+  readonly env: Readonly<Record<string, string>>;
 }
 
 /** Where plugpool runs: inside a memory-limited cgroup, or not. */
@@ -74,7 +76,7 @@ export interface ConditionResult {
 export interface SizeResult {
   readonly site: ReturnType<typeof summary>;
   readonly conditions: readonly ConditionResult[];
-  readonly baseline: Readonly<Record<BenchedMethod, LatencySummary>>;
+  readonly baseline: Readonly<Record<BenchedMethod, { readonly latency: LatencySummary; readonly garbageBytesPerCall: number }>>;
   readonly loadAverage: { readonly start: readonly number[]; readonly end: readonly number[] };
 }
 
@@ -152,6 +154,7 @@ async function measureCondition(run: Run, condition: Condition): Promise<{ resul
     logPath: join(s.workDir, `plugpool-${tag}.log`),
     entry: s.entry,
     nodeArgs: s.nodeArgs,
+    env: s.env,
     workDir: s.workDir,
     ...(condition.cgroup !== undefined && { cgroupProcs: condition.cgroup.procs }),
     ...(profileDir !== undefined && { cpuProfileDir: profileDir }),
@@ -230,11 +233,14 @@ async function measureCondition(run: Run, condition: Condition): Promise<{ resul
 }
 
 async function measureBaseline(answers: RecordedAnswers, site: Layout, s: BenchSettings): Promise<SizeResult["baseline"]> {
-  const baseline = await startBaseline(answers);
+  const baseline = await startBaseline(answers, probeModule(s.workDir));
   const client: CloudProviderClient = createCloudProviderClient(baseline.address);
   try {
-    const out: Partial<Record<BenchedMethod, LatencySummary>> = {};
-    for (const method of BENCHED) out[method] = await sequential(probeFor(client, method, site), s.rpcSamples, s.rpcWarmup);
+    const out: Partial<Record<BenchedMethod, SizeResult["baseline"][BenchedMethod]>> = {};
+    for (const method of BENCHED) {
+      const { result, bytes } = await baseline.allocatedDuring(() => sequential(probeFor(client, method, site), s.rpcSamples, s.rpcWarmup));
+      out[method] = { latency: result, garbageBytesPerCall: bytes / (s.rpcSamples + s.rpcWarmup) };
+    }
     return out as SizeResult["baseline"];
   } finally {
     client.close();
