@@ -26,6 +26,8 @@ interface Stage {
   readonly copies: Copy[];
   entrypoint?: string[];
   cmd?: string[];
+  /** ENV variables (KEY=value, value optionally double-quoted). */
+  readonly env: Record<string, string>;
 }
 
 /** The instructions this test needs, by stage; continuation lines joined, comments dropped. */
@@ -37,7 +39,7 @@ function parseContainerfile(text: string): Stage[] {
     const args = rest.join(" ");
     const stage = stages.at(-1);
     if (instruction === "FROM") {
-      stages.push({ name: /\bAS\s+(\S+)/i.exec(args)?.[1] ?? "", workdir: "/", runs: [], copies: [] });
+      stages.push({ name: /\bAS\s+(\S+)/i.exec(args)?.[1] ?? "", workdir: "/", runs: [], copies: [], env: {} });
     } else if (stage === undefined) {
       continue; // ARG before the first FROM
     } else if (instruction === "WORKDIR") {
@@ -52,6 +54,8 @@ function parseContainerfile(text: string): Stage[] {
       stage.entrypoint = JSON.parse(args) as string[];
     } else if (instruction === "CMD") {
       stage.cmd = JSON.parse(args) as string[];
+    } else if (instruction === "ENV") {
+      for (const [, key = "", quoted, bare] of args.matchAll(/(\w+)=(?:"([^"]*)"|(\S*))/g)) stage.env[key] = quoted ?? bare ?? "";
     }
   }
   return stages;
@@ -74,7 +78,7 @@ describe("Containerfile (runtime layout rebuilt without an engine)", () => {
   const plugpool = async (args: readonly string[]) => {
     const [command, ...entry] = runtime?.entrypoint ?? [];
     assert.equal(command, "node");
-    return run(process.execPath, [...entry, ...args], { cwd: app, env: { PATH: process.env.PATH ?? "", NODE_ENV: "production" }, timeout: 20_000 })
+    return run(process.execPath, [...entry, ...args], { cwd: app, env: { PATH: process.env.PATH ?? "", ...runtime?.env }, timeout: 20_000 })
       .then(({ stdout, stderr }) => ({ code: 0, stdout, stderr }))
       .catch((error: unknown) => {
         const { code, stdout, stderr } = error as { code?: number; stdout?: string; stderr?: string };
@@ -126,6 +130,17 @@ describe("Containerfile (runtime layout rebuilt without an engine)", () => {
     // No config file outside a pod: the loader (schema included) names the path and stops.
     assert.equal(code, 2);
     assert.match(stderr, /\/etc\/plugpool\/config\.yaml: cannot read the configuration file/);
+  });
+
+  it("runs with heap limits in NODE_OPTIONS that Node accepts and applies", async () => {
+    const options = runtime?.env.NODE_OPTIONS ?? "";
+    const flag = (name: string): number => Number(new RegExp(`--${name}=(\\d+)`).exec(options)?.[1]);
+    const oldSpaceMb = flag("max-old-space-size");
+    assert.ok(oldSpaceMb > 0 && flag("max-semi-space-size") > 0, `NODE_OPTIONS: ${options}`);
+    const { stdout } = await run(process.execPath, ["-p", "require('node:v8').getHeapStatistics().heap_size_limit"], { env: { NODE_OPTIONS: options } });
+    const limitMb = Number(stdout) / 2 ** 20;
+    // The limit is the old space plus the young generation's room.
+    assert.ok(limitMb >= oldSpaceMb && limitMb < oldSpaceMb + 64, `heap limit ${limitMb} MB for ${options}`);
   });
 
   it("ships the config schema beside the compiled loader and no dev dependency", () => {
