@@ -12,7 +12,7 @@
 // example Deployment) instead of the working tree.
 // --cpu-prof runs plugpool with `node --cpu-prof` and prints where the profiles are.
 // --node-arg passes an option to plugpool's Node.js process. Needs the control-plane binaries
-// (tests/support/control-plane/build.sh) and about 12 minutes per size with the defaults.
+// (tests/support/control-plane/build.sh) and about 10 minutes per size with the defaults.
 import { cpSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { execFileSync } from "node:child_process";
 import { join, relative } from "node:path";
