@@ -356,7 +356,9 @@ describe("plugpool serve and doctor (processes) facing plugs that fail with cred
     assert.equal(increase.error?.code, status.UNAVAILABLE, increase.error?.details);
     const shortfall = percentDecoded(increase.error.details);
     for (const name of SHORTFALL) assert.match(shortfall, new RegExp(`\\b${name}: `), `the shortfall names ${name}: ${shortfall}`);
-    assert.match(shortfall, /never read successfully: wrong-basic, wrong-digest/);
+    // A healthy plug may miss its first read on a loaded machine too; the two that refuse the credentials never read.
+    const neverRead = /never read successfully: ([^;]*)/.exec(shortfall)?.[1]?.split(", ") ?? [];
+    for (const name of ["wrong-basic", "wrong-digest"]) assert.ok(neverRead.includes(name), `${name} never read: ${shortfall}`);
     assert.notEqual(drop.error, undefined, "the switch-off of cut fails");
     const failedInstance = nodes.response?.instances.find((i) => i.id === `${PREFIX}queued-401`);
     assert.match(failedInstance?.status?.errorInfo?.errorMessage ?? "", /switching on the plug of queued-401 failed: turning on plug/, "the instance carries its plug error");
