@@ -13,10 +13,9 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+. "$here/../go-tool.sh"
 cache="${PLUGPOOL_CACHE:-$HOME/.cache/plugpool}"
-# tests/support/autoscaler/autoscaler.ts derives the same key: sha256(go.mod + go.sum), first 16 hex digits.
-key="$(cat "$here/go.mod" "$here/go.sum" | sha256sum | cut -c1-16)"
-out="$cache/bin/$key"
+out="$(tool_dir "$here")"
 binary="$out/cluster-autoscaler"
 module=k8s.io/autoscaler/cluster-autoscaler
 # Its version as go.mod states it, in a one-line require or in a require block.

@@ -7,10 +7,8 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-cache="${PLUGPOOL_CACHE:-$HOME/.cache/plugpool}"
-# tests/deploy/helm.test.ts derives the same key: sha256(go.mod + go.sum), first 16 hex digits.
-key="$(cat "$here/go.mod" "$here/go.sum" | sha256sum | cut -c1-16)"
-out="$cache/bin/$key"
+. "$here/../go-tool.sh"
+out="$(tool_dir "$here")"
 binary="$out/helm"
 
 if [ -x "$binary" ]; then
@@ -18,11 +16,7 @@ if [ -x "$binary" ]; then
   echo "$binary"
   exit 0
 fi
-if ! command -v go >/dev/null; then
-  echo "helm: Go is needed to build it (go.mod asks for go 1.26)" >&2
-  exit 1
-fi
-mkdir -p "$out"
+require_go helm
 cd "$here"
 helm_version="$(go list -m -f '{{.Version}}' helm.sh/helm/v3)"
 # Helm's own Makefile stamps its version and the Kubernetes version its client-go speaks (the default
@@ -38,10 +32,5 @@ for pkg in pkg/lint/rules pkg/chartutil; do
 done
 
 echo "helm $helm_version -> $out" >&2
-started=$SECONDS
-# Static binary: builds faster and needs no C toolchain. Built beside the target and renamed, so an
-# interrupted build never leaves a binary that looks done.
-CGO_ENABLED=0 go build -trimpath -ldflags="$ldflags" -o "$out/.helm.tmp" helm.sh/helm/v3/cmd/helm
-mv -f "$out/.helm.tmp" "$binary"
-echo "helm: built in $((SECONDS - started))s" >&2
+build_tool "$out" helm helm.sh/helm/v3/cmd/helm "$ldflags"
 echo "$binary"

@@ -6,18 +6,10 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-cache="${PLUGPOOL_CACHE:-$HOME/.cache/plugpool}"
-# tests/support/prometheus.ts derives the same key: sha256(go.mod + go.sum), first 16 hex digits.
-key="$(cat "$here/go.mod" "$here/go.sum" | sha256sum | cut -c1-16)"
-out="$cache/bin/$key"
-mkdir -p "$out"
-
-if ! command -v go >/dev/null; then
-  echo "prometheus: Go is needed to build prometheus and promtool" >&2
-  exit 1
-fi
+. "$here/../go-tool.sh"
+out="$(tool_dir "$here")"
+require_go prometheus
 cd "$here"
-export CGO_ENABLED=0
 version="$(go list -m -f '{{.Version}}' github.com/prometheus/prometheus)"
 # remove_all_sd leaves out the cloud service discoveries (AWS, Azure, GCE, Kubernetes...): the tests scrape
 # static targets, and those SDKs are most of the build time
@@ -29,22 +21,8 @@ ldflags="-s -w -X github.com/prometheus/common/version.Version=$version"
 
 echo "prometheus: github.com/prometheus/prometheus $version -> $out" >&2
 
-build() {
-  local name="$1" pkg="$2"
-  if [ -x "$out/$name" ]; then
-    echo "  $name: already built" >&2
-    return
-  fi
-  echo "  $name: building $pkg ..." >&2
-  local started=$SECONDS
-  # Build beside the target and rename, so an interrupted build never leaves a binary that looks done.
-  go build -trimpath -tags "$tags" -ldflags="$ldflags" -o "$out/.$name.tmp" "$pkg"
-  mv -f "$out/.$name.tmp" "$out/$name"
-  echo "  $name: built in $((SECONDS - started))s" >&2
-}
-
 total_started=$SECONDS
-build promtool github.com/prometheus/prometheus/cmd/promtool
-build prometheus github.com/prometheus/prometheus/cmd/prometheus
+build_tool "$out" promtool github.com/prometheus/prometheus/cmd/promtool "$ldflags" "$tags"
+build_tool "$out" prometheus github.com/prometheus/prometheus/cmd/prometheus "$ldflags" "$tags"
 echo "prometheus: ready in $((SECONDS - total_started))s" >&2
 echo "$out"
