@@ -22,7 +22,7 @@ import { freePorts } from "../../support/control-plane/readiness.ts";
 import { eventually } from "../../support/eventually.ts";
 import { startMachineSimulator, type MachineSimulator } from "../../support/machine-simulator.ts";
 import { startPlugEmulator, type EmulatedPlug } from "../../support/plug-emulator/index.ts";
-import { turnOffRequests } from "./scenario.ts";
+import { scenario, turnOffRequests } from "./scenario.ts";
 
 const repo = join(import.meta.dirname, "..", "..", "..");
 const examples = join(repo, "deploy", "examples");
@@ -191,18 +191,10 @@ describe("the README's install steps, followed in the sandbox", { skip: autoscal
   const diagnostics = (): string =>
     [`--- cluster-autoscaler ---`, autoscaler?.logTail(60) ?? "(not running)", `--- plugpool ---`, plugpool?.tail() ?? "(not running)",
       `--- simulator failures ---`, machines.failures().map(String).join("\n") || "(none)"].join("\n");
-  const step = (title: string, body: () => Promise<void>) => async () => {
-    const started = performance.now();
+  const step = (title: string, body: () => Promise<void>) => scenario(title, diagnostics, async () => {
     show(`\n===== ${title} =====`);
-    try {
-      await body();
-    } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
-      throw new Error(`${message}\n${diagnostics()}`, { cause: error });
-    } finally {
-      show(`(${((performance.now() - started) / 1000).toFixed(1)} s)`);
-    }
-  };
+    await body();
+  });
 
   const pendingPod = [
     "# A pod that needs a worker: no running machine has the pool's label.",
