@@ -13,6 +13,8 @@ export interface Pki {
   readonly serverKey: string;
   readonly clientCert: string;
   readonly clientKey: string;
+  /** A CA that issued none of the above: a client that trusts only it must refuse the server. */
+  readonly strangerCa: string;
   /** A client certificate signed by a different CA (must be refused). */
   readonly strangerCert: string;
   readonly strangerKey: string;
@@ -50,6 +52,7 @@ export function createPki(): Pki {
     serverKey: at("server.key"),
     clientCert: at("client.crt"),
     clientKey: at("client.key"),
+    strangerCa: at("stranger-ca.crt"),
     strangerCert: at("stranger.crt"),
     strangerKey: at("stranger.key"),
     read: (path) => readFileSync(path),
