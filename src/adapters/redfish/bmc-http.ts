@@ -1,0 +1,252 @@
+// HTTP exchanges with a Redfish service (a server's BMC): one request at a time per BMC, over TLS that trusts the
+// configured CA, authenticated with Basic or a Redfish session (X-Auth-Token), each answer read within a bound
+// on size. Redfish: https://www.dmtf.org/dsp/DSP0266 (the protocol), https://www.dmtf.org/dsp/DSP8010 (schemas).
+//
+// Retries have one owner: this client sends a request again only after the BMC refused it with 401 while a
+// session token it had kept was in use (the session expired: it logs in again, once). It never re-sends after
+// a dropped connection or a timeout, since a Reset may have been carried out; switching is retried by the
+// domain.
+//
+// No keep-alive: a command written onto an idle socket the BMC had just closed would leave its outcome unknown
+// (a Reset then counts as unconfirmed), and BMCs close idle connections on their own schedules. Each BMC has
+// its own Agent, holding its CA and caching TLS sessions, so that a new connection resumes the last one's TLS
+// session instead of a full handshake, which costs a BMC's small CPU most.
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
+import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+import { BmcFailure } from "./bmc-failure.ts";
+
+/** A System resource is a few KB (iDRAC's, with its Oem section, under 20 KB); more is not a Redfish answer worth the memory. */
+export const MAX_ANSWER_BYTES = 128 * 1024;
+
+/** A value never shown: only `reveal()` gives it, where a request needs it. */
+export interface Revealable {
+  reveal(): string;
+}
+
+export interface BmcTarget {
+  /** Base URL of the BMC (origin). */
+  readonly url: string;
+  /** The BMC: the key of its queue and its session. */
+  readonly device: string;
+  /** PEM of the CA the BMC's certificate must chain to; absent: the system's trust roots. */
+  readonly ca?: string;
+  readonly auth: "basic" | "session";
+  readonly username: Revealable;
+  readonly password: Revealable;
+}
+
+export interface BmcRequest {
+  readonly method: "GET" | "POST";
+  readonly path: string;
+  readonly body?: Readonly<Record<string, unknown>>;
+  /**
+   * Awaited right before each sending of the request (a second one follows a session's renewal), after any
+   * session login; nothing else is awaited in between. A rejection sends nothing and ends the exchange with it.
+   */
+  readonly beforeSend?: () => Promise<void>;
+}
+
+export interface BmcAnswer {
+  readonly status: number;
+  /** The parsed JSON body; undefined when there was none or it was not JSON. */
+  readonly json: unknown;
+  readonly bytes: number;
+}
+
+/** Sends one request with the BMC's slot held; any status but a 401 the client cannot answer is returned. */
+export type Send = (request: BmcRequest) => Promise<BmcAnswer>;
+
+export interface BmcHttp {
+  /**
+   * Runs `task` once every earlier task of the BMC has finished (FIFO), with the BMC to itself. Waiting ends
+   * early, and the task never runs, when `signal` aborts.
+   */
+  slot<T>(target: BmcTarget, signal: AbortSignal, task: (send: Send) => Promise<T>): Promise<T>;
+}
+
+/** The Redfish login: POST of UserName and Password to the Sessions collection, whose URI the protocol fixes. */
+export const SESSIONS_PATH = "/redfish/v1/SessionService/Sessions";
+
+// An X-Auth-Token is an opaque visible-ASCII string (iDRAC: 32 hex digits, OpenBMC: 20 characters).
+const TOKEN = /^[\x21-\x7e]{1,1024}$/u;
+
+export function createBmcHttp(): BmcHttp {
+  const tails = new Map<string, Promise<void>>();
+  const tokens = new Map<string, string>();
+  const agents = new Map<string, HttpAgent>();
+
+  /** FIFO per BMC: each task starts once the one before has settled. */
+  async function queued<T>(device: string, signal: AbortSignal, task: () => Promise<T>): Promise<T> {
+    signal.throwIfAborted();
+    const before = tails.get(device) ?? Promise.resolve();
+    let release = (): void => undefined;
+    const mine = new Promise<void>((resolve) => { release = resolve; });
+    const tail = before.then(() => mine);
+    tails.set(device, tail);
+    try {
+      await waitOrAbort(before, signal);
+      return await task();
+    } finally {
+      release();
+      if (tails.get(device) === tail) tails.delete(device);
+    }
+  }
+
+  function agentFor(target: BmcTarget): HttpAgent {
+    const key = `${target.url}\n${target.ca ?? ""}`;
+    let agent = agents.get(key);
+    if (agent === undefined) {
+      agent = target.url.startsWith("https:")
+        ? new HttpsAgent({ keepAlive: false, ...(target.ca !== undefined && { ca: target.ca }) })
+        : new HttpAgent({ keepAlive: false });
+      agents.set(key, agent);
+    }
+    return agent;
+  }
+
+  const sessionKey = (target: BmcTarget): string => `${target.device}\n${target.username.reveal()}`;
+
+  async function login(target: BmcTarget, signal: AbortSignal): Promise<string> {
+    const body = { UserName: target.username.reveal(), Password: target.password.reveal() };
+    const answer = await transport(target, agentFor(target), { method: "POST", path: SESSIONS_PATH, body }, {}, signal);
+    const where = `the session login (POST ${SESSIONS_PATH})`;
+    if (answer.status === 401 || answer.status === 403) {
+      // A BMC that guards every path with Basic and has no session service answers so too (sushy-emulator).
+      throw new BmcFailure("plug-unauthorized", `the BMC refused ${where} with HTTP ${answer.status}: wrong credentials, or no session service (then use auth: basic)`, true);
+    }
+    if (answer.status === 404 || answer.status === 405 || answer.status === 501) {
+      throw new BmcFailure("plug-bad-answer", `the BMC has no Redfish session service (${where} answered HTTP ${answer.status}); use auth: basic`, true);
+    }
+    if (answer.status >= 500) throw new BmcFailure("plug-unreachable", `${where} answered HTTP ${answer.status}`, false);
+    const token = answer.token;
+    if (answer.status < 200 || answer.status > 299 || token === undefined || !TOKEN.test(token)) {
+      throw new BmcFailure("plug-bad-answer", `${where} answered HTTP ${answer.status} without an X-Auth-Token`, true);
+    }
+    tokens.set(sessionKey(target), token);
+    return token;
+  }
+
+  async function exchange(target: BmcTarget, request: BmcRequest, signal: AbortSignal): Promise<BmcAnswer> {
+    for (let round = 1; ; round++) {
+      let headers: Record<string, string>;
+      let kept = false;
+      if (target.auth === "session") {
+        const held = tokens.get(sessionKey(target));
+        kept = held !== undefined;
+        headers = { "x-auth-token": held ?? (await login(target, signal)) };
+      } else {
+        headers = { authorization: `Basic ${Buffer.from(`${target.username.reveal()}:${target.password.reveal()}`).toString("base64")}` };
+      }
+      await request.beforeSend?.();
+      signal.throwIfAborted();
+      const { status, json, bytes } = await transport(target, agentFor(target), request, headers, signal);
+      if (status !== 401) return { status, json, bytes };
+      if (kept && round === 1) {
+        // The session this token named has ended (timed out, or deleted on the BMC): log in again, once.
+        tokens.delete(sessionKey(target));
+        continue;
+      }
+      throw new BmcFailure("plug-unauthorized", `the BMC rejected the credentials (${request.method} ${request.path} answered HTTP 401)`, true);
+    }
+  }
+
+  return {
+    slot: (target, signal, task) => queued(target.device, signal, () => task((request) => exchange(target, request, signal))),
+  };
+}
+
+/** Resolves when `promise` does, or rejects with the signal's reason when it aborts first. */
+function waitOrAbort(promise: Promise<void>, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onAbort = (): void => { reject(signal.reason as Error); };
+    signal.addEventListener("abort", onAbort, { once: true });
+    void promise.then(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    });
+  });
+}
+
+interface RawAnswer extends BmcAnswer {
+  readonly token: string | undefined;
+}
+
+/**
+ * Sends one request and reads its whole answer (at most MAX_ANSWER_BYTES). Rejects with the network error, the
+ * signal's reason, or `plug-bad-answer` for a larger body; redirects are answers like any other (never followed).
+ */
+function transport(target: BmcTarget, agent: HttpAgent, request: BmcRequest, auth: Record<string, string>, signal: AbortSignal): Promise<RawAnswer> {
+  return new Promise<RawAnswer>((resolve, reject) => {
+    signal.throwIfAborted();
+    const what = `${request.method} ${request.path}`;
+    const body = request.body === undefined ? undefined : Buffer.from(JSON.stringify(request.body));
+    // OData-Version: clients should send it (DSP0266, "Request headers").
+    const headers: Record<string, string> = { accept: "application/json", "odata-version": "4.0", ...auth };
+    if (body !== undefined) {
+      headers["content-type"] = "application/json";
+      headers["content-length"] = String(body.byteLength);
+    }
+    const url = new URL(target.url + request.path);
+    const send = url.protocol === "https:" ? httpsRequest : httpRequest;
+    const req = send(url, { method: request.method, headers, agent });
+    // The abort's reason travels as the request's error: Node builds no error of its own for it.
+    const onAbort = (): void => { req.destroy(signal.reason as Error); };
+    signal.addEventListener("abort", onAbort, { once: true });
+    const settle = (): void => { signal.removeEventListener("abort", onAbort); };
+    // `on`, not `once`: a socket may fail again after the first error, and an unheard error would crash.
+    req.on("error", (error) => {
+      settle();
+      reject(error);
+    });
+    req.once("response", (res) => {
+      readBody(res, what).then(
+        ({ text, bytes }) => {
+          settle();
+          const token = res.headers["x-auth-token"];
+          resolve({ status: res.statusCode ?? 0, json: parseJson(text), bytes, token: typeof token === "string" ? token : undefined });
+        },
+        (error: unknown) => {
+          settle();
+          req.destroy();
+          reject(signal.aborted ? (signal.reason as Error) : (error as Error));
+        },
+      );
+    });
+    req.end(body);
+  });
+}
+
+function readBody(res: IncomingMessage, what: string): Promise<{ text: string; bytes: number }> {
+  const tooLarge = (): BmcFailure =>
+    new BmcFailure("plug-bad-answer", `${what} answered HTTP ${res.statusCode ?? 0} with more than ${MAX_ANSWER_BYTES} bytes`, false);
+  return new Promise((resolve, reject) => {
+    if (Number(res.headers["content-length"]) > MAX_ANSWER_BYTES) {
+      reject(tooLarge());
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    res.on("data", (chunk: Buffer) => {
+      bytes += chunk.byteLength;
+      if (bytes > MAX_ANSWER_BYTES) {
+        res.removeAllListeners("data");
+        res.removeAllListeners("end");
+        reject(tooLarge());
+        return;
+      }
+      chunks.push(chunk);
+    });
+    res.once("end", () => { resolve({ text: Buffer.concat(chunks).toString("utf8"), bytes }); });
+    // Aborted mid-body: the request's destroy reaches the response as its error.
+    res.on("error", reject);
+  });
+}
+
+function parseJson(text: string): unknown {
+  if (text === "") return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}

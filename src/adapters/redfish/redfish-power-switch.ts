@@ -1,0 +1,315 @@
+// PowerSwitch over Redfish (a server's BMC): PowerState of the ComputerSystem to read, its ComputerSystem.Reset
+// action to switch (ResetType On, ForceOff, GracefulShutdown), as DMTF's ComputerSystem schema defines them
+// (https://redfish.dmtf.org/schemas/v1/ComputerSystem.v1_22_0.json; PowerState and ResetType:
+// https://redfish.dmtf.org/schemas/v1/Resource.json).
+import { setTimeout as sleep } from "node:timers/promises";
+import { PlugpoolError } from "../../domain/errors.ts";
+import type { PlugReading } from "../../domain/model.ts";
+import type { CallOptions, CutGuard } from "../../domain/ports.ts";
+import { BmcFailure, cleanCause, describeFailure, neverSent, type FailureContext } from "./bmc-failure.ts";
+import { createBmcHttp, type BmcAnswer, type BmcTarget, type Send } from "./bmc-http.ts";
+import type { RedfishSystem } from "./redfish-system.ts";
+
+/** PowerState values of DSP8010's Resource schema. */
+export type PowerState = "On" | "Off" | "PoweringOn" | "PoweringOff" | "Paused";
+const POWER_STATES: ReadonlySet<string> = new Set<PowerState>(["On", "Off", "PoweringOn", "PoweringOff", "Paused"]);
+
+/** What `doctor` prints about one system. */
+export interface RedfishProbe {
+  readonly state: "on" | "off";
+  readonly powerState: PowerState;
+  /** The service root's RedfishVersion, when it has the shape of one. */
+  readonly redfishVersion?: string;
+  /** The managing BMC's FirmwareVersion, when it has the shape of one. */
+  readonly firmwareVersion?: string;
+}
+
+export interface RedfishPowerSwitch {
+  read(system: RedfishSystem, options?: CallOptions): Promise<PlugReading>;
+  turnOn(system: RedfishSystem, options?: CallOptions): Promise<PlugReading>;
+  turnOff(system: RedfishSystem, mayCut: CutGuard, options?: CallOptions): Promise<PlugReading>;
+  /**
+   * Asks the BMC to shut the OS down (Reset GracefulShutdown), only if `mayCut` allows it when asked with the
+   * BMC's slot held, as for turnOff. Resolves once the BMC accepted it ("sent"), without waiting for Off: a
+   * shutdown takes the OS its own time. A system already Off gets nothing ("already-off"). Throws as turnOff.
+   */
+  gracefulShutdown(system: RedfishSystem, mayCut: CutGuard, options?: CallOptions): Promise<"sent" | "already-off">;
+  probe(system: RedfishSystem, options?: CallOptions): Promise<RedfishProbe>;
+}
+
+export interface RedfishPowerSwitchOptions {
+  /** Bound on each public call, including its wait behind other requests to the same BMC. */
+  readonly timeoutMs: number;
+  /** Pause between read-backs after a Reset (default 500 ms: a BMC takes about that to answer a GET anyway). */
+  readonly confirmPollMs?: number;
+}
+
+interface Call extends FailureContext {
+  /** Aborts on the deadline or the caller's abort, whichever comes first. */
+  readonly signal: AbortSignal;
+  readonly target: BmcTarget;
+  /** A Reset was handed to the transport and not refused: from here on its outcome may be unknown. */
+  commandSent: boolean;
+}
+
+/** The reason of every deadline's abort: made once, since a BMC that never answers is no exception. */
+const TIMED_OUT: Error = new DOMException("the BMC call timed out", "TimeoutError");
+
+/** The cut guard said no (or failed): nothing was sent. */
+class CutRefused extends Error {
+  override readonly name = "CutRefused";
+}
+
+type ResetType = "On" | "ForceOff" | "GracefulShutdown";
+
+export function createRedfishPowerSwitch(opts: RedfishPowerSwitchOptions): RedfishPowerSwitch {
+  const http = createBmcHttp();
+  const pollMs = opts.confirmPollMs ?? 500;
+
+  async function bounded<T>(system: RedfishSystem, action: string, options: CallOptions | undefined, work: (call: Call) => Promise<T>): Promise<T> {
+    const deadline = new AbortController();
+    const callerSignal = options?.signal;
+    const both = callerSignal ? new AbortController() : deadline;
+    const onCallerAbort = (): void => { both.abort(callerSignal?.reason); };
+    if (callerSignal?.aborted === true) onCallerAbort();
+    else callerSignal?.addEventListener("abort", onCallerAbort, { once: true });
+    const timer = setTimeout(() => {
+      deadline.abort(TIMED_OUT);
+      if (both !== deadline) both.abort(TIMED_OUT);
+    }, opts.timeoutMs);
+    const target: BmcTarget = {
+      url: system.url,
+      device: system.device,
+      auth: system.auth,
+      username: system.credentials.username,
+      password: system.credentials.password,
+      ...(system.ca !== undefined && { ca: system.ca.pem }),
+    };
+    const call: Call = { signal: both.signal, deadline: deadline.signal, callerSignal, timeoutMs: opts.timeoutMs, target, commandSent: false };
+    try {
+      return await work(call);
+    } catch (error) {
+      throw callError(system, action, error, call);
+    } finally {
+      clearTimeout(timer);
+      callerSignal?.removeEventListener("abort", onCallerAbort);
+    }
+  }
+
+  /** The one place a call's error is made: plugpool's own words, the cause stripped to a name and code. */
+  function callError(system: RedfishSystem, action: string, error: unknown, call: Call): PlugpoolError {
+    const where = `${action} ${labelOf(system)}`;
+    if (error instanceof CutRefused) {
+      return new PlugpoolError("unsafe", `${where}: the power-off was refused at the BMC by the safety check`, causeOf(error.cause));
+    }
+    const { code, detail, cause } = describeFailure(error, call);
+    if (call.commandSent) {
+      return new PlugpoolError("plug-unconfirmed", `${where}: ${detail}; the Reset was sent and its outcome is unknown`, causeOf(cause));
+    }
+    return new PlugpoolError(code, `${where}: ${detail}`, causeOf(cause));
+  }
+
+  /** GETs a resource and returns its JSON object; any answer but 200 with one is a failure. */
+  async function getObject(send: Send, path: string): Promise<Record<string, unknown>> {
+    const answer = await send({ method: "GET", path });
+    if (answer.status !== 200) throw statusFailure("GET", path, answer);
+    if (!isObject(answer.json)) throw new BmcFailure("plug-bad-answer", `GET ${path} answered HTTP 200 without a JSON object ${sizeOf(answer)}`, false);
+    return answer.json;
+  }
+
+  async function readState(send: Send, system: RedfishSystem): Promise<{ state: PowerState; resource: Record<string, unknown> }> {
+    const path = systemPath(system);
+    const resource = await getObject(send, path);
+    const state = resource.PowerState;
+    // A state the BMC cannot tell (none, null, or one this client does not know) is a failed read, never "off".
+    if (typeof state !== "string" || !POWER_STATES.has(state)) {
+      throw new BmcFailure("plug-bad-answer", `GET ${path} answered without a PowerState plugpool knows`, false);
+    }
+    return { state: state as PowerState, resource };
+  }
+
+  /** Reads the state with the BMC's slot held for that read alone. */
+  function readAlone(system: RedfishSystem, call: Call): Promise<PowerState> {
+    return http.slot(call.target, call.signal, async (send) => (await readState(send, system)).state);
+  }
+
+  /**
+   * In one slot of the BMC: reads the state and, unless it is already `done`, sends the Reset; `mayCut`, when
+   * given, is asked right before each sending, with the slot held, so nothing else reaches the BMC between its
+   * yes and the request. Resolves with the state read when nothing was sent, else undefined.
+   */
+  async function reset(system: RedfishSystem, type: ResetType, done: (state: PowerState) => boolean, call: Call, mayCut?: CutGuard): Promise<PowerState | undefined> {
+    const path = `${systemPath(system)}/Actions/ComputerSystem.Reset`;
+    const beforeSend = async (): Promise<void> => {
+      call.commandSent = false; // sent again only after the BMC refused it (401 on an expired session)
+      if (mayCut) await askGuard(mayCut, call.signal);
+      call.signal.throwIfAborted(); // nothing is sent once aborted; the Reset must not count as sent
+      call.commandSent = true;
+    };
+    try {
+      return await http.slot(call.target, call.signal, async (send) => {
+        const { state } = await readState(send, system);
+        if (done(state)) return state;
+        const answer = await send({ method: "POST", path, body: { ResetType: type }, beforeSend });
+        // 200 (with a message), 202 (a task runs it) and 204 all mean the BMC took it.
+        if (answer.status < 200 || answer.status > 299) throw statusFailure("POST", path, answer, ` (ResetType ${type})`);
+        return undefined;
+      });
+    } catch (error) {
+      if ((error instanceof BmcFailure && error.refused) || neverSent(error)) call.commandSent = false;
+      throw error;
+    }
+  }
+
+  /**
+   * Reads the state back (each read in its own slot, so other systems of the BMC are served between) until it
+   * is one that `reached` accepts.
+   */
+  async function confirm(system: RedfishSystem, on: boolean, reached: (state: PowerState) => boolean, call: Call): Promise<PlugReading> {
+    let lastState: PowerState | undefined;
+    let lastProblem = "";
+    for (;;) {
+      try {
+        lastState = await readAlone(system, call);
+        if (reached(lastState)) return { on };
+      } catch (error) {
+        // Unreachable moments are waited out until the deadline; a 404, bad credentials or a bad answer end the wait.
+        const failure = describeFailure(error, call);
+        if (failure.code !== "plug-unreachable") {
+          throw new BmcFailure("plug-bad-answer", `state not confirmed (reading it back: ${failure.detail})`, false);
+        }
+        if (!call.signal.aborted) lastProblem = `: ${failure.detail}`;
+      }
+      if (!(await pause(pollMs, call.signal))) break;
+    }
+    const seen = lastState === undefined ? `no read-back succeeded${lastProblem}` : `PowerState still ${lastState}`;
+    throw new BmcFailure("plug-unreachable", `state not confirmed within ${opts.timeoutMs} ms (${seen})`, false);
+  }
+
+  return {
+    read: (system, options) => bounded(system, "reading", options, async (call) => ({ on: (await readAlone(system, call)) !== "Off" })),
+
+    // PoweringOn counts as on, as a read says: the BMC has the power coming (and some refuse a second On).
+    // Only Off counts as off: a system PoweringOff still has its power.
+    turnOn: (system, options) =>
+      bounded(system, "switching on", options, async (call) => {
+        const poweredOn = (state: PowerState): boolean => state === "On" || state === "PoweringOn";
+        const before = await reset(system, "On", poweredOn, call);
+        return before === undefined ? confirm(system, true, poweredOn, call) : { on: true };
+      }),
+
+    turnOff: (system, mayCut, options) =>
+      bounded(system, "switching off", options, async (call) => {
+        const off = (state: PowerState): boolean => state === "Off";
+        const before = await reset(system, "ForceOff", off, call, mayCut);
+        return before === undefined ? confirm(system, false, off, call) : { on: false };
+      }),
+
+    gracefulShutdown: (system, mayCut, options) =>
+      bounded(system, "shutting down", options, async (call) => {
+        const before = await reset(system, "GracefulShutdown", (state) => state === "Off", call, mayCut);
+        return before === "Off" ? "already-off" : "sent";
+      }),
+
+    probe: (system, options) =>
+      bounded(system, "probing", options, (call) =>
+        http.slot(call.target, call.signal, async (send) => {
+          const { state, resource } = await readState(send, system);
+          const redfishVersion = await optionalField(send, "/redfish/v1/", "RedfishVersion", REDFISH_VERSION);
+          const manager = managerPath(resource);
+          const firmwareVersion = manager === undefined ? undefined : await optionalField(send, manager, "FirmwareVersion", FIRMWARE_VERSION);
+          const secrets = [system.credentials.username.reveal(), system.credentials.password.reveal()];
+          const shown = (value: string | undefined): string | undefined =>
+            value !== undefined && !secrets.some((s) => s !== "" && value.includes(s)) ? value : undefined;
+          const redfish = shown(redfishVersion);
+          const firmware = shown(firmwareVersion);
+          return {
+            state: state === "Off" ? "off" : "on",
+            powerState: state,
+            ...(redfish !== undefined && { redfishVersion: redfish }),
+            ...(firmware !== undefined && { firmwareVersion: firmware }),
+          };
+        }),
+      ),
+  };
+}
+
+// Values from the BMC shown by doctor only when they have the shape of a version: nothing else it sent is shown.
+const REDFISH_VERSION = /^\d{1,3}\.\d{1,3}\.\d{1,3}$/u;
+const FIRMWARE_VERSION = /^[0-9][0-9A-Za-z.\-_ ()]{0,39}$/u;
+
+/** A string field of a resource when it has `shape`; undefined when the resource or the field is not there. */
+async function optionalField(send: Send, path: string, field: string, shape: RegExp): Promise<string | undefined> {
+  const answer = await send({ method: "GET", path });
+  const value = answer.status === 200 && isObject(answer.json) ? answer.json[field] : undefined;
+  return typeof value === "string" && shape.test(value) ? value : undefined;
+}
+
+/** The path of the System's first manager (Links.ManagedBy), when it is one under /redfish/v1/Managers/. */
+function managerPath(resource: Record<string, unknown>): string | undefined {
+  const links = resource.Links;
+  const managedBy = isObject(links) ? links.ManagedBy : undefined;
+  const first: unknown = Array.isArray(managedBy) ? managedBy[0] : undefined;
+  const id = isObject(first) ? first["@odata.id"] : undefined;
+  return typeof id === "string" && /^\/redfish\/v1\/Managers\/[A-Za-z0-9._~%-]{1,128}$/u.test(id) ? id : undefined;
+}
+
+function systemPath(system: RedfishSystem): string {
+  return `/redfish/v1/Systems/${encodeURIComponent(system.system)}`;
+}
+
+/** What a status other than the expected one means, in plugpool's words. */
+function statusFailure(method: string, path: string, answer: BmcAnswer, suffix = ""): BmcFailure {
+  const what = `${method} ${path}${suffix} answered HTTP ${answer.status}`;
+  const { status } = answer;
+  if (status === 404) return new BmcFailure("plug-entity-not-found", `not found (${what})`, true);
+  if (status === 403) return new BmcFailure("plug-unauthorized", `the account may not do this (${what})`, true);
+  if (status >= 300 && status <= 399) {
+    return new BmcFailure("plug-bad-answer", `${what}, a redirect, which is not followed: give the system's Id as /redfish/v1/Systems lists it`, true);
+  }
+  // 5xx: the BMC is in trouble, worth retrying later; a 4xx is an answer that it did not do it.
+  if (status >= 500) return new BmcFailure("plug-unreachable", `${what} ${sizeOf(answer)}`, false);
+  return new BmcFailure("plug-bad-answer", `${what} ${sizeOf(answer)}`, status >= 400);
+}
+
+/** Resolves when the guard allows the cut; throws CutRefused when it refuses or fails, the abort when the call ended. */
+async function askGuard(mayCut: CutGuard, signal: AbortSignal): Promise<void> {
+  let allowed: boolean;
+  try {
+    allowed = await mayCut({ signal });
+  } catch (error) {
+    signal.throwIfAborted();
+    throw new CutRefused("the cut guard failed", { cause: error });
+  }
+  if (!allowed) throw new CutRefused("the cut guard refused");
+}
+
+/** The options of an error whose cause is what `cleanCause` keeps of `error`. */
+function causeOf(error: unknown): { cause: Error } | undefined {
+  const cause = cleanCause(error);
+  return cause === undefined ? undefined : { cause };
+}
+
+/** "(27 bytes)": how much an answer was, never what it said. */
+function sizeOf(answer: { readonly bytes: number }): string {
+  return `(${answer.bytes} ${answer.bytes === 1 ? "byte" : "bytes"})`;
+}
+
+/** Waits `ms`; false when the signal aborted first. */
+async function pause(ms: number, signal: AbortSignal): Promise<boolean> {
+  try {
+    await sleep(ms, undefined, { signal });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** "BMC https://10.0.0.5 system "1"": what and where, for messages. */
+export function labelOf(system: RedfishSystem): string {
+  return `BMC ${system.url} system ${JSON.stringify(system.system)}`;
+}
