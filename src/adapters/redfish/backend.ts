@@ -1,7 +1,7 @@
 // Servers' BMCs as a power backend over Redfish (https://www.dmtf.org/standards/redfish): a node's `redfish`
 // section, the rule that a BMC is reached one way, and the switch over its ComputerSystem.
 import { X509Certificate } from "node:crypto";
-import { formatPath, type BackendProbe, type BackendSwitch, type ParsedControl, type PowerBackend, type SectionContext, type SectionPath } from "../power-backend.ts";
+import { formatPath, type BackendOptions, type BackendProbe, type BackendSwitch, type ParsedControl, type PowerBackend, type SectionContext, type SectionPath } from "../power-backend.ts";
 import { Secret } from "../secret.ts";
 import { createRedfishPowerSwitch, labelOf, type RedfishPowerSwitch } from "./redfish-power-switch.ts";
 import { parseBmcUrl, type RedfishCredentials, type RedfishSystem } from "./redfish-system.ts";
@@ -65,7 +65,11 @@ const SCHEMA = {
 /** The backend's switch, with the graceful shutdown the port does not ask for yet. */
 export type RedfishBackendSwitch = BackendSwitch<RedfishSystem> & Pick<RedfishPowerSwitch, "gracefulShutdown">;
 
-export const redfishBackend: PowerBackend<RedfishSystem> & { create(options: { readonly timeoutMs: number }): RedfishBackendSwitch } = {
+export interface RedfishBackend extends PowerBackend<RedfishSystem> {
+  create(options: BackendOptions): RedfishBackendSwitch;
+}
+
+export const redfishBackend: RedfishBackend = {
   name: "redfish",
   section: "redfish",
   schema: SCHEMA,
