@@ -238,9 +238,18 @@ export function createRedfishPowerSwitch(opts: RedfishPowerSwitchOptions): Redfi
 const REDFISH_VERSION = /^\d{1,3}\.\d{1,3}\.\d{1,3}$/u;
 const FIRMWARE_VERSION = /^[0-9][0-9A-Za-z.\-_ ()]{0,39}$/u;
 
-/** A string field of a resource when it has `shape`; undefined when the resource or the field is not there. */
+/**
+ * A string field of a resource when it has `shape`; undefined when the resource or the field is not there, or the
+ * BMC refused it (an account may read its systems but not its managers). The call's other failures end the probe.
+ */
 async function optionalField(send: Send, path: string, field: string, shape: RegExp): Promise<string | undefined> {
-  const answer = await send({ method: "GET", path });
+  let answer: BmcAnswer;
+  try {
+    answer = await send({ method: "GET", path });
+  } catch (error) {
+    if (error instanceof BmcFailure && error.refused) return undefined;
+    throw error;
+  }
   const value = answer.status === 200 && isObject(answer.json) ? answer.json[field] : undefined;
   return typeof value === "string" && shape.test(value) ? value : undefined;
 }

@@ -161,6 +161,15 @@ describe("redfishBackend faults", () => {
       assert.deepEqual(bmc.seen.map((s) => s.path), ["/redfish/v1/Systems/1"]);
     });
 
+    it("fails an On the BMC took but never shows as plug-unconfirmed once the call's time is up", async () => {
+      const bmc = await fakeBmc();
+      bmc.power = "Off";
+      onPost(bmc, (_request, res) => { res.writeHead(204).end(); });
+      const error = await failureOf(() => redfishBackend.create({ timeoutMs: 700 }).turnOn(systemOf(bmc)));
+      assertFailure(error, "plug-unconfirmed", /^switching on BMC .* system "1": state not confirmed within 700 ms \(PowerState still Off\); the Reset was sent and its outcome is unknown$/);
+      assert.equal(posts(bmc).length, 1);
+    });
+
     it("fails a ForceOff after which the system stays PoweringOff as plug-unconfirmed", async () => {
       const bmc = await fakeBmc();
       onPost(bmc, (_request, res) => {

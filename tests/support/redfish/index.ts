@@ -5,9 +5,10 @@
  *
  * What the emulator does (sushy-tools 2.2.0, https://github.com/openstack/sushy-tools/tree/2.2.0):
  * - `POST /redfish/v1/Systems/<id>/Actions/ComputerSystem.Reset` answers 204 at once; the fake driver applies
- *   On/ForceOff/GracefulShutdown 1–11 s later (a random whole number of seconds), on the first read after that
- *   time. Until then PowerState keeps its old value (no PoweringOn/PoweringOff). A Reset towards the state the
- *   system already has records nothing. An unknown ResetType answers 501.
+ *   On/ForceOff/GracefulShutdown at the first read after its apply time, the current whole second plus 1 to 11
+ *   (random): so anywhere from just after the answer to 11 s later. Until then PowerState keeps its old value
+ *   (no PoweringOn/PoweringOff). A Reset towards the state the system already has records nothing. An unknown
+ *   ResetType answers 501.
  * - Only `/`, `/redfish` and `/redfish/v1` are served without credentials; anything else without them, or
  *   with wrong ones, answers 401 with `WWW-Authenticate: Basic`. There is no SessionService (404 with good
  *   credentials): session login cannot be tried against it.
@@ -78,7 +79,7 @@ export interface RunningRedfish {
    * "On", "Off", any other string the emulator then shows as it is ("PoweringOff"), or null for none.
    */
   setPower(id: string, state: string | null): Promise<void>;
-  /** Makes a pending Reset apply at the emulator's next read of the system, instead of 1–11 s after it. */
+  /** Makes a pending Reset apply at the emulator's next read of the system, instead of up to 11 s after it. */
   settle(id: string): Promise<void>;
   /** Every request the emulator has answered since it was ready (the start's own left out), in order. */
   requests(): RequestRecord[];
