@@ -246,6 +246,16 @@ describe("redfishBackend faults", () => {
       const probe = await redfishBackend.create({ timeoutMs: 2000 }).probe(systemOf(bmc));
       assert.deepEqual(probe, { state: "off", detail: "Redfish version not shown; BMC firmware 7.00.00.171; PowerState Off; basic auth; plain http (loopback)" });
     });
+    it("still probes when the account may not read the BMC's manager", async () => {
+      const bmc = await fakeBmc();
+      bmc.handle = (request, res) => {
+        if (request.path.startsWith("/redfish/v1/Managers/")) json(res, 403, {});
+        else if (request.path === "/redfish/v1/") json(res, 200, { RedfishVersion: "1.17.0" });
+        else json(res, 200, { PowerState: "On", Links: { ManagedBy: [{ "@odata.id": "/redfish/v1/Managers/1" }] } });
+      };
+      const probe = await redfishBackend.create({ timeoutMs: 2000 }).probe(systemOf(bmc));
+      assert.deepEqual(probe, { state: "on", detail: "Redfish 1.17.0; BMC firmware not shown; PowerState On; basic auth; plain http (loopback)" });
+    });
   });
 
   describe("one request at a time per BMC", () => {
