@@ -246,6 +246,7 @@ describe("redfishBackend faults", () => {
       const probe = await redfishBackend.create({ timeoutMs: 2000 }).probe(systemOf(bmc));
       assert.deepEqual(probe, { state: "off", detail: "Redfish version not shown; BMC firmware 7.00.00.171; PowerState Off; basic auth; plain http (loopback)" });
     });
+
     it("still probes when the account may not read the BMC's manager", async () => {
       const bmc = await fakeBmc();
       bmc.handle = (request, res) => {
