@@ -10,6 +10,7 @@ import type { Verdict } from "./safety.ts";
 import { nodesOf } from "./state.ts";
 import { POWER_OFF_ANNOTATION } from "./model.ts";
 import { hasDeletionTaint } from "./matching.ts";
+import { PlugpoolError } from "./errors.ts";
 import { freshVerdict, isTransient, mayCutPower } from "./safety.ts";
 import { readPlug, switchOff } from "./switching.ts";
 
@@ -88,12 +89,14 @@ const checkTaint: StepRun = {
 
 const powerOffPod: StepRun = {
   async run({ pool, machine, state, job, now, options }) {
-    if (job.facts.podCreated !== undefined || job.facts.podRemoved !== undefined || mayBeCut(job)) return done("power-off pod created");
+    if (job.facts.shutdownRequested !== undefined || job.facts.podRemoved !== undefined || mayBeCut(job)) {
+      return done(machine.power.shutsDown === true ? "OS shutdown requested" : "power-off pod created");
+    }
     const existing = pool.deps.cluster.powerOffPod(machine.name);
     if (existing?.terminating === true) return wait(POD_GONE_POLL_MS, "waiting for an earlier power-off pod to go");
     if (existing !== undefined && job.podAttempts === 0) {
       // An earlier run of plugpool created it: this job resumes that one.
-      job.facts.podCreated = now;
+      job.facts.shutdownRequested = now;
       job.podAttempts = 1;
       return done("power-off pod exists");
     }
@@ -107,8 +110,15 @@ const powerOffPod: StepRun = {
     if (!fresh.allowed) return abort(fresh);
     const verdict = mayCutPower(machine, pool.deps.cluster, pool.config.providerIDPrefix);
     if (!verdict.allowed) return abort(verdict);
+    if (machine.power.shutsDown === true) {
+      const shutdown = pool.deps.power.shutdown?.bind(pool.deps.power);
+      if (shutdown === undefined) throw new PlugpoolError("internal", `the power switch cannot shut down ${machine.name} through its control`);
+      await shutdown(machine.power, options);
+      job.facts.shutdownRequested = now;
+      return done(`OS shutdown of ${node.name} requested through ${machine.power.label}`);
+    }
     await pool.deps.teardown.createPowerOffPod(machine, node.name, job.startedAt, options);
-    job.facts.podCreated = now;
+    job.facts.shutdownRequested = now;
     job.podAttempts += 1;
     return done(`power-off pod created on ${node.name}`);
   },
@@ -151,7 +161,7 @@ const awaitNotReady: StepRun = {
       job.facts.podReplacing ??= now;
       if (await pool.deps.teardown.deletePowerOffPod(machine, options)) {
         delete job.facts.podReplacing;
-        delete job.facts.podCreated;
+        delete job.facts.shutdownRequested;
       }
       return { kind: "retry", error: `the power-off pod ${podTrouble ?? "is going"}; replacing it (attempt ${job.podAttempts + 1} of ${settings.maxPodAttempts})` };
     }

@@ -31,8 +31,11 @@ export interface PoolDeps {
  * set and read them.
  */
 export interface PowerOffFacts {
-  /** This job's power-off pod exists (it created it, or found one an earlier run created). */
-  podCreated?: number;
+  /**
+   * The OS was asked to shut down: this job's power-off pod exists (it created it, or found one an earlier run
+   * created), or the power control accepted a shutdown request.
+   */
+  shutdownRequested?: number;
   /** A failed or stuck power-off pod is being deleted, to be created anew once the apiserver says it is gone. */
   podReplacing?: number;
   /** The Node went NotReady (or the machine is known without power): the grace counts from this time. */
