@@ -63,6 +63,16 @@ describe("createShellyPowerSwitch()", () => {
     assert.ok(newer.calls.slice(1).every((c) => c.auth === "header"));
   });
 
+  it("answers a new challenge when the device forgot its nonce (a reboot, an hour gone by)", async (t) => {
+    const d = await emulate(t, { gen: 4, password: "pw" });
+    const power = createShellyPowerSwitch({ timeoutMs: 2000 });
+    await power.read(addressOf(d, 0, { password: "pw" }));
+    d.expireNonces();
+    d.resetCalls();
+    assert.deepEqual(await power.turnOn(addressOf(d, 0, { password: "pw" })), { on: true });
+    assert.deepEqual(rpcLog(d), ["Switch.Set 401", "Switch.Set 200", "Switch.GetStatus 200"]);
+  });
+
   it("sends no credentials to a device that never asks for them", async (t) => {
     const d = await emulate(t, { gen: 4 });
     const power = createShellyPowerSwitch({ timeoutMs: 2000 });
