@@ -6,6 +6,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { isPlugpoolError, PlugpoolError } from "../../domain/errors.ts";
 import type { PlugReading } from "../../domain/model.ts";
 import type { CallOptions, CutGuard } from "../../domain/ports.ts";
+import type { Secret } from "../secret.ts";
 import { createShellyRpc, ShellyFailure, type RpcTarget, type ShellyRpc } from "./shelly-rpc.ts";
 
 /** One switch of one Shelly device, as its config section names it. */
@@ -19,7 +20,9 @@ export interface ShellyAddress {
   /** Report `apower` as the machine's draw. */
   readonly measure: boolean;
   /** User "admin"'s password, used only once the device asks for credentials. */
-  readonly password?: { reveal(): string };
+  readonly password?: Secret;
+  /** The file the password was read from, when the section named one (never the value). */
+  readonly passwordFile?: string;
 }
 
 /** What `doctor` prints about one Shelly switch. */

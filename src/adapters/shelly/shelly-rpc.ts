@@ -7,6 +7,7 @@
 // been carried out. Switching is retried by the domain.
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
+import type { Secret } from "../secret.ts";
 import { createShellyDigestSession, parseShellyChallenge, type ShellyDigestSession } from "./shelly-digest.ts";
 
 /** Shelly answers are a few hundred bytes (Switch.GetStatus, Shelly.GetDeviceInfo); more is not worth the memory. */
@@ -34,7 +35,7 @@ export interface RpcTarget {
   /** The device's queue key. */
   readonly device: string;
   /** The device's password (user "admin"), used only once the device asked for credentials; never logged. */
-  readonly password: { reveal(): string } | undefined;
+  readonly password: Secret | undefined;
 }
 
 export interface RpcRequest {

@@ -7,7 +7,8 @@ import { describe, it, type TestContext } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { createShellyPowerSwitch, type ShellyAddress } from "../../../src/adapters/shelly/shelly-power-switch.ts";
 import type { CutGuard } from "../../../src/domain/ports.ts";
-import { addressOf, allowCut, assertNoSecret, assertPlugError, emulate, rpcLog, secret, timed } from "./support.ts";
+import { Secret } from "../../../src/adapters/secret.ts";
+import { addressOf, allowCut, assertNoSecret, assertPlugError, emulate, rpcLog, timed } from "./support.ts";
 
 const WHERE = String.raw`Shelly http://127\.0\.0\.1:\d+ switch \d`;
 
@@ -17,7 +18,7 @@ async function serve(t: TestContext, answer: (req: IncomingMessage, res: ServerR
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   t.after(() => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => { resolve(); }); }));
   const port = (server.address() as AddressInfo).port;
-  return { url: `http://127.0.0.1:${port}`, device: `127.0.0.1:${port}`, switchId: 0, measure: false, password: secret("hunter2-plug") };
+  return { url: `http://127.0.0.1:${port}`, device: `127.0.0.1:${port}`, switchId: 0, measure: false, password: new Secret("hunter2-plug") };
 }
 
 describe("createShellyPowerSwitch() failures", () => {

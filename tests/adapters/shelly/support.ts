@@ -1,6 +1,7 @@
 // Shared helpers of the Shelly adapter tests: emulated devices that close with the test and the address of
 // one of their switches.
 import type { TestContext } from "node:test";
+import { Secret } from "../../../src/adapters/secret.ts";
 import type { ShellyAddress } from "../../../src/adapters/shelly/shelly-power-switch.ts";
 import { startShellyEmulator, type EmulatedShelly, type ShellyEmulatorOptions } from "../../support/shelly-emulator/index.ts";
 
@@ -12,11 +13,6 @@ export async function emulate(t: TestContext, opts: ShellyEmulatorOptions = {}):
   return device;
 }
 
-/** A stand-in for the config's secret: it never prints its value. */
-export function secret(value: string): { reveal(): string } {
-  return { reveal: () => value, toString: () => "[redacted]", toJSON: () => "[redacted]" } as { reveal(): string };
-}
-
 export function addressOf(device: EmulatedShelly, switchId = 0, more: { measure?: boolean; password?: string } = {}): ShellyAddress {
   const { host } = new URL(device.url);
   return {
@@ -24,7 +20,7 @@ export function addressOf(device: EmulatedShelly, switchId = 0, more: { measure?
     device: host,
     switchId,
     measure: more.measure ?? false,
-    ...(more.password === undefined ? {} : { password: secret(more.password) }),
+    ...(more.password === undefined ? {} : { password: new Secret(more.password) }),
   };
 }
 
