@@ -177,7 +177,7 @@ export function createShellyRpc(): ShellyRpc {
     for (let round = 1; round <= MAX_AUTH_ROUNDS; round++) {
       const session = target.password === undefined ? undefined : sessions.get(target.device);
       await request.beforeSend?.();
-      const answer = await post(url, frame, session?.authorization(target.password?.reveal() ?? "", "POST", "/rpc"), signal);
+      const answer = await post(url, frame, session?.authorization(target.password?.reveal() ?? "", "POST", url.pathname), signal);
       if (answer.status !== 401) return resultOf(answer, id, request.method);
       asked.add(target.device);
       if (target.password === undefined) {

@@ -1,15 +1,16 @@
 /**
  * shelly-emulator — one Shelly Gen2+ device (Plus/Pro, Gen3, Gen4) serving its local RPC over HTTP, as a node:http
  * server on 127.0.0.1 (port 0). Written from Shelly's API docs
- * (https://shelly-api-docs.shelly.cloud/gen2/General/RPCChannels, .../General/RPCProtocol,
- * .../General/Authentication, .../General/CommonErrors, .../ComponentsAndServices/Switch) and the HTTP RPC
- * channel of Mongoose OS the firmware grew from
+ * (https://shelly-api-docs.shelly.cloud/gen2/General/RPCProtocol, .../General/Authentication,
+ * .../General/CommonErrors, .../ComponentsAndServices/Switch) and the HTTP RPC channel of Mongoose OS the firmware
+ * grew from
  * (https://github.com/mongoose-os-libs/rpc-common/blob/master/src/mg_rpc/mg_rpc_channel_http.c).
  *
  * Emulated:
  * - `GET /rpc/<Method>?k=v` and `POST /rpc/<Method>` (JSON params): the result alone with 200; an error as
  *   `{code, message}` with HTTP 404 (no such method) or 500 (any other). `POST /rpc` with a JSON-RPC 2.0
- *   frame: `{id, src, dst, result}` or `{id, src, dst, error}`, always 200. `GET /shelly`: device info.
+ *   frame: `{id, src, dst, result}` or `{id, src, dst, error}`, with 200 (401 for the challenge). `GET /shelly`:
+ *   device info.
  *   Every answer closes its connection (`Connection: close`).
  * - Shelly.GetDeviceInfo (gen, model, fw, auth_en; never protected), Shelly.GetStatus, Switch.GetStatus (output,
  *   and apower, voltage, current, aenergy on metered outputs; Gen3+ add freq and ret_aenergy), Switch.Set
