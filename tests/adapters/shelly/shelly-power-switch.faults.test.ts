@@ -107,6 +107,14 @@ describe("createShellyPowerSwitch() failures", () => {
     });
   }
 
+  it("an RPC error frame is the device's refusal whatever HTTP status carries it", async (t) => {
+    const address = await serve(t, (_req, res) => {
+      res.writeHead(400, { "content-type": "application/json" }).end('{"id":1,"src":"shellyplus1-x","error":{"code":-105,"message":"Bad id=0"}}');
+    });
+    const { error } = await timed(() => createShellyPowerSwitch({ timeoutMs: 1000 }).turnOn({ ...address, password: undefined }));
+    assertPlugError(error, "plug-entity-not-found", /: Switch\.Set answered RPC error -105 \(no such switch id on the device\)$/u);
+  });
+
   it("a larger answer than any Shelly's is plug-bad-answer, unread", async (t) => {
     const address = await serve(t, (_req, res) => { res.end("x".repeat(64 * 1024)); });
     const { error } = await timed(() => createShellyPowerSwitch({ timeoutMs: 1000 }).read(address));
