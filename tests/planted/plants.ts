@@ -17,9 +17,9 @@ export const PLANTS: readonly Plant[] = [
       },
       {
         file: "src/domain/power-off-steps.ts",
-        find: "    const verdict = mayCutPower(machine, pool.deps.cluster, pool.config.providerIDPrefix);\n    if (!verdict.allowed) return abort(verdict);\n    const cut =",
+        find: "    const verdict = mayCutPower(machine, pool.deps.cluster, pool.config.providerIDPrefix);\n    if (!verdict.allowed) return abort(verdict);\n    const ended =",
         replace:
-          '    const verdict = mayCutPower(machine, pool.deps.cluster, pool.config.providerIDPrefix);\n    if (!verdict.allowed && (job.attempts["plug-off"] ?? 0) === 0) return abort(verdict);\n    const cut =',
+          '    const verdict = mayCutPower(machine, pool.deps.cluster, pool.config.providerIDPrefix);\n    if (!verdict.allowed && (job.attempts["plug-off"] ?? 0) === 0) return abort(verdict);\n    const ended =',
       },
     ],
   },
