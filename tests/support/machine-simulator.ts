@@ -27,19 +27,68 @@ import {
   type KubeConfig,
   type V1Pod,
 } from "@kubernetes/client-node";
-import type { EmulatedPlug } from "./plug-emulator/index.ts";
+import type { AttachedMachine, EmulatedPlug } from "./plug-emulator/index.ts";
 
 export type MachineState = "off" | "booting" | "running" | "shutting-down" | "halted";
 
-export interface SimulatedMachineSpec {
+/**
+ * What powers a simulated machine: the relay of an emulated ESPHome plug (`plug` and `switchName`), or any other
+ * power control as an `outlet` (see `pollingOutlet`).
+ */
+export type PowerSource =
+  | { readonly plug: EmulatedPlug; readonly switchName: string }
+  | { readonly outlet: Outlet };
+
+/** A machine's power as the simulator needs it, whatever switches it. */
+export interface Outlet {
+  isOn(): boolean;
+  /** Tells `machine` of every change of the power, and asks it for its draw; undefined detaches. */
+  attach(machine: AttachedMachine | undefined): void;
+}
+
+/**
+ * An outlet over a device the simulator can only look at (a Shelly emulator, a Home Assistant entity, a BMC):
+ * its state is read every `intervalMs`, and a change is a power change; the machine's draw is written back
+ * with `setWatts` on each look, where the device shows one.
+ */
+export function pollingOutlet(device: {
+  readonly isOn: () => boolean;
+  readonly setWatts?: (watts: number) => void;
+  readonly intervalMs?: number;
+}): Outlet {
+  let timer: ReturnType<typeof setInterval> | undefined;
+  return {
+    isOn: device.isOn,
+    attach(machine) {
+      clearInterval(timer);
+      timer = undefined;
+      if (machine === undefined) return;
+      let last = device.isOn();
+      timer = setInterval(() => {
+        const now = device.isOn();
+        device.setWatts?.(machine.watts());
+        if (now !== last) {
+          last = now;
+          machine.powerChanged?.(now);
+        }
+      }, device.intervalMs ?? 50);
+    },
+  };
+}
+
+function outletOf(source: PowerSource): Outlet {
+  if ("outlet" in source) return source.outlet;
+  const { plug, switchName } = source;
+  return { isOn: () => plug.state(switchName), attach: (machine) => { plug.attachMachine(switchName, machine); } };
+}
+
+export type SimulatedMachineSpec = PowerSource & {
   readonly name: string;
-  readonly plug: EmulatedPlug;
-  readonly switchName: string;
   readonly neverBoots?: boolean;
   readonly hangsAtPowerOff?: boolean;
   /** The name its kubelet registers the Node under (default: the machine's name), e.g. a typo in its config. */
   readonly nodeName?: string;
-}
+};
 
 export interface MachineSimulatorOptions {
   readonly kubeConfig: KubeConfig;
@@ -71,6 +120,7 @@ const MERGE = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 
 interface Sim {
   readonly spec: SimulatedMachineSpec;
+  readonly outlet: Outlet;
   /** The Node name its kubelet uses. */
   readonly node: string;
   state: MachineState;
@@ -237,10 +287,10 @@ export function startMachineSimulator(options: MachineSimulatorOptions): Machine
   }
 
   for (const spec of options.machines) {
-    const sim: Sim = { spec, node: spec.nodeName ?? spec.name, state: "off", timers: new Set(), hung: false, readySince: new Date() };
+    const sim: Sim = { spec, outlet: outletOf(spec), node: spec.nodeName ?? spec.name, state: "off", timers: new Set(), hung: false, readySince: new Date() };
     sims.set(spec.name, sim);
     byNode.set(sim.node, sim);
-    spec.plug.attachMachine(spec.switchName, {
+    sim.outlet.attach({
       powerChanged: (on) => {
         if (on) boot(sim);
         else powerLost(sim);
@@ -257,7 +307,7 @@ export function startMachineSimulator(options: MachineSimulatorOptions): Machine
         }
       },
     });
-    if (spec.plug.state(spec.switchName)) boot(sim);
+    if (sim.outlet.isOn()) boot(sim);
   }
 
   // One pod watch acts as every machine's kubelet.
@@ -302,7 +352,7 @@ export function startMachineSimulator(options: MachineSimulatorOptions): Machine
     },
     pressPowerButton: (machine) => {
       const sim = sims.get(machine);
-      if (sim !== undefined && sim.spec.plug.state(sim.spec.switchName)) boot(sim);
+      if (sim?.outlet.isOn() === true) boot(sim);
     },
     restartKubelet: (machine) => {
       const sim = sims.get(machine);
@@ -316,7 +366,7 @@ export function startMachineSimulator(options: MachineSimulatorOptions): Machine
       request?.abort();
       for (const sim of sims.values()) {
         cancel(sim);
-        sim.spec.plug.attachMachine(sim.spec.switchName, undefined);
+        sim.outlet.attach(undefined);
       }
       await Promise.resolve();
     },

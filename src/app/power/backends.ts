@@ -2,5 +2,6 @@
 import { esphomeBackend } from "../../adapters/esphome/backend.ts";
 import type { PowerBackend } from "../../adapters/power-backend.ts";
 import { redfishBackend } from "../../adapters/redfish/backend.ts";
+import { shellyBackend } from "../../adapters/shelly/backend.ts";
 
-export const BACKENDS: readonly PowerBackend<unknown>[] = [esphomeBackend, redfishBackend];
+export const BACKENDS: readonly PowerBackend<unknown>[] = [esphomeBackend, shellyBackend, redfishBackend];

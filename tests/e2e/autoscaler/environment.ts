@@ -1,5 +1,5 @@
 // The whole site on loopback, as production wires it: a real control plane (with controller-manager and
-// scheduler), emulated ESPHome plugs with simulated machines behind them, plugpool's `serve`, and the real
+// scheduler), emulated ESPHome plugs and Shelly devices with simulated machines behind them, plugpool's `serve`, and the real
 // cluster-autoscaler talking to it over externalgrpc (or, for the sandbox on a machine without CA, a stand-in:
 // tests/support/autoscaler-standin.ts). plugpool and CA act as the example ServiceAccount of
 // deploy/examples/rbac.yaml; the simulated kubelets act as admin.
@@ -19,7 +19,8 @@ import { tokenKubeConfig } from "../../support/control-plane/credentials.ts";
 import { createOwnedTempDir, onAbruptExit } from "../../support/control-plane/process.ts";
 import { freePorts } from "../../support/control-plane/readiness.ts";
 import { createCloudProviderClient, type CloudProviderClient } from "../../support/grpc-client.ts";
-import { startMachineSimulator, type MachineSimulator, type MachineState } from "../../support/machine-simulator.ts";
+import { pollingOutlet, startMachineSimulator, type MachineSimulator, type MachineState, type PowerSource } from "../../support/machine-simulator.ts";
+import { startShellyEmulator, type EmulatedShelly } from "../../support/shelly-emulator/index.ts";
 import { startPlugEmulator, type EmulatedPlug, type Platform, type Version } from "../../support/plug-emulator/index.ts";
 import { apply, exampleManifest } from "../../adapters/kubernetes/support.ts";
 import { createFileLogger, type FileLogger, type LogLine } from "./plugpool-log.ts";
@@ -31,6 +32,11 @@ const SERVICE_ACCOUNT = "cluster-autoscaler";
 
 export interface MachineSpec {
   readonly name: string;
+  /**
+   * What switches it: an emulated ESPHome plug (the default) or an emulated Shelly Gen2+ device (switch 0, with
+   * its power meter read as the machine's draw when `powerSensor`).
+   */
+  readonly backend?: "esphome" | "shelly";
   /** The plug's ESPHome version and platform (emulator defaults: 2026.7 on esp32). */
   readonly version?: Version;
   readonly platform?: Platform;
@@ -78,6 +84,9 @@ export interface Environment {
   /** The lines of CA's log so far that match `pattern`. */
   caLog(pattern: RegExp): string[];
   plug(machine: string): EmulatedPlug;
+  shelly(machine: string): EmulatedShelly;
+  /** Whether the machine's power is on, whatever switches it. */
+  powered(machine: string): boolean;
   /** Every state the machine went through, in order. */
   history(machine: string): readonly MachineState[];
   /** plugpool's domain events so far (log lines with an `event` field), optionally of one type. */
@@ -133,7 +142,14 @@ async function start(
   }
 
   const plugs = new Map<string, EmulatedPlug>();
+  const shellies = new Map<string, EmulatedShelly>();
   for (const m of options.machines) {
+    if (m.backend === "shelly") {
+      const device = await startShellyEmulator({ gen: 3, switches: [{ metered: m.powerSensor === true }] });
+      shellies.set(m.name, device);
+      cleanups.push(() => device.close());
+      continue;
+    }
     const plug = await startPlugEmulator({
       ...(m.version && { version: m.version }),
       ...(m.platform && { platform: m.platform }),
@@ -144,9 +160,18 @@ async function start(
   }
   const plug = (machine: string): EmulatedPlug => {
     const found = plugs.get(machine);
-    if (found === undefined) throw new Error(`no plug for ${machine}`);
+    if (found === undefined) throw new Error(`no ESPHome plug for ${machine}`);
     return found;
   };
+  const shelly = (machine: string): EmulatedShelly => {
+    const found = shellies.get(machine);
+    if (found === undefined) throw new Error(`no Shelly device for ${machine}`);
+    return found;
+  };
+  const powerOf = (m: MachineSpec): PowerSource =>
+    m.backend === "shelly"
+      ? { outlet: pollingOutlet({ isOn: () => shelly(m.name).output(0), setWatts: (watts) => { shelly(m.name).setDraw(0, watts); } }) }
+      : { plug: plug(m.name), switchName: "Relay" };
 
   const histories = new Map<string, MachineState[]>(options.machines.map((m) => [m.name, []]));
   const machines = startMachineSimulator({
@@ -154,8 +179,7 @@ async function start(
     providerIDPrefix: PREFIX,
     machines: options.machines.map((m) => ({
       name: m.name,
-      plug: plug(m.name),
-      switchName: "Relay",
+      ...powerOf(m),
       neverBoots: m.neverBoots === true,
       ...(m.nodeName !== undefined && { nodeName: m.nodeName }),
     })),
@@ -177,7 +201,7 @@ async function start(
     options.onPlugpoolLog?.(line);
   });
   const { grpc } = await freePorts(["grpc"]);
-  const config = plugpoolConfig(grpc, options.machines, plugs);
+  const config = plugpoolConfig(grpc, options.machines, (m) => plugs.get(m)?.url ?? shellies.get(m)?.url ?? "");
   let served: Served | undefined;
   const stopPlugpool = async (): Promise<void> => {
     const running = served;
@@ -218,6 +242,8 @@ async function start(
     plugpoolLog,
     caLog: (pattern) => autoscaler.log().split("\n").filter((line) => pattern.test(line)),
     plug,
+    shelly,
+    powered: (machine) => (shellies.has(machine) ? shelly(machine).output(0) : plug(machine).state("Relay")),
     history: (machine) => histories.get(machine) ?? [],
     events: (type) => lines.map((l) => l.fields).filter((f) => f.event !== undefined && (type === undefined || f.event === type)),
     served: () => served,
@@ -234,9 +260,11 @@ async function start(
 }
 
 /** Short timings: a power-off takes seconds. Machines in the order given, all in group `workers`. */
-function plugpoolConfig(grpcPort: number, machines: readonly MachineSpec[], plugs: ReadonlyMap<string, EmulatedPlug>): AppConfig {
+function plugpoolConfig(grpcPort: number, machines: readonly MachineSpec[], urlOf: (machine: string) => string): AppConfig {
   const node = (m: MachineSpec): string =>
-    `      - { name: ${m.name}, plug: { url: "${plugs.get(m.name)?.url ?? ""}", switch: Relay${m.powerSensor === true ? ", powerSensor: Power" : ""} } }`;
+    m.backend === "shelly"
+      ? `      - { name: ${m.name}, shelly: { url: "${urlOf(m.name)}", switchId: 0, measure: ${m.powerSensor === true} } }`
+      : `      - { name: ${m.name}, plug: { url: "${urlOf(m.name)}", switch: Relay${m.powerSensor === true ? ", powerSensor: Power" : ""} } }`;
   return loadConfig(
     [
       `listen: 127.0.0.1:${grpcPort}`,
