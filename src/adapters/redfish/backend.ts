@@ -18,6 +18,7 @@ interface RedfishSection {
   readonly caFile?: string;
   readonly usernameFile?: string;
   readonly passwordFile?: string;
+  readonly gracefulShutdown?: boolean;
 }
 
 const SCHEMA = {
@@ -59,11 +60,17 @@ const SCHEMA = {
       type: "string",
       minLength: 1,
     },
+    gracefulShutdown: {
+      description:
+        "Optional. true: a power-off asks the BMC to shut the OS down (Reset GracefulShutdown, an ACPI power-button press the OS must act on) instead of creating the power-off pod; the cut after it is ForceOff as ever. Default false.",
+      type: "boolean",
+      default: false,
+    },
   },
 } as const;
 
-/** The backend's switch, with the graceful shutdown the port does not ask for yet. */
-export type RedfishBackendSwitch = BackendSwitch<RedfishSystem> & Pick<RedfishPowerSwitch, "gracefulShutdown">;
+/** The backend's switch: it can always ask for a graceful shutdown, whether a node's section wants it or not. */
+export type RedfishBackendSwitch = BackendSwitch<RedfishSystem> & Pick<RedfishPowerSwitch, "shutdown">;
 
 export interface RedfishBackend extends PowerBackend<RedfishSystem> {
   create(options: BackendOptions): RedfishBackendSwitch;
@@ -89,7 +96,14 @@ export const redfishBackend: RedfishBackend = {
       ...(ca !== undefined && { ca }),
       credentials,
     };
-    return { key: `redfish ${url.device} ${JSON.stringify(config.system)}`, device: url.device, label: labelOf(system), measuresWatts: false, address: system };
+    return {
+      key: `redfish ${url.device} ${JSON.stringify(config.system)}`,
+      device: url.device,
+      label: labelOf(system),
+      measuresWatts: false,
+      ...(config.gracefulShutdown === true && { shutsDown: true }),
+      address: system,
+    };
   },
 
   check(controls, { report, env }) {
@@ -120,7 +134,7 @@ export const redfishBackend: RedfishBackend = {
       read: (system, options) => systems.read(system, options),
       turnOn: (system, options) => systems.turnOn(system, options),
       turnOff: (system, mayCut, options) => systems.turnOff(system, mayCut, options),
-      gracefulShutdown: (system, mayCut, options) => systems.gracefulShutdown(system, mayCut, options),
+      shutdown: (system, options) => systems.shutdown(system, options),
       async probe(system, options): Promise<BackendProbe> {
         const p = await systems.probe(system, options);
         const versions = [

@@ -29,11 +29,11 @@ export interface RedfishPowerSwitch {
   turnOn(system: RedfishSystem, options?: CallOptions): Promise<PlugReading>;
   turnOff(system: RedfishSystem, mayCut: CutGuard, options?: CallOptions): Promise<PlugReading>;
   /**
-   * Asks the BMC to shut the OS down (Reset GracefulShutdown), only if `mayCut` allows it when asked with the
-   * BMC's slot held, as for turnOff. Resolves once the BMC accepted it ("sent"), without waiting for Off: a
-   * shutdown takes the OS its own time. A system already Off gets nothing ("already-off"). Throws as turnOff.
+   * Asks the BMC to have the OS shut down (Reset GracefulShutdown: an ACPI power-button press), the power staying
+   * on. Resolves once the BMC accepted it, without waiting for Off: a shutdown takes the OS its own time. A system
+   * already Off or PoweringOff gets nothing. The safety verdicts are the caller's, taken before it asks.
    */
-  gracefulShutdown(system: RedfishSystem, mayCut: CutGuard, options?: CallOptions): Promise<"sent" | "already-off">;
+  shutdown(system: RedfishSystem, options?: CallOptions): Promise<void>;
   probe(system: RedfishSystem, options?: CallOptions): Promise<RedfishProbe>;
 }
 
@@ -205,10 +205,9 @@ export function createRedfishPowerSwitch(opts: RedfishPowerSwitchOptions): Redfi
         return before === undefined ? confirm(system, false, off, call) : { on: false };
       }),
 
-    gracefulShutdown: (system, mayCut, options) =>
+    shutdown: (system, options) =>
       bounded(system, "shutting down", options, async (call) => {
-        const before = await reset(system, "GracefulShutdown", (state) => state === "Off", call, mayCut);
-        return before === "Off" ? "already-off" : "sent";
+        await reset(system, "GracefulShutdown", (state) => state === "Off" || state === "PoweringOff", call);
       }),
 
     probe: (system, options) =>

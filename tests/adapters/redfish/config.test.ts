@@ -57,6 +57,11 @@ describe("the redfish section", () => {
     assert.deepEqual(machine?.power, { backend: "redfish", key: 'redfish bmc-1.example "System.Embedded.1"', label: 'BMC https://bmc-1.example system "System.Embedded.1"', measuresWatts: false });
   });
 
+  it("marks the control as one that shuts the OS down itself only when gracefulShutdown is true", () => {
+    const loaded = load(withSections({ url: "https://bmc.example", system: "1", gracefulShutdown: true }, { url: "https://bmc.example", system: "2" }), ENV);
+    assert.deepEqual(loaded.pool.groups[0]?.machines.map((m) => m.power.shutsDown), [true, undefined]);
+  });
+
   it("takes the credentials from PLUGPOOL_REDFISH_USERNAME and PLUGPOOL_REDFISH_PASSWORD when no files are named", () => {
     const [system] = systemsOf(load(withSections({ url: "https://10.0.0.5", system: "1", auth: "session" }), ENV));
     assert.ok(system);

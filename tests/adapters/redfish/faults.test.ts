@@ -182,6 +182,15 @@ describe("redfishBackend faults", () => {
   });
 
   describe("answers to a Reset", () => {
+    it("fails a GracefulShutdown whose answer was lost as plug-unconfirmed", async () => {
+      const bmc = await fakeBmc();
+      onPost(bmc, (_request, _res, req) => { req.socket.destroy(); });
+      const error = await failureOf(() => redfishBackend.create({ timeoutMs: 2000 }).shutdown(systemOf(bmc)));
+      assertFailure(error, "plug-unconfirmed", /^shutting down BMC .* system "1": connection dropped; the Reset was sent and its outcome is unknown$/);
+      assert.deepEqual(posts(bmc).map((s) => JSON.parse(s.body) as unknown), [{ ResetType: "GracefulShutdown" }]);
+    });
+
+
     it("takes 202 Accepted (a task runs it) as taken, and confirms by reading", async () => {
       const bmc = await fakeBmc();
       onPost(bmc, (_request, res) => {

@@ -115,25 +115,23 @@ describe("redfishBackend against sushy-emulator", () => {
     });
   });
 
-  describe("gracefulShutdown", () => {
-    it("sends GracefulShutdown once the guard allowed it, and resolves without waiting for Off", async () => {
+  describe("shutdown", () => {
+    it("sends GracefulShutdown and resolves once the BMC took it, without waiting for Off", async () => {
       await bmc.setPower("system-4", "On");
-      assert.equal(await power().gracefulShutdown(system("system-4"), () => Promise.resolve(true)), "sent");
+      const from = bmc.requests().length;
+      await power().shutdown(system("system-4"));
+      assert.deepEqual(posts(from).map((r) => r.path), ["/redfish/v1/Systems/system-4/Actions/ComputerSystem.Reset"]);
       assert.equal((await bmc.pending("system-4"))?.state, "Off");
     });
 
-    it("sends nothing when the guard refuses", async () => {
-      await bmc.setPower("system-4", "On");
-      const from = bmc.requests().length;
-      const error = await failureOf(() => power().gracefulShutdown(system("system-4"), () => Promise.resolve(false)));
-      assert.equal(error.code, "unsafe");
-      assert.deepEqual(posts(from), []);
-    });
-
-    it("sends nothing to a system already Off", async () => {
-      await bmc.setPower("system-4", "Off");
-      assert.equal(await power().gracefulShutdown(system("system-4"), () => Promise.resolve(true)), "already-off");
-    });
+    for (const state of ["Off", "PoweringOff"]) {
+      it(`sends nothing to a system already ${state}`, async () => {
+        await bmc.setPower("system-4", state);
+        const from = bmc.requests().length;
+        await power().shutdown(system("system-4"));
+        assert.deepEqual(posts(from), []);
+      });
+    }
   });
 
   describe("refusals", () => {
