@@ -1,6 +1,6 @@
 // PowerSwitch over Redfish (a server's BMC): PowerState of the ComputerSystem to read, its ComputerSystem.Reset
 // action to switch (ResetType On, ForceOff, GracefulShutdown), as DMTF's ComputerSystem schema defines them
-// (https://redfish.dmtf.org/schemas/v1/ComputerSystem.v1_22_0.json; PowerState and ResetType:
+// (https://redfish.dmtf.org/schemas/v1/ComputerSystem.json; PowerState and ResetType:
 // https://redfish.dmtf.org/schemas/v1/Resource.json).
 import { setTimeout as sleep } from "node:timers/promises";
 import { PlugpoolError } from "../../domain/errors.ts";
@@ -40,9 +40,10 @@ export interface RedfishPowerSwitch {
 export interface RedfishPowerSwitchOptions {
   /** Bound on each public call, including its wait behind other requests to the same BMC. */
   readonly timeoutMs: number;
-  /** Pause between read-backs after a Reset (default 500 ms: a BMC takes about that to answer a GET anyway). */
-  readonly confirmPollMs?: number;
 }
+
+// The pause between read-backs after a Reset: a BMC takes about that long to answer a GET anyway.
+const CONFIRM_POLL_MS = 500;
 
 interface Call extends FailureContext {
   /** Aborts on the deadline or the caller's abort, whichever comes first. */
@@ -64,7 +65,6 @@ type ResetType = "On" | "ForceOff" | "GracefulShutdown";
 
 export function createRedfishPowerSwitch(opts: RedfishPowerSwitchOptions): RedfishPowerSwitch {
   const http = createBmcHttp();
-  const pollMs = opts.confirmPollMs ?? 500;
 
   async function bounded<T>(system: RedfishSystem, action: string, options: CallOptions | undefined, work: (call: Call) => Promise<T>): Promise<T> {
     const deadline = new AbortController();
@@ -180,7 +180,7 @@ export function createRedfishPowerSwitch(opts: RedfishPowerSwitchOptions): Redfi
         }
         if (!call.signal.aborted) lastProblem = `: ${failure.detail}`;
       }
-      if (!(await pause(pollMs, call.signal))) break;
+      if (!(await pause(CONFIRM_POLL_MS, call.signal))) break;
     }
     const seen = lastState === undefined ? `no read-back succeeded${lastProblem}` : `PowerState still ${lastState}`;
     throw new BmcFailure("plug-unreachable", `state not confirmed within ${opts.timeoutMs} ms (${seen})`, false);
