@@ -8,6 +8,8 @@
 //
 //   node tests/sandbox.ts [--exit-after-scale-up]    (or PLUGPOOL_SANDBOX_EXIT_AFTER_SCALE_UP=1)
 //   node tests/sandbox.ts --tour
+//   node tests/sandbox.ts --backends    one machine per power backend: worker-1 on a Shelly device, worker-2 on
+//                                       an ESPHome plug (combines with --exit-after-scale-up, not with --tour)
 //   PLUGPOOL_SANDBOX_AUTOSCALER=auto|real|stand-in   which autoscaler (default auto: the real one when built)
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
@@ -21,9 +23,17 @@ import { createPoolPod, deletePod, nodeNames, readPod } from "./e2e/autoscaler/s
 import { eventually } from "./support/eventually.ts";
 
 const { values } = parseArgs({
-  options: { "exit-after-scale-up": { type: "boolean", default: false }, tour: { type: "boolean", default: false } },
+  options: {
+    "exit-after-scale-up": { type: "boolean", default: false },
+    tour: { type: "boolean", default: false },
+    backends: { type: "boolean", default: false },
+  },
 });
 const tour = values.tour;
+if (tour && values.backends) {
+  console.error("sandbox: --tour walks ESPHome plugs; leave out --backends");
+  process.exit(2);
+}
 const exitAfterScaleUp = values["exit-after-scale-up"] || process.env.PLUGPOOL_SANDBOX_EXIT_AFTER_SCALE_UP === "1";
 const autoscalerMode = process.env.PLUGPOOL_SANDBOX_AUTOSCALER ?? "auto";
 if (autoscalerMode !== "auto" && autoscalerMode !== "real" && autoscalerMode !== "stand-in") {
@@ -35,11 +45,16 @@ const started = performance.now();
 // On the tour, the first machine in config order never boots, and its plug has no power sensor: with one that
 // reads more than standby, plugpool keeps the power of a machine without a Node (it could be running under
 // another name), so the tour could not show the cut.
-const machines: readonly MachineSpec[] = [
-  { name: "worker-1", version: "2026.7", platform: "esp32", powerSensor: !tour, neverBoots: tour },
-  { name: "worker-2", version: "2026.1", platform: "esp32", powerSensor: tour },
-  { name: "worker-3", version: "2025.12", platform: "esp8266" },
-];
+const machines: readonly MachineSpec[] = values.backends
+  ? [
+    { name: "worker-1", backend: "shelly", powerSensor: true },
+    { name: "worker-2", version: "2026.7", platform: "esp32", powerSensor: true },
+  ]
+  : [
+    { name: "worker-1", version: "2026.7", platform: "esp32", powerSensor: !tour, neverBoots: tour },
+    { name: "worker-2", version: "2026.1", platform: "esp32", powerSensor: tour },
+    { name: "worker-3", version: "2025.12", platform: "esp8266" },
+  ];
 
 const MACHINE_STATES: Readonly<Record<MachineState, string>> = {
   booting: "power on: booting (no Node yet)",
@@ -90,11 +105,12 @@ function instructions(env: Environment): string {
     "  EOF",
     "Without kubectl:",
     ...machines.map((m) => {
+      if (m.backend === "shelly") return `  curl '${env.shelly(m.name).url}/rpc/Switch.GetStatus?id=0'     # the Shelly device of ${m.name}, with its draw`;
       // ESPHome before 2026.1 knows the entity by its object_id only.
       const entity = m.version === "2025.12" ? emulatedObjectId("Relay") : "Relay";
       return `  curl ${env.plug(m.name).url}/switch/${entity}     # the plug of ${m.name} (ESPHome ${m.version ?? ""})`;
     }),
-    `  curl ${env.plug(tour ? "worker-2" : "worker-1").url}/sensor/Power      # ${tour ? "worker-2" : "worker-1"}'s power draw`,
+    ...(values.backends ? [] : [`  curl ${env.plug(tour ? "worker-2" : "worker-1").url}/sensor/Power      # ${tour ? "worker-2" : "worker-1"}'s power draw`]),
     `  curl http://127.0.0.1:${String(served?.opsPort ?? "")}/metrics     # plugpool's metrics`,
     ...logs(env),
     "Ctrl-C stops everything.",
@@ -144,7 +160,7 @@ async function step(env: Environment, what: string, check: () => Promise<void> |
   }
 }
 
-const plugsOn = (env: Environment): string[] => machines.filter((m) => env.plug(m.name).state("Relay")).map((m) => m.name);
+const plugsOn = (env: Environment): string[] => machines.filter((m) => env.powered(m.name)).map((m) => m.name);
 
 /** The guided tour: a scale-up whose first machine never boots, then a scale-down to zero; then it exits. */
 async function runTour(env: Environment): Promise<never> {

@@ -100,6 +100,20 @@ describe("the sandbox", () => {
     assert.match(output, /ca stand-in\s+Scale-up: setting group workers size to 1/);
   });
 
+  it("with --backends, starts one machine per power backend and scales up the one on a Shelly device", { skip: autoscalerMissing() }, async () => {
+    const started = performance.now();
+    const run = startSandbox("real", ["--backends", "--exit-after-scale-up"]);
+    const { code } = await run.exited;
+    console.log(`sandbox --backends (real): ${((performance.now() - started) / 1000).toFixed(1)} s`);
+    const output = run.output();
+    assert.equal(code, 0, output);
+    assert.match(output, /curl '.*\/rpc\/Switch\.GetStatus\?id=0'\s+# the Shelly device of worker-1/);
+    assert.match(output, /# the plug of worker-2 \(ESPHome 2026\.7\)/);
+    assert.match(output, /plugpool\s+switched on the plug of worker-1/);
+    assert.match(output, /scaled up: pod demo runs on worker-1/);
+    await assertNothingLeft(foldersOf(output));
+  });
+
   it("with --tour, walks through a scale-up past a machine that never boots and a scale-down to zero, then exits 0", async () => {
     const autoscaler = autoscalerMissing() === undefined ? "real" : "stand-in";
     const started = performance.now();
