@@ -18,14 +18,13 @@
 import { execFile } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { get as httpGet, type IncomingMessage } from "node:http";
 import { get as httpsGet } from "node:https";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { promisify, stripVTControlCharacters } from "node:util";
 import { createOwnedTempDir, onAbruptExit, startProcess, type ManagedProcess } from "../control-plane/process.ts";
 import { answersOk, freePorts, waitUntilReady } from "../control-plane/readiness.ts";
-import { createPki } from "../test-pki.ts";
+import { createPki, type Pki } from "../test-pki.ts";
 
 const run = promisify(execFile);
 const here = import.meta.dirname;
@@ -40,8 +39,6 @@ export interface FakeSystem {
 export interface RedfishOptions {
   /** A number N (ids `system-1` … `system-N`, all off) or the systems themselves. Default 1. */
   readonly systems?: number | readonly FakeSystem[];
-  /** Serve plain http instead of https (default false). */
-  readonly plainHttp?: boolean;
 }
 
 /** A request the emulator logged. */
@@ -59,7 +56,7 @@ export interface PendingPower {
 }
 
 export interface RunningRedfish {
-  /** https://127.0.0.1:<port> (http:// with `plainHttp`). */
+  /** https://127.0.0.1:<port> */
   readonly url: string;
   /** The CA file that issued the emulator's certificate. */
   readonly caFile: string;
@@ -111,15 +108,77 @@ export async function startRedfish(options: RedfishOptions = {}): Promise<Runnin
   const python = emulatorPython();
   const systems = systemsOf(options.systems);
   const dir = createOwnedTempDir("plugpool-redfish-");
-  const unregister = onAbruptExit(() => { rmSync(dir, { recursive: true, force: true }); });
   const pki = createPki();
+  const removeDirs = (): void => {
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(pki.dir, { recursive: true, force: true });
+  };
+  const unregister = onAbruptExit(removeDirs);
+  const cleanUp = (): void => {
+    removeDirs();
+    unregister();
+  };
   const username = "plugpool";
   const password = randomBytes(12).toString("hex");
   const stateDir = join(dir, "state");
-  const { port } = await freePorts(["port"]);
-  const scheme = options.plainHttp === true ? "http" : "https";
-  const url = `${scheme}://127.0.0.1:${port}`;
+  const logPath = join(dir, "emulator.log");
+  let port: number;
+  let emulator: ManagedProcess;
+  try {
+    ({ port } = await freePorts(["port"]));
+    emulator = await launch(python, { dir, port, username, password, stateDir, logPath, systems, pki });
+  } catch (error) {
+    cleanUp();
+    throw error;
+  }
+  const url = `https://127.0.0.1:${port}`;
 
+  const readinessRequests = requestsIn(readFileSync(logPath, "utf8")).length;
+  const state = async (command: string, id: string, ...rest: string[]): Promise<StoredSystem> => {
+    try {
+      return JSON.parse(await pythonOutput(python, [join(here, "fake-state.py"), stateDir, command, id, ...rest])) as StoredSystem;
+    } catch (error) {
+      if ((error as { code?: unknown }).code === 3) throw new Error(`no fake system ${JSON.stringify(id)}`, { cause: error });
+      throw error;
+    }
+  };
+  return {
+    url,
+    caFile: pki.ca,
+    strangerCaFile: pki.strangerCa,
+    username,
+    password,
+    systems: systems.map((s) => s.id),
+    process: emulator,
+    powerState: async (id) => (await state("show", id)).power_state,
+    pending: async (id) => {
+      const pending = (await state("show", id)).pending_power;
+      return pending === null ? undefined : { state: pending.power_state, applyAt: pending.apply_time };
+    },
+    setPower: async (id, power) => { await state("set", id, power ?? "null"); },
+    settle: async (id) => { await state("settle", id); },
+    requests: () => requestsIn(readFileSync(logPath, "utf8")).slice(readinessRequests),
+    stop: async () => {
+      await emulator.stop();
+      cleanUp();
+    },
+  };
+}
+
+interface LaunchSettings {
+  readonly dir: string;
+  readonly port: number;
+  readonly username: string;
+  readonly password: string;
+  readonly stateDir: string;
+  readonly logPath: string;
+  readonly systems: readonly FakeSystem[];
+  readonly pki: Pki;
+}
+
+/** Writes the emulator's config and auth file into `dir`, starts it and waits until it serves its systems. */
+async function launch(python: string, settings: LaunchSettings): Promise<ManagedProcess> {
+  const { dir, port, username, password, stateDir, logPath, systems, pki } = settings;
   // Only bcrypt entries are accepted (auth_basic.py); the lowest cost keeps each request's check quick.
   const hash = await pythonOutput(python, ["-c", "import bcrypt, sys; print(bcrypt.hashpw(sys.argv[1].encode(), bcrypt.gensalt(4)).decode())", password]);
   writeFileSync(join(dir, "htpasswd"), `${username}:${hash}\n`);
@@ -140,74 +199,32 @@ export async function startRedfish(options: RedfishOptions = {}): Promise<Runnin
     // The store defaults to one folder in /tmp shared by every emulator on the machine.
     `SUSHY_EMULATOR_STATE_DIR = json.loads(${pyString(JSON.stringify(stateDir))})`,
     `SUSHY_EMULATOR_FAKE_SYSTEMS = json.loads(${pyString(JSON.stringify(fakeSystems))})`,
-    ...(scheme === "https"
-      ? [
-          `SUSHY_EMULATOR_SSL_CERT = json.loads(${pyString(JSON.stringify(pki.serverCert))})`,
-          `SUSHY_EMULATOR_SSL_KEY = json.loads(${pyString(JSON.stringify(pki.serverKey))})`,
-        ]
-      : []),
+    `SUSHY_EMULATOR_SSL_CERT = json.loads(${pyString(JSON.stringify(pki.serverCert))})`,
+    `SUSHY_EMULATOR_SSL_KEY = json.loads(${pyString(JSON.stringify(pki.serverKey))})`,
   ].join("\n");
   writeFileSync(join(dir, "emulator.py"), `${config}\n`);
 
-  const logPath = join(dir, "emulator.log");
   const child = startProcess("sushy-emulator", python, ["-m", "sushy_tools.emulator.main", "--config", join(dir, "emulator.py")], logPath);
-  const cleanUp = (): void => {
-    rmSync(dir, { recursive: true, force: true });
-    rmSync(pki.dir, { recursive: true, force: true });
-    unregister();
-  };
   try {
     const ca = readFileSync(pki.ca, "utf8");
+    const url = `https://127.0.0.1:${port}`;
     await waitUntilReady(child, "service root", () => answersOk(`${url}/redfish/v1/`, ca), 60_000);
     // The fake driver puts its systems into the store at the first request that needs them.
     const status = await getStatus(`${url}/redfish/v1/Systems`, ca, `Basic ${Buffer.from(`${username}:${password}`).toString("base64")}`);
     if (status !== 200) throw new Error(`sushy-emulator answered ${status} to the systems' collection; log at ${logPath}:\n${child.logTail()}`);
   } catch (error) {
     await child.stop();
-    cleanUp();
     throw error;
   }
-
-  const readinessRequests = requestsIn(readFileSync(logPath, "utf8")).length;
-  const state = async (command: string, id: string, ...rest: string[]): Promise<StoredSystem> => {
-    try {
-      return JSON.parse(await pythonOutput(python, [join(here, "fake-state.py"), stateDir, command, id, ...rest])) as StoredSystem;
-    } catch (error) {
-      if ((error as { code?: unknown }).code === 3) throw new Error(`no fake system ${JSON.stringify(id)}`, { cause: error });
-      throw error;
-    }
-  };
-  return {
-    url,
-    caFile: pki.ca,
-    strangerCaFile: pki.strangerCa,
-    username,
-    password,
-    systems: systems.map((s) => s.id),
-    process: child,
-    powerState: async (id) => (await state("show", id)).power_state,
-    pending: async (id) => {
-      const pending = (await state("show", id)).pending_power;
-      return pending === null ? undefined : { state: pending.power_state, applyAt: pending.apply_time };
-    },
-    setPower: async (id, power) => { await state("set", id, power ?? "null"); },
-    settle: async (id) => { await state("settle", id); },
-    requests: () => requestsIn(readFileSync(logPath, "utf8")).slice(readinessRequests),
-    stop: async () => {
-      await child.stop();
-      cleanUp();
-    },
-  };
+  return child;
 }
 
 function getStatus(url: string, ca: string, authorization: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    const options = { ca, headers: { authorization }, timeout: 10_000 };
-    const onResponse = (response: IncomingMessage): void => {
+    const request = httpsGet(url, { ca, headers: { authorization }, timeout: 10_000 }, (response) => {
       response.resume();
       resolve(response.statusCode ?? 0);
-    };
-    const request = url.startsWith("https:") ? httpsGet(url, options, onResponse) : httpGet(url, options, onResponse);
+    });
     request.once("timeout", () => request.destroy(new Error(`no answer from ${url} within 10 s`)));
     request.once("error", reject);
   });
