@@ -33,6 +33,8 @@ interface FakeBmc {
   readonly maxInFlight: () => number;
   power: string;
   handle: Handler;
+  /** Closes the listener: new connections are refused, open ones are served to their end. */
+  stopListening(): void;
 }
 
 const servers: (() => Promise<void>)[] = [];
@@ -55,6 +57,7 @@ async function fakeBmc(): Promise<FakeBmc> {
     seen: [],
     maxInFlight: () => most,
     power: "On",
+    stopListening: () => { server.close(); },
     handle: (request, res) => {
       if (request.method === "GET" && /^\/redfish\/v1\/Systems\/[12]$/u.test(request.path)) {
         json(res, 200, { Id: request.path.slice(-1), PowerState: bmc.power });
@@ -178,6 +181,17 @@ describe("redfishBackend faults", () => {
       });
       const error = await failureOf(() => redfishBackend.create({ timeoutMs: 1200 }).turnOff(systemOf(bmc), allow));
       assertFailure(error, "plug-unconfirmed", /: state not confirmed within 1200 ms \(PowerState still PoweringOff\); the Reset was sent and its outcome is unknown$/);
+    });
+    it("fails a ForceOff whose connection was refused as plug-unreachable: it never left", async () => {
+      const bmc = await fakeBmc();
+      const base = bmc.handle;
+      bmc.handle = async (request, res, req) => {
+        await base(request, res, req);
+        bmc.stopListening(); // after the state read, before the ForceOff's new connection
+      };
+      const error = await failureOf(() => redfishBackend.create({ timeoutMs: 2000 }).turnOff(systemOf(bmc), allow));
+      assertFailure(error, "plug-unreachable", /^switching off BMC .* system "1": connection refused$/);
+      assert.deepEqual(posts(bmc), []);
     });
   });
 
