@@ -4,7 +4,12 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { setTimeout as sleep } from "node:timers/promises";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { redfishBackend } from "../../../src/adapters/redfish/backend.ts";
+import { createPowerSwitch } from "../../../src/app/power/power-switch.ts";
+import { config, group, load } from "../../app/fixtures/config-builders.ts";
 import type { CutGuard } from "../../../src/domain/ports.ts";
 import { startRedfish, type RunningRedfish } from "../../support/redfish/index.ts";
 import { addressOf, assertFailure, failureOf } from "./support.ts";
@@ -174,6 +179,27 @@ describe("redfishBackend against sushy-emulator", () => {
       const error = await failureOf(() => power().read(system("system-7", { auth: "session" })));
       assertFailure(error, "plug-unauthorized", /: the BMC refused the session login \(POST \/redfish\/v1\/SessionService\/Sessions\) with HTTP 401: wrong credentials, or no session service \(then use auth: basic\)$/, secrets());
     });
+  });
+
+  it("switches a node of a loaded configuration through plugpool's power switch, credentials from files", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "plugpool-redfish-credentials-"));
+    try {
+      writeFileSync(join(dir, "username"), `${bmc.username}\n`);
+      writeFileSync(join(dir, "password"), `${bmc.password}\n`);
+      const section = { url: bmc.url, system: "system-9", caFile: bmc.caFile, usernameFile: join(dir, "username"), passwordFile: join(dir, "password"), gracefulShutdown: true };
+      const loaded = load(config([group("servers", [{ name: "server-9", redfish: section }])]));
+      const machine = loaded.pool.groups[0]?.machines[0];
+      assert.ok(machine);
+      await bmc.setPower("system-9", "Off");
+      const routed = createPowerSwitch(loaded.powerControls, 3000);
+      assert.deepEqual(await routed.read(machine.power), { on: false });
+      await bmc.setPower("system-9", "On");
+      assert.equal((await routed.probe(machine.power)).state, "on");
+      await routed.shutdown(machine.power);
+      assert.equal((await bmc.pending("system-9"))?.state, "Off");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("probes the state, the Redfish version and the BMC's firmware for doctor", async () => {
