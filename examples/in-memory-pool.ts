@@ -40,15 +40,15 @@ const nodes = new Map<string, NodeView>();
 const pods = new Map<string, PowerOffPodView>();
 
 const power: PowerSwitch = {
-  read: (plug) => Promise.resolve({ on: plugs.get(plug.device) ?? false }),
-  turnOn: (plug) => {
-    plugs.set(plug.device, true);
+  read: (control) => Promise.resolve({ on: plugs.get(control.key) ?? false }),
+  turnOn: (control) => {
+    plugs.set(control.key, true);
     return Promise.resolve({ on: true });
   },
   // The guard is asked last, right before the relay would switch: a real plug adapter does the same.
-  turnOff: async (plug, mayCut) => {
-    if (!(await mayCut())) throw new PlugpoolError("unsafe", `refused to switch off ${plug.device}`);
-    plugs.set(plug.device, false);
+  turnOff: async (control, mayCut) => {
+    if (!(await mayCut())) throw new PlugpoolError("unsafe", `refused to switch off ${control.label}`);
+    plugs.set(control.key, false);
     return { on: false };
   },
 };
@@ -123,7 +123,8 @@ const describe = (e: PoolEvent): string => {
   return `pool: ${e.type} ${fields.join(" ")}`;
 };
 
-const plug = (device: string) => ({ url: `http://${device}`, device, switch: "Relay" });
+// The pool never looks inside a power control: the tool's own backend resolves the key.
+const control = (key: string) => ({ backend: "in-memory", key, label: `switch ${key}`, measuresWatts: false });
 const config: PoolConfig = {
   providerIDPrefix: PREFIX,
   gpuLabel: "example.com/gpu",
@@ -145,8 +146,8 @@ const config: PoolConfig = {
       maxSize: 2,
       template: { cpu: "16", memory: "64Gi", pods: "110", resources: {}, labels: {}, taints: [] },
       machines: [
-        { name: "box-1", group: "gpu", plug: plug("plug-1.lan"), index: 0, hold: false },
-        { name: "box-2", group: "gpu", plug: plug("plug-2.lan"), index: 1, hold: false },
+        { name: "box-1", group: "gpu", power: control("plug-1.lan"), index: 0, hold: false },
+        { name: "box-2", group: "gpu", power: control("plug-2.lan"), index: 1, hold: false },
       ],
     },
   ],

@@ -2,8 +2,8 @@
 // one table. It changes nothing: plugs are only read, and the power-off pod is only tried with dryRun=All.
 // Each check reports on its own, so one refusal (say, no right to list Nodes) never hides the others.
 import { AuthenticationV1Api, AuthorizationV1Api, CoreV1Api, VersionApi, type KubeConfig } from "@kubernetes/client-node";
-import type { Machine, PlugAddress } from "../domain/index.ts";
-import { createEsphomePowerSwitch, type PlugProbe } from "../adapters/esphome/esphome-power-switch.ts";
+import type { Machine, PowerControl } from "../domain/index.ts";
+import type { BackendProbe } from "../adapters/power-backend.ts";
 import { apiserverReason, statusOf } from "../adapters/kubernetes/api-errors.ts";
 import { powerOffPodManifest } from "../adapters/kubernetes/power-off-pod.ts";
 import { requiredAccess } from "../adapters/kubernetes/access.ts";
@@ -11,7 +11,7 @@ import { POWER_RECORDS_CONFIGMAP, recordKey } from "../adapters/kubernetes/power
 import type { AppConfig } from "./config/index.ts";
 import { checkRunningInstance } from "./doctor-running.ts";
 import { compareWithTemplate } from "./doctor-template.ts";
-import { plugCredentialsFor } from "./config/plug-credentials.ts";
+import { createPowerSwitch } from "./power/power-switch.ts";
 import { messageOf } from "../domain/errors.ts";
 import { renderTable } from "./table.ts";
 
@@ -33,8 +33,8 @@ export interface DoctorReport {
 
 export interface DoctorDeps {
   readonly kubeConfig: KubeConfig;
-  /** How plugs are probed; defaults to the ESPHome adapter with the configured timeout and credentials. */
-  readonly probe?: (plug: PlugAddress) => Promise<PlugProbe>;
+  /** How power controls are probed; defaults to each one's backend with the configured timeout and secrets. */
+  readonly probe?: (control: PowerControl) => Promise<BackendProbe>;
 }
 
 
@@ -46,7 +46,7 @@ export async function doctor(config: AppConfig, deps: DoctorDeps): Promise<Docto
       area: "config",
       subject: "file",
       status: "ok",
-      detail: `${config.pool.groups.length} group(s), ${machines.length} machine(s); gRPC on ${config.listen.host}:${config.listen.port}${config.tls ? " (mTLS)" : ""}; credentials ${config.credentials ? "set" : "not set"}`,
+      detail: `${config.pool.groups.length} group(s), ${machines.length} machine(s); gRPC on ${config.listen.host}:${config.listen.port}${config.tls ? " (mTLS)" : ""}; power by ${powerBackends(machines)}`,
     },
   ];
   const poweredOn = new Set<string>();
@@ -61,22 +61,29 @@ export async function doctor(config: AppConfig, deps: DoctorDeps): Promise<Docto
   return { ok, rows, text: render(rows, ok) };
 }
 
-function defaultProbe(config: AppConfig): (plug: PlugAddress) => Promise<PlugProbe> {
-  // One client for all plugs, so that relays of one device are asked one at a time, as in `serve`.
-  const plugs = createEsphomePowerSwitch({ timeoutMs: config.plugTimeoutMs, credentialsFor: plugCredentialsFor(config) });
-  return (plug) => plugs.probe(plug);
+function defaultProbe(config: AppConfig): (control: PowerControl) => Promise<BackendProbe> {
+  // One switch for all controls, so that those of one device are asked one at a time, as in `serve`.
+  const power = createPowerSwitch(config.powerControls, config.plugTimeoutMs);
+  return (control) => power.probe(control);
+}
+
+/** "esphome (3), redfish (1)": how many machines each backend powers. */
+function powerBackends(machines: readonly Machine[]): string {
+  const counts = new Map<string, number>();
+  for (const m of machines) counts.set(m.power.backend, (counts.get(m.power.backend) ?? 0) + 1);
+  return [...counts].map(([backend, n]) => `${backend} (${n})`).join(", ");
 }
 
 async function checkPlugs(config: AppConfig, machines: readonly Machine[], deps: DoctorDeps, poweredOn: Set<string>): Promise<Row[]> {
   const probe = deps.probe ?? defaultProbe(config);
   return Promise.all(
     machines.map(async (m): Promise<Row> => {
-      const subject = `${m.name} (${m.plug.url} "${m.plug.switch}")`;
+      const subject = `${m.name} (${m.power.label})`;
       try {
-        const p = await probe(m.plug);
+        const p = await probe(m.power);
         if (p.state === "on") poweredOn.add(m.name);
         const watts = p.watts === undefined ? "" : `, ${p.watts} W`;
-        const detail = `${p.state}; entity by ${p.urlStyle === "name" ? "name (ESPHome 2026.1+)" : "object_id (before 2026.1)"}; auth ${p.auth}${watts}`;
+        const detail = `${p.state}; ${p.detail}${watts}`;
         if (p.sensorError !== undefined) return { area: "plug", subject, status: "warn", detail: `${detail}; power sensor: ${p.sensorError}` };
         return { area: "plug", subject, status: "ok", detail: m.hold ? `${detail}; held` : detail };
       } catch (e) {

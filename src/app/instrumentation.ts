@@ -1,6 +1,6 @@
 import type { Interceptor } from "@connectrpc/connect";
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { Machine, PlugAddress, PlugReading, PowerSwitch } from "../domain/index.ts";
+import type { Machine, PlugReading, PowerControl, PowerSwitch } from "../domain/index.ts";
 import { isPlugpoolError } from "../domain/index.ts";
 import { toConnectError } from "../adapters/grpc/errors.ts";
 import type { Logger } from "./logger.ts";
@@ -8,9 +8,9 @@ import type { Metrics } from "./metrics.ts";
 
 /** Counts every plug request by machine, operation and result; passes everything else through unchanged. */
 export function instrumentPowerSwitch<P extends PowerSwitch>(power: P, metrics: Metrics, machines: readonly Machine[]): P {
-  const machineOf = new Map(machines.map((m) => [`${m.plug.url}\n${m.plug.switch}`, m.name]));
-  const counted = async (operation: "read" | "turnOn" | "turnOff", plug: PlugAddress, call: () => Promise<PlugReading>) => {
-    const labels = { machine: machineOf.get(`${plug.url}\n${plug.switch}`) ?? "", operation };
+  const machineOf = new Map(machines.map((m) => [m.power.key, m.name]));
+  const counted = async (operation: "read" | "turnOn" | "turnOff", control: PowerControl, call: () => Promise<PlugReading>) => {
+    const labels = { machine: machineOf.get(control.key) ?? "", operation };
     try {
       const reading = await call();
       metrics.plugRequests.inc({ ...labels, result: "ok" });

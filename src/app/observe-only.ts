@@ -10,7 +10,7 @@ import type {
   CutGuard,
   Machine,
   NodeTeardown,
-  PlugAddress,
+  PowerControl,
   PlugReading,
   PowerOnRecord,
   PowerRecords,
@@ -34,8 +34,8 @@ const NOTHING_CHANGED = "nothing was changed (serve --dry-run)";
 
 /** Reads plugs; a switch-on or an allowed switch-off is told and refused. */
 export function observeOnlyPowerSwitch(power: PowerSwitch, machines: readonly Machine[], tell: Tell): PowerSwitch {
-  const byPlug = new Map(machines.map((m) => [`${m.plug.device}\n${m.plug.switch}`, m.name]));
-  const machineOf = (plug: PlugAddress): string => byPlug.get(`${plug.device}\n${plug.switch}`) ?? plug.device;
+  const byKey = new Map(machines.map((m) => [m.power.key, m.name]));
+  const machineOf = (control: PowerControl): string => byKey.get(control.key) ?? control.label;
   return {
     read: (plug, options) => power.read(plug, options),
     turnOn(plug): Promise<PlugReading> {
@@ -47,7 +47,7 @@ export function observeOnlyPowerSwitch(power: PowerSwitch, machines: readonly Ma
       });
       return Promise.reject(new PlugpoolError("unsafe", `dry run: the plug of ${machine} was not switched on`));
     },
-    async turnOff(plug: PlugAddress, mayCut: CutGuard, options?: CallOptions): Promise<PlugReading> {
+    async turnOff(plug: PowerControl, mayCut: CutGuard, options?: CallOptions): Promise<PlugReading> {
       const machine = machineOf(plug);
       // The check a real switch-off takes at the plug, so the dry run says whether the cut would have happened.
       if (!(await mayCut(options))) {

@@ -6,7 +6,6 @@ import type { KubeConfig } from "@kubernetes/client-node";
 import { Gauge } from "prom-client";
 import type { Clock, Pool } from "../domain/index.ts";
 import { createPool } from "../domain/index.ts";
-import { createEsphomePowerSwitch } from "../adapters/esphome/esphome-power-switch.ts";
 import { cloudProviderRoutes, errorMapping } from "../adapters/grpc/routes.ts";
 import { startGrpcServer } from "../adapters/grpc/server.ts";
 import { createKubernetesClusterView } from "../adapters/kubernetes/cluster-view.ts";
@@ -18,7 +17,7 @@ import type { AppConfig } from "./config/index.ts";
 import type { Logger } from "./logger.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
 import { startOpsServer } from "./ops-server.ts";
-import { plugCredentialsFor } from "./config/plug-credentials.ts";
+import { createPowerSwitch } from "./power/power-switch.ts";
 import { reconcilerLiveness, startReconciler, type Reconciler } from "./reconciler.ts";
 import { createReporter } from "./reporting.ts";
 import { instrumentPowerSwitch, rpcMetrics } from "./instrumentation.ts";
@@ -107,7 +106,7 @@ export async function serve(config: AppConfig, deps: ServeDeps): Promise<Served>
   const lookup = createKubernetesNodeLookup(kubeConfig);
 
   const plugs = instrumentPowerSwitch(
-    createEsphomePowerSwitch({ timeoutMs: config.plugTimeoutMs, credentialsFor: plugCredentialsFor(config) }),
+    createPowerSwitch(config.powerControls, config.plugTimeoutMs),
     metrics,
     machines,
   );

@@ -46,7 +46,7 @@ export type {
   NodeRef,
   NodeTemplate,
   NodeView,
-  PlugAddress,
+  PowerControl,
   PlugReading,
   PlugState,
   PoolConfig,

@@ -12,27 +12,27 @@ export const PLUG_ON_FAILED = "plug-on-failed";
 /** Node annotation that holds a running machine: never chosen for scale-up, never powered off. */
 export const HOLD_ANNOTATION = "plugpool.io/hold";
 
-/** One relay (switch entity) of one ESPHome device. */
-export interface PlugAddress {
-  /** Base URL of the device, normalised (lower-case scheme and host, no trailing slash). */
-  readonly url: string;
-  /**
-   * The physical device, however its URL is spelled: host without a trailing dot, an IPv4-mapped IPv6 address
-   * as IPv4, lower case, and the port only when it is not the scheme's default (http and https of one host are
-   * one device). Requests to one device are serialised; two machines never share a device and a switch.
-   */
-  readonly device: string;
-  /** The switch entity's name as configured in ESPHome (e.g. "Relay"). */
-  readonly switch: string;
-  /** Name of a sensor entity reporting the plug's power draw in watts, when the plug has one. */
-  readonly powerSensor?: string;
+/**
+ * The power control of one machine, as the domain knows it: an opaque reference that the adapter of its backend
+ * (a smart plug, a home-automation hub, a server's BMC, ...) resolves to what it needs. The domain never looks
+ * inside; it asks the PowerSwitch port to read and switch it.
+ */
+export interface PowerControl {
+  /** The backend that drives it (e.g. "esphome"); the composition root routes calls by it. */
+  readonly backend: string;
+  /** Unique across the pool: two machines never share a power control. */
+  readonly key: string;
+  /** What and where it is, for people (no credentials). */
+  readonly label: string;
+  /** It reports the machine's draw in watts, so a cut can wait for the draw to fall to standby. */
+  readonly measuresWatts: boolean;
 }
 
-/** A configured machine: one node of one group, powered by one plug. */
+/** A configured machine: one node of one group, powered through one power control. */
 export interface Machine {
   readonly name: string;
   readonly group: string;
-  readonly plug: PlugAddress;
+  readonly power: PowerControl;
   /** Position in config order across all groups; scale-up's `config` order prefers lower positions. */
   readonly index: number;
   /** Held in config: never chosen for scale-up and never powered off by plugpool. */

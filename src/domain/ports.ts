@@ -3,7 +3,7 @@ import type {
   DeviceSlice,
   Machine,
   NodeView,
-  PlugAddress,
+  PowerControl,
   PlugReading,
   PowerOffPodView,
   PowerOnRecord,
@@ -29,7 +29,8 @@ export interface Clock {
 export type CutGuard = (options?: CallOptions) => Promise<boolean>;
 
 /**
- * The relay of one plug. Calls to one device (`PlugAddress.device`) are serialised by the implementation, and
+ * The power control of a machine (a plug's relay, a hub's entity, a BMC). Calls to one device are serialised by
+ * the implementation (it knows which controls share a device), and
  * each call is bounded by its own timeout, including its wait behind other calls to the same device. Failures
  * throw PlugpoolError with a `plug-*` code and a message naming the plug (never credentials, never anything
  * the device sent). `plug-unconfirmed` means the command may have reached the device: its outcome is unknown,
@@ -37,17 +38,17 @@ export type CutGuard = (options?: CallOptions) => Promise<boolean>;
  */
 export interface PowerSwitch {
   /** Reads the relay (and the power sensor, when configured). Changes nothing. */
-  read(plug: PlugAddress, options?: CallOptions): Promise<PlugReading>;
+  read(control: PowerControl, options?: CallOptions): Promise<PlugReading>;
   /**
    * Switches the relay on and resolves with the state read back once it reports on. Idempotent: a relay
    * already on is success. Throws `plug-unconfirmed` when the command was sent but the state not confirmed.
    */
-  turnOn(plug: PlugAddress, options?: CallOptions): Promise<PlugReading>;
+  turnOn(control: PowerControl, options?: CallOptions): Promise<PlugReading>;
   /**
    * As turnOn, for off, and only if `mayCut` allows it when asked at the plug (see CutGuard). A refusal sends
    * nothing and throws `unsafe`.
    */
-  turnOff(plug: PlugAddress, mayCut: CutGuard, options?: CallOptions): Promise<PlugReading>;
+  turnOff(control: PowerControl, mayCut: CutGuard, options?: CallOptions): Promise<PlugReading>;
 }
 
 /**

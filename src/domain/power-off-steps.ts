@@ -175,7 +175,7 @@ const grace: PowerOffStepSpec = {
       job.graceEnded = "elapsed";
       return done("grace elapsed");
     }
-    if (machine.plug.powerSensor === undefined) return wait(remaining, "grace");
+    if (!machine.power.measuresWatts) return wait(remaining, "grace");
     // A failed read is no reason to stop waiting: the grace still ends on time.
     const reading = await readPlug(pool, machine, options).catch(() => undefined);
     if (reading?.on === false) return done("plug reads off");

@@ -85,7 +85,7 @@ export async function freshVerdict(ctx: PoolContext, machine: Machine, kind: Cut
   }
   // A machine drawing more than standby may be running under a Node of another name: never cut it blind.
   const watts = stateOf(ctx, machine).watts;
-  if (machine.plug.powerSensor !== undefined && watts !== undefined && watts > ctx.config.powerOff.standbyWatts) {
+  if (machine.power.measuresWatts && watts !== undefined && watts > ctx.config.powerOff.standbyWatts) {
     return {
       allowed: false,
       rule: "powered-outside",

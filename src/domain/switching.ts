@@ -74,7 +74,7 @@ export async function switchOn(ctx: PoolContext, machine: Machine, why: string, 
     reporter.report({ type: "powered-on", machine: machine.name, group: machine.group, confirmed });
   };
   try {
-    const reading = await ctx.deps.power.turnOn(machine.plug, options);
+    const reading = await ctx.deps.power.turnOn(machine.power, options);
     applySwitchAnswer(ctx, st, reading);
     if (!reading.on) throw new PlugpoolError("plug-bad-answer", `plug of ${machine.name} still reads off after turn_on`);
     poweredOn(true);
@@ -102,7 +102,7 @@ export function restorePower(ctx: PoolContext, machine: Machine, node: string, o
   const st = stateOf(ctx, machine);
   const { reporter } = ctx.deps;
   st.switching = "on";
-  return ctx.deps.power.turnOn(machine.plug, options).then(
+  return ctx.deps.power.turnOn(machine.power, options).then(
     (reading) => {
       applySwitchAnswer(ctx, st, reading);
       st.poweredOnAt ??= ctx.deps.clock.now();
@@ -153,7 +153,7 @@ export async function switchOff(ctx: PoolContext, machine: Machine, cut: CutRepo
   st.switching = "off";
   let reading: PlugReading;
   try {
-    reading = await ctx.deps.power.turnOff(machine.plug, guard, options);
+    reading = await ctx.deps.power.turnOff(machine.power, guard, options);
   } catch (e) {
     st.switching = undefined;
     if (refusal !== undefined) return { kind: "refused", verdict: refusal };
@@ -191,7 +191,7 @@ export async function switchOff(ctx: PoolContext, machine: Machine, cut: CutRepo
 export async function readPlug(ctx: PoolContext, machine: Machine, options?: CallOptions): Promise<PlugReading | undefined> {
   const st = stateOf(ctx, machine);
   const version = st.version;
-  const reading = await ctx.deps.power.read(machine.plug, options);
+  const reading = await ctx.deps.power.read(machine.power, options);
   if (st.version !== version || st.switching !== undefined) return undefined;
   st.plug = reading.on ? "on" : "off";
   st.watts = reading.watts;

@@ -9,7 +9,7 @@ export function usageOf(ctx: PoolContext): MachineUsage[] {
   return ctx.machines.map((machine) => {
     const st = stateOf(ctx, machine);
     const { meter } = st;
-    const sensor = machine.plug.powerSensor !== undefined;
+    const sensor = machine.power.measuresWatts;
     return {
       machine: machine.name,
       group: machine.group,

@@ -6,10 +6,9 @@ import {
   isLabelValue,
   isLoopback,
   isQualifiedName,
-  normalisePlugUrl,
   parseHostPort,
-  switchObjectId,
 } from "../../src/app/config/formats.ts";
+import { parsePlugUrl, switchObjectId } from "../../src/adapters/esphome/plug.ts";
 
 function table(name: string, check: (text: string) => boolean, valid: readonly string[], invalid: readonly string[]) {
   describe(name, () => {
@@ -75,7 +74,7 @@ table("isLoopback()", isLoopback, ["127.0.0.1", "127.255.0.9", "::1", "0:0:0:0:0
   "plugpool",
 ]);
 
-describe("normalisePlugUrl()", () => {
+describe("parsePlugUrl()", () => {
   const same: readonly [string, string][] = [
     ["http://plug.example", "http://plug.example"],
     ["http://plug.example/", "http://plug.example"],
@@ -87,7 +86,7 @@ describe("normalisePlugUrl()", () => {
   ];
   for (const [text, url] of same) {
     it(`normalises ${text} to ${url}`, () => {
-      assert.deepEqual(normalisePlugUrl(text), { ok: true, url, device: url.replace(/^https?:\/\//, "") });
+      assert.deepEqual(parsePlugUrl(text), { ok: true, url, device: url.replace(/^https?:\/\//, "") });
     });
   }
 
@@ -107,13 +106,13 @@ describe("normalisePlugUrl()", () => {
   ];
   for (const [text, device] of devices) {
     it(`names the device of ${text} ${device}`, () => {
-      const result = normalisePlugUrl(text);
+      const result = parsePlugUrl(text);
       assert.equal(result.ok && result.device, device);
     });
   }
 
   it("refuses credentials without repeating them", () => {
-    const result = normalisePlugUrl("http://admin:pa55word@plug.example");
+    const result = parsePlugUrl("http://admin:pa55word@plug.example");
     assert.equal(result.ok, false);
     assert.ok(!JSON.stringify(result).includes("pa55word"));
   });

@@ -1,7 +1,7 @@
 // The configuration's rejection rules, one behaviour per test, each checked by the exact issues it produces.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { config, group, issuesOf, load, node } from "./fixtures/config-builders.ts";
+import { config, esphomePlugs, group, issuesOf, load, node } from "./fixtures/config-builders.ts";
 
 describe("loadConfig() rejection rules", () => {
   describe("plugs", () => {
@@ -13,7 +13,7 @@ describe("loadConfig() rejection rules", () => {
         ]),
       ]);
       assert.deepEqual(issuesOf(doc), [
-        'nodeGroups[0].nodes[1].plug: is the same plug as nodeGroups[0].nodes[0].plug (device plug.example, switch "relay"); each machine needs its own plug',
+        'nodeGroups[0].nodes[1].plug: is the same power control as nodeGroups[0].nodes[0].plug (plug http://plug.example switch "relay", on device plug.example); each machine needs its own',
       ]);
     });
 
@@ -23,7 +23,7 @@ describe("loadConfig() rejection rules", () => {
         group("b", [node("b-1", { url: "https://strip.example", switch: "outlet_1" })]),
       ]);
       assert.deepEqual(issuesOf(doc), [
-        'nodeGroups[1].nodes[0].plug: is the same plug as nodeGroups[0].nodes[0].plug (device strip.example, switch "outlet_1"); each machine needs its own plug',
+        'nodeGroups[1].nodes[0].plug: is the same power control as nodeGroups[0].nodes[0].plug (plug https://strip.example switch "outlet_1", on device strip.example); each machine needs its own',
       ]);
     });
 
@@ -40,13 +40,13 @@ describe("loadConfig() rejection rules", () => {
         const doc = config([group("workers", [node("worker-1", { url: first }), node("worker-2", { url: second })])]);
         const issues = issuesOf(doc);
         assert.equal(issues.length, 1);
-        assert.match(issues[0] ?? "", /^nodeGroups\[0\]\.nodes\[1\]\.plug: is the same plug as nodeGroups\[0\]\.nodes\[0\]\.plug \(device /);
+        assert.match(issues[0] ?? "", /^nodeGroups\[0\]\.nodes\[1\]\.plug: is the same power control as nodeGroups\[0\]\.nodes\[0\]\.plug \(plug .*, on device /);
       });
     }
 
     it("accepts one host on two ports as two devices", () => {
       const doc = config([group("workers", [node("worker-1", { url: "http://plug.example" }), node("worker-2", { url: "http://plug.example:8080" })])]);
-      assert.deepEqual(load(doc).pool.groups[0]?.machines.map((m) => m.plug.device), ["plug.example", "plug.example:8080"]);
+      assert.deepEqual(esphomePlugs(load(doc)).map((p) => p.device), ["plug.example", "plug.example:8080"]);
     });
 
     it("accepts two relays of one device, and one switch name on two devices", () => {
@@ -272,10 +272,10 @@ describe("loadConfig() rejection rules", () => {
       assert.deepEqual(issuesOf(config(undefined, { providerIDPrefix: "" })), ["providerIDPrefix: must not be empty"]);
     });
 
-    it("rejects a node without a plug, and a plug without url or switch", () => {
+    it("rejects a node without a power control, and a plug without url or switch", () => {
       const doc = config([group("a", [{ name: "a-1" }, { name: "a-2", plug: {} }])]);
       assert.deepEqual(issuesOf(doc), [
-        "nodeGroups[0].nodes[0].plug: is required",
+        "nodeGroups[0].nodes[0]: needs a power control: set one of plug",
         "nodeGroups[0].nodes[1].plug.url: is required",
         "nodeGroups[0].nodes[1].plug.switch: is required",
       ]);

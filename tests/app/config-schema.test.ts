@@ -1,7 +1,7 @@
 // The schema is the reference the README copies: every key is described and states its default.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import schema from "../../src/app/config/schema.json" with { type: "json" };
+import { CONFIG_SCHEMA } from "../../src/app/config/schema.ts";
 
 interface Node {
   readonly description?: string;
@@ -12,7 +12,7 @@ interface Node {
   readonly $defs?: Readonly<Record<string, Node>>;
 }
 
-const root = schema as Node;
+const root = CONFIG_SCHEMA as Node;
 
 function resolve(node: Node): Node {
   const name = node.$ref?.replace("#/$defs/", "");

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { format, inspect } from "node:util";
-import { Secret } from "../../src/app/config/secret.ts";
+import { Secret } from "../../src/adapters/secret.ts";
 
 describe("Secret", () => {
   const secret = new Secret("hunter2");

@@ -5,8 +5,8 @@ import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { inspect } from "node:util";
 import { ConfigError, loadConfig, loadConfigFile, type AppConfig } from "../../src/app/config/index.ts";
-import { plugCredentialsFor } from "../../src/app/config/plug-credentials.ts";
-import { config, group, issuesOf, load, node } from "./fixtures/config-builders.ts";
+import type { EsphomePlug } from "../../src/adapters/esphome/plug.ts";
+import { config, esphomePlugs, group, issuesOf, load, node } from "./fixtures/config-builders.ts";
 
 const fixture = (name: string) => new URL(`fixtures/${name}`, import.meta.url).pathname;
 const read = (name: string) => readFileSync(fixture(name), "utf8");
@@ -38,13 +38,17 @@ describe("loadConfig()", () => {
         group: "workers",
         index,
         hold: false,
-        plug: { url: `http://plug-${name}.example`, device: `plug-${name}.example`, switch: "Relay" },
+        power: { backend: "esphome", key: `esphome plug-${name}.example relay`, label: `plug http://plug-${name}.example switch "Relay"`, measuresWatts: false },
       });
+      const plug = (name: string) => ({ url: `http://plug-${name}.example`, device: `plug-${name}.example`, switch: "Relay" });
       const expected: AppConfig = {
         listen: { host: "127.0.0.1", port: 8086 },
         opsListen: { host: "0.0.0.0", port: 8087 },
         plugTimeoutMs: 2_000,
-        plugCredentials: new Map(),
+        powerControls: new Map(["worker-1", "worker-2"].map((name) => [
+          `esphome plug-${name}.example relay`,
+          { backend: "esphome", address: plug(name) },
+        ])),
         powerOffPod: { namespace: "plugpool", image: "busybox:1.37.0" },
         pool: {
           providerIDPrefix: "k3s://",
@@ -157,7 +161,7 @@ describe("loadConfig()", () => {
     });
 
     it("normalises plug URLs, names their devices and keeps switch and power sensor names as written", () => {
-      const plugs = loaded.pool.groups.flatMap((g) => g.machines.map((m) => m.plug));
+      const plugs = esphomePlugs(loaded);
       assert.deepEqual(plugs, [
         { url: "http://plug-worker-1.example", device: "plug-worker-1.example", switch: "Relay" },
         { url: "https://plug-worker-2.example:8443", device: "plug-worker-2.example:8443", switch: "Relay", powerSensor: "Power" },
@@ -177,7 +181,7 @@ describe("loadConfig()", () => {
     const env = { PLUGPOOL_PLUG_USERNAME: "plug-admin", PLUGPOOL_PLUG_PASSWORD: "hunter2-pw" };
 
     it("holds both, revealed only on request", () => {
-      const { credentials } = load(config(), env);
+      const { credentials } = esphomePlugs(load(config(), env))[0] ?? {};
       assert.ok(credentials);
       assert.equal(credentials.username.reveal(), "plug-admin");
       assert.equal(credentials.password.reveal(), "hunter2-pw");
@@ -185,15 +189,15 @@ describe("loadConfig()", () => {
 
     it("never shows them in JSON or util.inspect of the whole config", () => {
       const loaded = load(config(), env);
-      for (const text of [JSON.stringify(loaded), inspect(loaded, { depth: Infinity, showHidden: true }), String(loaded.credentials?.password)]) {
+      for (const text of [JSON.stringify(loaded), inspect(loaded, { depth: Infinity, showHidden: true }), String(esphomePlugs(loaded)[0]?.credentials?.password)]) {
         assert.ok(!text.includes("hunter2-pw"), text);
         assert.ok(!text.includes("plug-admin"), text);
       }
     });
 
     it("has no credentials when neither variable is set, or both are empty", () => {
-      assert.equal(load(config(), {}).credentials, undefined);
-      assert.equal(load(config(), { PLUGPOOL_PLUG_USERNAME: "", PLUGPOOL_PLUG_PASSWORD: "" }).credentials, undefined);
+      assert.equal(esphomePlugs(load(config(), {}))[0]?.credentials, undefined);
+      assert.equal(esphomePlugs(load(config(), { PLUGPOOL_PLUG_USERNAME: "", PLUGPOOL_PLUG_PASSWORD: "" }))[0]?.credentials, undefined);
     });
 
     it("rejects a password without a username, naming the missing variable and not the value", () => {
@@ -234,13 +238,13 @@ describe("loadConfig()", () => {
 
     it("sends a plug's device its own credentials, without the trailing newline, and every other device the shared ones", () => {
       const loaded = load(doc, env);
-      const credentialsFor = plugCredentialsFor(loaded);
-      const [strip1, strip2, other] = loaded.pool.groups.flatMap((g) => g.machines.map((m) => m.plug));
-      assert.ok(strip1 && strip2 && other);
-      assert.deepEqual(credentialsFor(strip1), { username: "strip-admin", password: "files-Pa55" });
-      assert.deepEqual(credentialsFor(strip2), { username: "strip-admin", password: "files-Pa55" });
-      assert.deepEqual(credentialsFor(other), { username: "plug-admin", password: "hunter2-pw" });
-      assert.equal(plugCredentialsFor(load(doc))(other), undefined);
+      const revealed = (plug: EsphomePlug | undefined) =>
+        plug?.credentials && { username: plug.credentials.username.reveal(), password: plug.credentials.password.reveal() };
+      const [strip1, strip2, other] = esphomePlugs(loaded);
+      assert.deepEqual(revealed(strip1), { username: "strip-admin", password: "files-Pa55" });
+      assert.deepEqual(revealed(strip2), { username: "strip-admin", password: "files-Pa55" });
+      assert.deepEqual(revealed(other), { username: "plug-admin", password: "hunter2-pw" });
+      assert.equal(revealed(esphomePlugs(load(doc))[2]), undefined);
     });
 
     it("never shows them in JSON or util.inspect of the whole config", () => {

@@ -94,7 +94,7 @@ describe("doctor (emulated plugs, real apiserver)", () => {
     const report = await check(configWith());
     assert.equal(report.ok, true, report.text);
     assert.deepEqual(failed(report), []);
-    for (const subject of ["file", `worker-1 (${modern.url}`, `worker-2 (${legacy.url}`, "permissions", `power-off namespace ${NAMESPACE}`, "node worker-1", "node worker-2"]) {
+    for (const subject of ["file", `worker-1 (plug ${modern.url}`, `worker-2 (plug ${legacy.url}`, "permissions", `power-off namespace ${NAMESPACE}`, "node worker-1", "node worker-2"]) {
       assert.ok(report.text.includes(subject), `${subject} in\n${report.text}`);
     }
     assert.match(rowOf(report, "worker-1").detail, /^on; entity by name .*auth basic, \d+(\.\d+)? W$/);
@@ -108,7 +108,7 @@ describe("doctor (emulated plugs, real apiserver)", () => {
     const plug = await emulator({ auth: { ...auth, password: "another-one" } });
     const report = await check(configWith([node("worker-auth", { url: plug.url, switch: "Relay" })]));
     assert.equal(report.ok, false);
-    assert.deepEqual(failed(report), [`worker-auth (${plug.url} "Relay")`]);
+    assert.deepEqual(failed(report), [`worker-auth (plug ${plug.url} switch "Relay")`]);
     assert.match(rowOf(report, "worker-auth").detail, /rejected the credentials/);
   });
 
@@ -149,7 +149,7 @@ describe("doctor (emulated plugs, real apiserver)", () => {
   it("fails the plug whose switch entity does not exist", async () => {
     const report = await check(configWith([node("worker-typo", { url: modern.url, switch: "Relay 9" })]));
     assert.equal(report.ok, false);
-    assert.deepEqual(failed(report), [`worker-typo (${modern.url} "Relay 9")`]);
+    assert.deepEqual(failed(report), [`worker-typo (plug ${modern.url} switch "Relay 9")`]);
     assert.match(rowOf(report, "worker-typo").detail, /not found \(HTTP 404/);
   });
 
@@ -158,7 +158,7 @@ describe("doctor (emulated plugs, real apiserver)", () => {
     await plug.inject({ kind: "down" });
     const report = await check(configWith([node("worker-down", { url: plug.url, switch: "Relay" })]));
     assert.equal(report.ok, false);
-    assert.deepEqual(failed(report), [`worker-down (${plug.url} "Relay")`]);
+    assert.deepEqual(failed(report), [`worker-down (plug ${plug.url} switch "Relay")`]);
     assert.match(rowOf(report, "worker-down").detail, /connection refused/);
   });
 

@@ -21,8 +21,8 @@ describe("energy metrics", () => {
     });
     const metrics = createMetrics();
     metrics.observePool(w.pool, w.config);
-    w.power.setWatts(w.machine("worker-1").plug, 90);
-    w.power.setFault(w.machine("worker-3").plug, "unreachable");
+    w.power.setWatts(w.machine("worker-1").power, 90);
+    w.power.setFault(w.machine("worker-3").power, "unreachable");
     await w.pool.refresh();
     w.clock.advance(100 * S);
     await w.pool.refresh();

@@ -6,7 +6,7 @@ import type { ClusterView, Machine, NodeView, PowerOffPodView, PowerRecords, Pow
 import { POWER_OFF_ANNOTATION } from "../../src/domain/index.ts";
 import { observeOnlyPowerSwitch, observeOnlyRecords, observeOnlyTeardown, type DryRunAction } from "../../src/app/observe-only.ts";
 
-const machine: Machine = { name: "worker-1", group: "workers", index: 0, hold: false, plug: { url: "http://p1", device: "p1", switch: "Relay" } };
+const machine: Machine = { name: "worker-1", group: "workers", index: 0, hold: false, power: { backend: "esphome", key: "p1 relay", label: "plug p1", measuresWatts: true } };
 
 function plugs(): PowerSwitch & { writes: number } {
   const fake = {
@@ -36,8 +36,8 @@ describe("observe-only ports (serve --dry-run)", () => {
     const real = plugs();
     const told: DryRunAction[] = [];
     const power = observeOnlyPowerSwitch(real, [machine], (a) => told.push(a));
-    assert.deepEqual(await power.read(machine.plug), { on: true, watts: 80 });
-    await assert.rejects(power.turnOn(machine.plug), { code: "unsafe", message: "dry run: the plug of worker-1 was not switched on" });
+    assert.deepEqual(await power.read(machine.power), { on: true, watts: 80 });
+    await assert.rejects(power.turnOn(machine.power), { code: "unsafe", message: "dry run: the plug of worker-1 was not switched on" });
     assert.equal(real.writes, 0);
     assert.deepEqual(told.map((a) => [a.node, a.reason]), [["worker-1", "DryRunPowerOn"]]);
   });
@@ -46,9 +46,9 @@ describe("observe-only ports (serve --dry-run)", () => {
     const real = plugs();
     const told: DryRunAction[] = [];
     const power = observeOnlyPowerSwitch(real, [machine], (a) => told.push(a));
-    await assert.rejects(power.turnOff(machine.plug, () => Promise.resolve(false)), { code: "unsafe", message: /refused at the plug by the safety check/ });
+    await assert.rejects(power.turnOff(machine.power, () => Promise.resolve(false)), { code: "unsafe", message: /refused at the plug by the safety check/ });
     assert.equal(told.length, 0);
-    await assert.rejects(power.turnOff(machine.plug, () => Promise.resolve(true)), { message: "dry run: the plug of worker-1 was not switched off" });
+    await assert.rejects(power.turnOff(machine.power, () => Promise.resolve(true)), { message: "dry run: the plug of worker-1 was not switched off" });
     assert.deepEqual(told.map((a) => a.reason), ["DryRunPlugOff"]);
     assert.equal(real.writes, 0);
   });

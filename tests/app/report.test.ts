@@ -109,7 +109,7 @@ describe("plugpool report from a running plugpool's /metrics", () => {
       on: ["worker-1"],
       poweredByPlugpool: ["worker-1"],
     });
-    w.power.setWatts(w.machine("worker-1").plug, 60);
+    w.power.setWatts(w.machine("worker-1").power, 60);
     const metrics = createMetrics();
     metrics.observePool(w.pool, w.config);
     const ops = await startOpsServer({ host: "127.0.0.1", port: 0, registry: metrics.registry, readiness: () => [], liveness: () => [] });

@@ -1,6 +1,7 @@
 // deploy/examples against a real kube-apiserver and plugpool's own config loader: every object is accepted
 // (server-side apply, dry run), the pieces fit together (mounts, ports, names, the Secret's keys), and both
 // containers pass Pod Security "restricted".
+import { esphomePlugs } from "../app/fixtures/config-builders.ts";
 import { readdirSync, readFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import assert from "node:assert/strict";
@@ -98,8 +99,8 @@ describe("deploy/examples", () => {
   it("holds a plugpool configuration that the loader accepts, with the Secret's variables", () => {
     const config = pluginConfig();
     assert.deepEqual(config.pool.groups.map((g) => [g.id, g.machines.length]), [["gpu", 2], ["workers", 3]]);
-    assert.ok(config.credentials !== undefined);
-    assert.ok(config.pool.groups.some((g) => g.machines.some((m) => m.plug.powerSensor !== undefined)));
+    assert.ok(esphomePlugs(config).every((plug) => plug.credentials?.from === "environment"));
+    assert.ok(config.pool.groups.some((g) => g.machines.some((m) => m.power.measuresWatts)));
   });
 
   it("mounts plugpool's --config file from the ConfigMap key that holds it", () => {

@@ -6,7 +6,7 @@ import { rejectsWith } from "../fakes/assertions.ts";
 const FOUR = { groups: [{ id: "workers", machines: ["worker-1", "worker-2", "worker-3", "worker-4"] }] };
 
 function cut(w: World): string[] {
-  return w.power.callsOf("turnOff").map((c) => c.plug.url.replace(/^http:\/\/plug-|\.test$/g, ""));
+  return w.power.callsOf("turnOff").map((c) => c.control.key.replace(/^plug-/, ""));
 }
 
 describe("Pool.decreaseTargetSize()", () => {
@@ -71,7 +71,7 @@ describe("Pool.decreaseTargetSize()", () => {
     };
     await rejectsWith(w.pool.decreaseTargetSize("workers", -2), "unsafe", /worker-1 registered meanwhile and keeps its power/);
     assert.deepEqual(cut(w), ["worker-2"]);
-    assert.ok(w.power.isOn(w.machine("worker-1").plug));
+    assert.ok(w.power.isOn(w.machine("worker-1").power));
   });
 
   it("spares one that registered meanwhile even with the ToBeDeleted taint", async () => {
@@ -90,7 +90,7 @@ describe("Pool.decreaseTargetSize()", () => {
     const w = new World(FOUR);
     await w.pool.refresh();
     await w.pool.increaseSize("workers", 1);
-    w.power.setFault(w.machine("worker-1").plug, "hang");
+    w.power.setFault(w.machine("worker-1").power, "hang");
     const controller = new AbortController();
     w.power.onCall = () => {
       controller.abort();

@@ -127,7 +127,7 @@ describe("Pool.deleteNodes()", () => {
       await w.pool.refresh();
       await w.pool.increaseSize("workers", 2);
       await w.pool.deleteNodes("workers", [w.fakeRef("worker-2")]);
-      assert.equal(w.power.isOn(w.machine("worker-2").plug), false);
+      assert.equal(w.power.isOn(w.machine("worker-2").power), false);
       assert.deepEqual(w.pool.instances("workers").map((i) => i.id), ["k3s://worker-1"]);
       assert.deepEqual(w.reporter.of("plug-off"), [{ type: "plug-off", machine: "worker-2", reason: "unregistered" }]);
     });
@@ -137,7 +137,7 @@ describe("Pool.deleteNodes()", () => {
       await w.pool.refresh();
       await w.pool.increaseSize("workers", 3);
       w.power.onCall = (c) => {
-        if (c.op === "turnOff" && c.plug.url.includes("worker-1")) {
+        if (c.op === "turnOff" && c.control.key.includes("worker-1")) {
           w.registerTainted("worker-2");
           w.register("worker-3");
         }
@@ -147,10 +147,10 @@ describe("Pool.deleteNodes()", () => {
         "unsafe",
         /worker-3 registered meanwhile and keeps its power/,
       );
-      assert.deepEqual(w.power.callsOf("turnOff").map((c) => c.plug.url), ["http://plug-worker-1.test"]);
+      assert.deepEqual(w.power.callsOf("turnOff").map((c) => c.control.key), ["plug-worker-1"]);
       assert.deepEqual(w.reporter.of("power-off-started").map((e) => e.machine), []);
-      assert.ok(w.power.isOn(w.machine("worker-2").plug));
-      assert.ok(w.power.isOn(w.machine("worker-3").plug));
+      assert.ok(w.power.isOn(w.machine("worker-2").power));
+      assert.ok(w.power.isOn(w.machine("worker-3").power));
     });
 
     it("answers plug-unreachable when the plug fails, and the instance stays", async () => {

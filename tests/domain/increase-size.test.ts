@@ -7,7 +7,7 @@ import { rejectsWith, throwsWith } from "../fakes/assertions.ts";
 const FOUR = { groups: [{ id: "workers", machines: ["worker-1", "worker-2", "worker-3", "worker-4"] }] };
 
 function turnedOn(w: World): string[] {
-  return w.power.callsOf("turnOn").map((c) => c.plug.url.replace(/^http:\/\/plug-|\.test$/g, ""));
+  return w.power.callsOf("turnOn").map((c) => c.control.key.replace(/^plug-/, ""));
 }
 
 describe("Pool.increaseSize()", () => {
@@ -48,7 +48,7 @@ describe("Pool.increaseSize()", () => {
   it("skips a plug that fails and takes the next candidate in a further round", async () => {
     const w = new World(FOUR);
     await w.pool.refresh();
-    w.power.setFault(w.machine("worker-1").plug, "unreachable");
+    w.power.setFault(w.machine("worker-1").power, "unreachable");
     await w.pool.increaseSize("workers", 2);
     assert.deepEqual(turnedOn(w), ["worker-1", "worker-2", "worker-3"]);
     assert.equal(w.pool.targetSize("workers"), 2);
@@ -58,15 +58,15 @@ describe("Pool.increaseSize()", () => {
   it("names the failed plugs and keeps those that went on when fewer than delta could be switched on", async () => {
     const w = new World();
     await w.pool.refresh();
-    w.power.setFault(w.machine("worker-2").plug, "unreachable");
-    w.power.setFault(w.machine("worker-3").plug, "unreachable");
+    w.power.setFault(w.machine("worker-2").power, "unreachable");
+    w.power.setFault(w.machine("worker-3").power, "unreachable");
     await rejectsWith(
       w.pool.increaseSize("workers", 3),
       "plug-unreachable",
-      /switched on 1 of 3; worker-2: .*plug-worker-2.*; worker-3: /,
+      /switched on 1 of 3; worker-2: .*plug of worker-2.*; worker-3: /,
     );
     assert.equal(w.pool.targetSize("workers"), 1);
-    assert.ok(w.power.isOn(w.machine("worker-1").plug));
+    assert.ok(w.power.isOn(w.machine("worker-1").power));
   });
 
   it("never uses a plug that has not been read successfully", async () => {
@@ -91,7 +91,7 @@ describe("Pool.increaseSize()", () => {
   it("is bounded by the call's signal when a plug never answers, and releases the group", async () => {
     const w = new World();
     await w.pool.refresh();
-    w.power.setFault(w.machine("worker-1").plug, "hang");
+    w.power.setFault(w.machine("worker-1").power, "hang");
     const controller = new AbortController();
     w.power.onCall = (c) => {
       if (c.op === "turnOn") controller.abort();
@@ -118,12 +118,12 @@ describe("Pool.increaseSize()", () => {
   it("tries a plug whose last read failed only after the healthy ones", async () => {
     const w = new World();
     await w.pool.refresh();
-    w.power.setFault(w.machine("worker-1").plug, "unreachable");
+    w.power.setFault(w.machine("worker-1").power, "unreachable");
     await w.pool.refresh();
-    w.power.setFault(w.machine("worker-1").plug, undefined);
+    w.power.setFault(w.machine("worker-1").power, undefined);
     await w.pool.increaseSize("workers", 1);
-    assert.deepEqual(w.power.callsOf("turnOn").map((c) => c.plug.url), ["http://plug-worker-2.test"]);
+    assert.deepEqual(w.power.callsOf("turnOn").map((c) => c.control.key), ["plug-worker-2"]);
     await w.pool.increaseSize("workers", 2);
-    assert.deepEqual(w.power.callsOf("turnOn").map((c) => c.plug.url).toSorted(), ["http://plug-worker-1.test", "http://plug-worker-2.test", "http://plug-worker-3.test"]);
+    assert.deepEqual(w.power.callsOf("turnOn").map((c) => c.control.key).toSorted(), ["plug-worker-1", "plug-worker-2", "plug-worker-3"]);
   });
 });

@@ -7,12 +7,8 @@ import type { WorldOptions } from "../fakes/world.ts";
 const LIMIT = { maxPowerOnsPerInterval: 2, powerOnIntervalMs: 10_000 };
 const FOUR = { groups: [{ id: "workers", machines: ["worker-1", "worker-2", "worker-3", "worker-4"] }], scaleUp: LIMIT };
 
-function named(url: string): string {
-  return url.replace(/^http:\/\/plug-|\.test$/g, "");
-}
-
 function turnedOn(w: World): string[] {
-  return w.power.callsOf("turnOn").map((c) => named(c.plug.url));
+  return w.power.callsOf("turnOn").map((c) => c.control.key.replace(/^plug-/, ""));
 }
 
 /** A world with the limit, plugs read, started one interval ago, and `delta` machines asked for. */
@@ -129,7 +125,7 @@ describe("inrush protection (scaleUp.maxPowerOnsPerInterval)", () => {
 
     it("drops a machine that came up by other means and registered, without a plug call; it runs", async () => {
       const w = await asked(3);
-      w.power.set(w.machine("worker-3").plug, true);
+      w.power.set(w.machine("worker-3").power, true);
       w.register("worker-3");
       await w.pool.refresh();
       w.clock.advance(10_000);
@@ -153,7 +149,7 @@ describe("inrush protection (scaleUp.maxPowerOnsPerInterval)", () => {
 
     it("drops a queued machine whose plug someone else switched on: not plugpool's to count or cut", async () => {
       const w = await asked(3);
-      w.power.set(w.machine("worker-3").plug, true);
+      w.power.set(w.machine("worker-3").power, true);
       await w.pool.refresh();
       w.clock.advance(10_000);
       await w.pool.reconcile();

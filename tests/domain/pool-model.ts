@@ -1,7 +1,7 @@
 // The world the property test drives (operations in pool-ops.ts) and the invariants checked at the moment a
 // command reaches its plug, a power-off pod is created or a Node deleted, and after every step. The pool sees the
 // cluster through a view that lags the truth; the invariants are judged on the truth.
-import type { Machine, NodeRef, NodeView, QuarantineSettings, ScaleUpSettings } from "../../src/domain/index.ts";
+import type { Machine, NodeRef, NodeView, PowerControl, QuarantineSettings, ScaleUpSettings } from "../../src/domain/index.ts";
 import { HOLD_ANNOTATION, POWER_OFF_ANNOTATION, TO_BE_DELETED_TAINT, isPlugpoolError } from "../../src/domain/index.ts";
 import type { CaOp, NodeEvent, Op } from "./pool-ops.ts";
 import { GROUPS, NAMES } from "./pool-ops.ts";
@@ -68,12 +68,12 @@ export class Model {
       return state % 4;
     };
     this.w.power.onCall = (call) => {
-      if (this.#machineOf(call.plug) === undefined) this.violations.push(`${call.op} of an unconfigured plug ${call.plug.url}`);
+      if (this.#machineOf(call.control) === undefined) this.violations.push(`${call.op} of an unconfigured plug ${call.control.key}`);
       this.#fireArmed();
     };
     // The rules are judged when a command reaches the plug, not when it is called.
     this.w.power.onArrival = (arrival) => {
-      const machine = this.#machineOf(arrival.plug);
+      const machine = this.#machineOf(arrival.control);
       if (machine === undefined) return;
       if (arrival.op === "turnOff") {
         this.#checkCut(machine);
@@ -101,8 +101,8 @@ export class Model {
     };
   }
 
-  #machineOf(plug: { readonly url: string; readonly switch: string }): Machine | undefined {
-    return this.w.machines().find((x) => x.plug.url === plug.url && x.plug.switch === plug.switch);
+  #machineOf(control: PowerControl): Machine | undefined {
+    return this.w.machines().find((x) => x.power.key === control.key);
   }
 
   /** The power-off pod shuts the OS down: at that moment every Node of the machine must allow it. */
@@ -154,14 +154,14 @@ export class Model {
         w.power.failNext(o.op);
         return;
       case "plug-fault":
-        w.power.setFault(this.machine(o.m).plug, o.on ? "unreachable" : undefined);
+        w.power.setFault(this.machine(o.m).power, o.on ? "unreachable" : undefined);
         return;
       case "flip": {
         // Someone switches the plug by hand: a machine switched on that way is not plugpool's to cut
         // (Switched off and on again by hand, a machine plugpool switched on is still the one it asked for.)
         const machine = this.machine(o.m);
-        if (o.on !== w.power.isOn(machine.plug)) this.#osDown.delete(machine.name);
-        w.power.set(machine.plug, o.on);
+        if (o.on !== w.power.isOn(machine.power)) this.#osDown.delete(machine.name);
+        w.power.set(machine.power, o.on);
         return;
       }
       case "cluster-fail-next":
@@ -311,7 +311,7 @@ export class Model {
 
   #register(machine: Machine, mode: "normal" | "name-only" | "foreign"): void {
     const { w } = this;
-    if (!w.power.isOn(machine.plug) || this.#nodesOf(machine).length > 0) return;
+    if (!w.power.isOn(machine.power) || this.#nodesOf(machine).length > 0) return;
     const providerID = mode === "normal" ? PREFIX + machine.name : mode === "foreign" ? `metal://${machine.name}` : "";
     w.cluster.addNode({ name: machine.name, providerID, readyChangedAt: w.clock.now() });
   }
@@ -350,7 +350,7 @@ export class Model {
       const pod = w.cluster.powerOffPod(machine.name);
       if (pod !== undefined && !pod.terminating) this.#osDown.add(machine.name);
       for (const n of this.#nodesOf(machine)) {
-        if (n.ready && (pod !== undefined || !w.power.isOn(machine.plug))) w.cluster.setReady(n.name, false, w.clock.now());
+        if (n.ready && (pod !== undefined || !w.power.isOn(machine.power))) w.cluster.setReady(n.name, false, w.clock.now());
       }
     }
   }
@@ -420,7 +420,7 @@ export class Model {
     const nodes = this.#nodesOf(machine);
     // Without a Node, only a machine plugpool itself switched on may be cut; and never one whose plug is on by hand.
     const licensed = this.#switchedOnByPool.has(machine.name) || this.#osDown.has(machine.name);
-    if (nodes.length === 0 && this.w.power.isOn(machine.plug) && !licensed) {
+    if (nodes.length === 0 && this.w.power.isOn(machine.power) && !licensed) {
       this.violations.push(`turnOff of ${machine.name}, which has no Node and was not switched on by plugpool`);
     }
     for (const n of nodes) {

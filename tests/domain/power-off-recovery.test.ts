@@ -38,7 +38,7 @@ describe("power-off abort", () => {
     assert.equal(await w.pool.reconcile(), undefined);
     assert.equal(w.reporter.of("power-off-aborted").length, 1);
     assert.equal(w.power.callsOf("turnOff").length, 0);
-    assert.ok(w.power.isOn(w.machine("worker-1").plug));
+    assert.ok(w.power.isOn(w.machine("worker-1").power));
   });
 
   it("refuses the plug-off itself when the taint goes away between the checks", async () => {
@@ -47,7 +47,7 @@ describe("power-off abort", () => {
     });
     await w.pool.reconcile();
     w.cluster.setReady("worker-1", false, w.clock.now());
-    w.power.setWatts(w.machine("worker-1").plug, 2);
+    w.power.setWatts(w.machine("worker-1").power, 2);
     await w.pool.reconcile();
     // The next read is the grace step's last look, after check-taint has passed on this pass.
     w.power.onCall = (c) => {
@@ -100,7 +100,7 @@ describe("power-off after a restart", () => {
       for (let i = 0; i < 10 && (await pass(w)) !== undefined; i++);
 
       assert.equal(firstCut, t0 + 120_000);
-      assert.equal(w.power.isOn(w.machine("worker-1").plug), false);
+      assert.equal(w.power.isOn(w.machine("worker-1").power), false);
       assert.equal(w.cluster.nodeNamed("worker-1"), undefined);
       assert.deepEqual(w.cluster.pods(), []);
       assert.equal(w.cluster.callsOf("createPowerOffPod").length, 1);

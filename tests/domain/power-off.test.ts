@@ -13,7 +13,7 @@ describe("the power-off saga", () => {
   it("walks the steps in order, each advanced by the clock, and finishes with the Node deleted", async () => {
     const w = await deleting();
     const t0 = w.clock.now();
-    const plug = w.machine("worker-1").plug;
+    const plug = w.machine("worker-1").power;
 
     assert.equal(await w.pool.reconcile(), 5000);
     assert.deepEqual(w.cluster.pods(), [
@@ -76,7 +76,7 @@ describe("the power-off saga", () => {
     const w = await deleting();
     await w.drive(200);
     assert.equal(w.power.callsOf("turnOff").length, 0);
-    assert.ok(w.power.isOn(w.machine("worker-1").plug));
+    assert.ok(w.power.isOn(w.machine("worker-1").power));
     assert.match(w.reporter.of("power-off-aborted")[0]?.reason ?? "", /did not go NotReady within 300000 ms.*keep-power/);
     assert.deepEqual(w.cluster.pods(), []);
   });
@@ -105,7 +105,7 @@ describe("the power-off saga", () => {
 
   it("creates no pod and skips the wait for NotReady when a fresh reading says the plug is off, and still cuts it to be sure", async () => {
     const w = await deleting();
-    w.power.set(w.machine("worker-1").plug, false);
+    w.power.set(w.machine("worker-1").power, false);
     await w.pool.refresh();
     assert.equal(await w.pool.reconcile(), 120_000);
     assert.equal(w.cluster.callsOf("createPowerOffPod").length, 0);
@@ -117,7 +117,7 @@ describe("the power-off saga", () => {
 
   it("does not take a plug remembered off for a shutdown: one switched on again by hand gets its power-off pod and keeps its power while its Node stays Ready", async () => {
     const w = await deleting();
-    const plug = w.machine("worker-1").plug;
+    const plug = w.machine("worker-1").power;
     w.power.set(plug, false);
     await w.pool.refresh();
     w.power.set(plug, true);
@@ -137,7 +137,7 @@ describe("the power-off saga", () => {
 
     it("cuts once the draw has stayed at standby for the window, before the grace ends", async () => {
       const w = await deleting(sensor);
-      const plug = w.machine("worker-1").plug;
+      const plug = w.machine("worker-1").power;
       w.power.setWatts(plug, 60);
       await w.pool.reconcile();
       w.cluster.setReady("worker-1", false, w.clock.now());
@@ -157,7 +157,7 @@ describe("the power-off saga", () => {
 
     it("starts the standby window over when the draw rises again", async () => {
       const w = await deleting(sensor);
-      const plug = w.machine("worker-1").plug;
+      const plug = w.machine("worker-1").power;
       w.power.setWatts(plug, 3);
       await w.pool.reconcile();
       w.cluster.setReady("worker-1", false, w.clock.now());
@@ -175,7 +175,7 @@ describe("the power-off saga", () => {
 
     it("never waits longer than the grace when the draw stays high", async () => {
       const w = await deleting(sensor);
-      w.power.setWatts(w.machine("worker-1").plug, 60);
+      w.power.setWatts(w.machine("worker-1").power, 60);
       const t0 = w.clock.now();
       let cutAt: number | undefined;
       w.power.onCall = (c) => {
@@ -205,7 +205,7 @@ describe("the power-off saga", () => {
     w.clock.advance(4000);
     assert.equal(await w.pool.reconcile(), 1000);
     assert.equal(w.power.callsOf("turnOff").length, 4);
-    assert.equal(w.power.isOn(w.machine("worker-1").plug), false);
+    assert.equal(w.power.isOn(w.machine("worker-1").power), false);
   });
 
   it("retries a failing cluster write with backoff", async () => {

@@ -11,7 +11,7 @@ async function lostPower(options: WorldOptions = {}, node: Parameters<World["reg
   const w = new World({ on: ["worker-1"], ...options });
   w.register("worker-1", node);
   await w.pool.refresh();
-  w.power.set(w.machine("worker-1").plug, false);
+  w.power.set(w.machine("worker-1").power, false);
   w.wakes = 0;
   await w.pool.refresh();
   return w;
@@ -22,7 +22,7 @@ describe("power restore (a plug found off under a Node that should be running)",
     const w = await lostPower();
     assert.equal(w.wakes, 1);
     assert.equal(await w.pool.reconcile(), undefined);
-    assert.ok(w.power.isOn(w.machine("worker-1").plug));
+    assert.ok(w.power.isOn(w.machine("worker-1").power));
     assert.deepEqual(w.reporter.of("power-restored"), [
       { type: "power-restored", machine: "worker-1", group: "workers", node: "worker-1" },
     ]);
@@ -37,7 +37,7 @@ describe("power restore (a plug found off under a Node that should be running)",
     const w = await lostPower();
     await w.pool.reconcile();
     w.clock.advance(MINUTE);
-    w.power.set(w.machine("worker-1").plug, false);
+    w.power.set(w.machine("worker-1").power, false);
     w.wakes = 0;
     await w.pool.refresh();
     assert.equal(w.wakes, 0);
@@ -114,7 +114,7 @@ describe("power restore (a plug found off under a Node that should be running)",
     const w = new World({ on: ["worker-2"] });
     w.register("worker-1");
     await w.pool.refresh();
-    w.power.set(w.machine("worker-3").plug, true);
+    w.power.set(w.machine("worker-3").power, true);
     await w.pool.refresh();
     await w.drive();
     assert.equal(w.power.callsOf("turnOff").length, 0);

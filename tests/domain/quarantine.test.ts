@@ -7,7 +7,7 @@ import { rejectsWith } from "../fakes/assertions.ts";
 const MINUTE = 60_000;
 
 function turnedOn(w: World): string[] {
-  return w.power.callsOf("turnOn").map((c) => c.plug.url.replace(/^http:\/\/plug-|\.test$/g, ""));
+  return w.power.callsOf("turnOn").map((c) => c.control.key.replace(/^plug-/, ""));
 }
 
 /** Switches worker-1 on through IncreaseSize, then cluster-autoscaler drops it unregistered. */
@@ -69,7 +69,7 @@ describe("boot-failure quarantine", () => {
   it("quarantines a boot failure as soon as it is seen, and counts it once when cluster-autoscaler then drops it", async () => {
     const w = await readWorld();
     await w.pool.increaseSize("workers", 1);
-    w.power.set(w.machine("worker-1").plug, false);
+    w.power.set(w.machine("worker-1").power, false);
     await w.pool.refresh();
     assert.deepEqual(
       w.reporter.of("quarantined").map((e) => [e.failures, e.reason]),
@@ -109,7 +109,7 @@ describe("boot-failure quarantine", () => {
     assert.deepEqual(w.pool.quarantine(), []);
     // Later the machine is gone again (its Node removed, its plug off), and its next boot fails.
     w.cluster.removeNode("worker-1");
-    w.power.set(w.machine("worker-1").plug, false);
+    w.power.set(w.machine("worker-1").power, false);
     await w.pool.refresh();
     await failedBoot(w);
     assert.deepEqual(w.pool.quarantine(), [{ machine: "worker-1", group: "workers", until: w.clock.now() + MINUTE, failures: 1 }]);
@@ -118,7 +118,7 @@ describe("boot-failure quarantine", () => {
   it("ends a quarantine when the machine registers meanwhile (it was switched on by hand and works)", async () => {
     const w = await readWorld({ on: [] });
     await failedBoot(w);
-    w.power.set(w.machine("worker-1").plug, true);
+    w.power.set(w.machine("worker-1").power, true);
     w.register("worker-1");
     await w.pool.refresh();
     assert.deepEqual(w.pool.quarantine(), []);

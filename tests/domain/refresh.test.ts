@@ -1,13 +1,13 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import type { PlugAddress, PlugReading, PowerSwitch } from "../../src/domain/index.ts";
+import type { PowerControl, PlugReading, PowerSwitch } from "../../src/domain/index.ts";
 import { PlugpoolError, createPool } from "../../src/domain/index.ts";
 import { World } from "../fakes/world.ts";
 
 describe("Pool.refresh()", () => {
   it("sends every read at once and never fails because of a plug", async () => {
     const w = new World({ on: ["worker-2"], poweredByPlugpool: ["worker-2"] });
-    w.power.setFault(w.machine("worker-1").plug, "unreachable");
+    w.power.setFault(w.machine("worker-1").power, "unreachable");
     const done = w.pool.refresh();
     assert.equal(w.power.callsOf("read").length, 3);
     await done;
@@ -20,17 +20,17 @@ describe("Pool.refresh()", () => {
   it("keeps the last state of a plug that cannot be read, and reports a failure once per message", async () => {
     const w = new World({ on: ["worker-1"], poweredByPlugpool: ["worker-1"] });
     await w.pool.refresh();
-    w.power.setFault(w.machine("worker-1").plug, "unreachable");
+    w.power.setFault(w.machine("worker-1").power, "unreachable");
     await w.pool.refresh();
     await w.pool.refresh();
     assert.equal(w.pool.targetSize("workers"), 1);
     assert.equal(w.reporter.of("plug-read-failed").length, 1);
-    w.power.setFault(w.machine("worker-1").plug, undefined);
+    w.power.setFault(w.machine("worker-1").power, undefined);
     w.power.failNext("read", new PlugpoolError("plug-unauthorized", "plug of worker-1 answered 401"));
     await w.pool.refresh();
     assert.deepEqual(
       w.reporter.of("plug-read-failed").map((e) => e.error),
-      ["read of plug http://plug-worker-1.test: timed out", "plug of worker-1 answered 401"],
+      ["read of plug of worker-1: timed out", "plug of worker-1 answered 401"],
     );
   });
 
@@ -38,7 +38,7 @@ describe("Pool.refresh()", () => {
     const w = new World();
     await w.pool.refresh();
     await w.pool.increaseSize("workers", 1);
-    w.power.set(w.machine("worker-1").plug, false);
+    w.power.set(w.machine("worker-1").power, false);
     await w.pool.refresh();
     assert.deepEqual(w.pool.instances("workers"), [
       {
@@ -59,7 +59,7 @@ describe("Pool.refresh()", () => {
     await w.pool.increaseSize("workers", 1);
     w.register("worker-1");
     await w.pool.refresh();
-    w.power.set(w.machine("worker-1").plug, false);
+    w.power.set(w.machine("worker-1").power, false);
     await w.pool.refresh();
     assert.deepEqual(w.pool.instances("workers"), [{ id: "k3s://worker-1", state: "running" }]);
     assert.deepEqual(
@@ -74,16 +74,16 @@ describe("Pool.refresh()", () => {
   it("leaves a plug found on that plugpool did not switch on out of view, and reports it once per transition", async () => {
     const w = new World();
     await w.pool.refresh();
-    w.power.set(w.machine("worker-3").plug, true);
+    w.power.set(w.machine("worker-3").power, true);
     await w.pool.refresh();
     await w.pool.refresh();
     assert.deepEqual(w.pool.instances("workers"), []);
     assert.deepEqual(w.pool.poweredOutside(), ["worker-3"]);
     assert.equal(w.reporter.of("powered-outside").length, 1);
     // Off and on again is a new transition.
-    w.power.set(w.machine("worker-3").plug, false);
+    w.power.set(w.machine("worker-3").power, false);
     await w.pool.refresh();
-    w.power.set(w.machine("worker-3").plug, true);
+    w.power.set(w.machine("worker-3").power, true);
     await w.pool.refresh();
     assert.equal(w.reporter.of("powered-outside").length, 2);
   });
@@ -105,12 +105,12 @@ describe("Pool.refresh()", () => {
     const w = new World();
     let answerRead: (r: PlugReading) => void = () => undefined;
     const slowReads: PowerSwitch = {
-      read: (plug: PlugAddress) =>
-        plug.url.includes("worker-1")
+      read: (control: PowerControl) =>
+        control.key.includes("worker-1")
           ? new Promise((resolve) => {
               answerRead = resolve;
             })
-          : w.power.read(plug),
+          : w.power.read(control),
       turnOn: (plug) => w.power.turnOn(plug),
       turnOff: (plug, mayCut) => w.power.turnOff(plug, mayCut),
     };

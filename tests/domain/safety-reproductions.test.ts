@@ -25,7 +25,7 @@ describe("safety reproductions", () => {
     w.cluster.addNode({ name: "wroker-1", providerID: "k3s://wroker-1" });
     await w.pool.refresh();
     await assert.rejects(w.pool.deleteNodes("workers", [w.fakeRef("worker-1")]), /draws 80 W with no Node/);
-    assert.ok(w.power.isOn(w.machine("worker-1").plug));
+    assert.ok(w.power.isOn(w.machine("worker-1").power));
   });
 
   it("2: the taint removed while the power-off is being recorded yields no power-off pod", async () => {
@@ -38,7 +38,7 @@ describe("safety reproductions", () => {
     await w.pool.deleteNodes("workers", [w.ref("worker-1")]).catch(() => undefined);
     await w.drive(20);
     assert.deepEqual(w.cluster.callsOf("createPowerOffPod"), []);
-    assert.ok(w.power.isOn(w.machine("worker-1").plug));
+    assert.ok(w.power.isOn(w.machine("worker-1").power));
   });
 
   it("2b: a power-off whose Node lost the taint stops at its first step, before anything else is asked of the cluster", async () => {
@@ -68,7 +68,7 @@ describe("safety reproductions", () => {
     w.clock.advance(120_000);
     await w.pool.reconcile();
     assert.equal(w.power.callsOf("turnOff").length, 1);
-    assert.ok(w.power.isOn(w.machine("worker-1").plug), "refused at the plug");
+    assert.ok(w.power.isOn(w.machine("worker-1").power), "refused at the plug");
     assert.equal(w.reporter.of("refused").at(-1)?.rule, "registered-without-taint");
   });
 
@@ -79,10 +79,10 @@ describe("safety reproductions", () => {
     w.cluster.viewCurrent = false;
     w.clock.advance(120_000);
     await w.pool.reconcile();
-    assert.ok(w.power.isOn(w.machine("worker-1").plug));
+    assert.ok(w.power.isOn(w.machine("worker-1").power));
     w.cluster.viewCurrent = true;
     await w.drive(20);
-    assert.equal(w.power.isOn(w.machine("worker-1").plug), false, "cut once the view is current again");
+    assert.equal(w.power.isOn(w.machine("worker-1").power), false, "cut once the view is current again");
   });
 
   it("4: a DeleteNodes whose deadline ends while its power-off is recorded leaves nothing behind", async () => {
@@ -112,7 +112,7 @@ describe("safety reproductions", () => {
     }
     assert.equal(w.cluster.callsOf("createPowerOffPod").length, 3);
     assert.match(w.reporter.of("power-off-aborted")[0]?.reason ?? "", /after 3 attempts/);
-    assert.ok(w.power.isOn(w.machine("worker-1").plug));
+    assert.ok(w.power.isOn(w.machine("worker-1").power));
   });
 
   it("5b: a Node deleted by someone else mid-power-off is no sign of a shutdown: no cut", async () => {
@@ -142,7 +142,7 @@ describe("safety reproductions", () => {
     w.clock.advance(120_000);
     w.power.loseNextAnswer("turnOff");
     await w.pool.reconcile();
-    assert.equal(w.power.isOn(w.machine("worker-1").plug), false, "the cut went through");
+    assert.equal(w.power.isOn(w.machine("worker-1").power), false, "the cut went through");
     // The taint goes and the node reports Ready a last time before it stops.
     w.cluster.untaint("worker-1");
     w.cluster.setReady("worker-1", true, w.clock.now());

@@ -83,7 +83,7 @@ describe("the verdict at the plug for a machine cut unregistered", () => {
     };
     await rejectsWith(w.pool.decreaseTargetSize("workers", -1), "unsafe", /worker-1 registered meanwhile \(node worker-1\)/);
     assert.equal(w.power.callsOf("turnOff").length, 1, "refused at the plug, not before");
-    assert.ok(w.power.isOn(w.machine("worker-1").plug));
+    assert.ok(w.power.isOn(w.machine("worker-1").power));
     assert.equal(w.reporter.of("refused").at(-1)?.rule, "registered-without-taint");
   });
 
@@ -91,7 +91,7 @@ describe("the verdict at the plug for a machine cut unregistered", () => {
     const w = await switchedOn();
     w.cluster.failNext("nodesClaiming");
     await rejectsWith(w.pool.decreaseTargetSize("workers", -1), "unsafe", /the Nodes of worker-1 could not be read/);
-    assert.ok(w.power.isOn(w.machine("worker-1").plug));
+    assert.ok(w.power.isOn(w.machine("worker-1").power));
     assert.equal(w.reporter.of("refused").at(-1)?.rule, "view-not-current");
     assert.deepEqual(w.reporter.of("plug-off"), []);
   });
@@ -103,7 +103,7 @@ describe("the verdict at the plug for a machine cut unregistered", () => {
       if (c.op === "turnOff") w.records.endPowerOn("worker-1");
     };
     await rejectsWith(w.pool.decreaseTargetSize("workers", -1), "unsafe", /worker-1 was not switched on by plugpool/);
-    assert.ok(w.power.isOn(w.machine("worker-1").plug));
+    assert.ok(w.power.isOn(w.machine("worker-1").power));
     assert.equal(w.reporter.of("refused").at(-1)?.rule, "powered-outside");
   });
 });

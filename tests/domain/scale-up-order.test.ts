@@ -16,17 +16,17 @@ function world(order: ScaleUpOrder | undefined, idleWatts: Record<string, number
 }
 
 function turnedOn(w: World): string[] {
-  return w.power.callsOf("turnOn").map((c) => c.plug.url.replace(/^http:\/\/plug-|\.test$/g, ""));
+  return w.power.callsOf("turnOn").map((c) => c.control.key.replace(/^plug-/, ""));
 }
 
 /** Has each machine's plug on (switched by hand) for that many minutes, read once a minute, then off. */
 async function use(w: World, minutes: Readonly<Record<string, number>>): Promise<void> {
   const longest = Math.max(...Object.values(minutes));
-  for (const name of Object.keys(minutes)) w.power.set(w.machine(name).plug, true);
+  for (const name of Object.keys(minutes)) w.power.set(w.machine(name).power, true);
   await w.pool.refresh();
   for (let minute = 1; minute <= longest + 1; minute++) {
     w.clock.advance(60 * S);
-    for (const [name, m] of Object.entries(minutes)) if (minute > m) w.power.set(w.machine(name).plug, false);
+    for (const [name, m] of Object.entries(minutes)) if (minute > m) w.power.set(w.machine(name).power, false);
     await w.pool.refresh();
   }
 }
@@ -69,9 +69,9 @@ describe("scale-up order", () => {
   it("tries plugs whose last read failed last, before any order", async () => {
     const w = world("efficient", { "worker-1": 10, "worker-2": 20, "worker-3": 30, "worker-4": 40 });
     await w.pool.refresh();
-    w.power.setFault(w.machine("worker-1").plug, "unreachable");
+    w.power.setFault(w.machine("worker-1").power, "unreachable");
     await w.pool.refresh();
-    w.power.setFault(w.machine("worker-1").plug, undefined);
+    w.power.setFault(w.machine("worker-1").power, undefined);
     await w.pool.increaseSize("workers", 2);
     assert.deepEqual(turnedOn(w), ["worker-2", "worker-3"]);
   });

@@ -37,7 +37,7 @@ describe("Pool.usage()", () => {
 
   it("adds up time on and off, energy used from the sensor and energy avoided from idleWatts between readings", async () => {
     const w = new World({ ...METERED, on: ["worker-1"], poweredByPlugpool: ["worker-1"] });
-    w.power.setWatts(w.machine("worker-1").plug, 120);
+    w.power.setWatts(w.machine("worker-1").power, 120);
     await w.pool.refresh();
     w.clock.advance(60 * S);
     await w.pool.refresh();
@@ -74,10 +74,10 @@ describe("Pool.usage()", () => {
   it("spans failed reads rather than counting them as no draw", async () => {
     const w = new World({ ...METERED, on: ["worker-1"], poweredByPlugpool: ["worker-1"] });
     await w.pool.refresh();
-    w.power.setFault(w.machine("worker-1").plug, "unreachable");
+    w.power.setFault(w.machine("worker-1").power, "unreachable");
     w.clock.advance(30 * S);
     await w.pool.refresh();
-    w.power.setFault(w.machine("worker-1").plug, undefined);
+    w.power.setFault(w.machine("worker-1").power, undefined);
     w.clock.advance(30 * S);
     await w.pool.refresh();
     assert.equal(usageOf(w, "worker-1").energyUsedKwh, (80 * 60) / 3_600_000);
@@ -131,9 +131,9 @@ describe("boot time", () => {
     await w.pool.refresh();
     w.pool.clusterChanged();
     await w.pool.increaseSize("workers", 1);
-    w.power.set(w.machine("worker-2").plug, false);
+    w.power.set(w.machine("worker-2").power, false);
     await w.pool.refresh();
-    w.power.set(w.machine("worker-2").plug, true);
+    w.power.set(w.machine("worker-2").power, true);
     await w.pool.refresh();
     w.register("worker-2");
     w.pool.clusterChanged();

@@ -25,7 +25,7 @@ describe("plugpool report from a real Prometheus", { timeout: 120_000 }, () => {
   let ticking: NodeJS.Timeout;
 
   before(async () => {
-    w.power.setWatts(w.machine("worker-1").plug, 120);
+    w.power.setWatts(w.machine("worker-1").power, 120);
     const metrics = createMetrics();
     metrics.observePool(w.pool, w.config);
     ops = await startOpsServer({ host: "127.0.0.1", port: 0, registry: metrics.registry, readiness: () => [], liveness: () => [] });

@@ -1,4 +1,4 @@
-import type { CutGuard, PlugAddress, PlugReading, PowerSwitch } from "../../src/domain/index.ts";
+import type { CutGuard, PowerControl, PlugReading, PowerSwitch } from "../../src/domain/index.ts";
 import { PlugpoolError } from "../../src/domain/index.ts";
 
 export type PowerOp = "read" | "turnOn" | "turnOff";
@@ -8,7 +8,7 @@ export type PlugFault = "unreachable" | "hang";
 
 export interface PowerCall {
   readonly op: PowerOp;
-  readonly plug: PlugAddress;
+  readonly control: PowerControl;
 }
 
 /**
@@ -17,7 +17,7 @@ export interface PowerCall {
  */
 export interface Arrival {
   readonly op: "turnOn" | "turnOff";
-  readonly plug: PlugAddress;
+  readonly control: PowerControl;
 }
 
 interface Relay {
@@ -27,7 +27,7 @@ interface Relay {
 }
 
 /**
- * Relays with real state, keyed by plug URL and switch. Only plugs added with `add` exist; a call to any
+ * Relays with real state, keyed by their control's key. Only plugs added with `add` exist; a call to any
  * other plug throws. Every call is logged (and passed to `onCall` at the moment it is made) before any
  * fault applies. Calls to one device wait for each other, and each waits `latency()` turns of the event loop
  * once it has the device (others may act meanwhile). Signals are ignored on purpose: the domain must not rely
@@ -47,27 +47,27 @@ export class FakePowerSwitch implements PowerSwitch {
   readonly #faults = new Map<string, PlugFault>();
   readonly #failNext = new Map<PowerOp, Error[]>();
 
-  add(plug: PlugAddress, on = false, watts = 80): void {
-    this.#relays.set(keyOf(plug), { on, watts });
+  add(control: PowerControl, on = false, watts = 80): void {
+    this.#relays.set(control.key, { on, watts });
   }
 
   /** Flips the relay by hand (someone pressed the button). */
-  set(plug: PlugAddress, on: boolean): void {
-    this.#relay(plug).on = on;
+  set(control: PowerControl, on: boolean): void {
+    this.#relay(control).on = on;
   }
 
-  isOn(plug: PlugAddress): boolean {
-    return this.#relay(plug).on;
+  isOn(control: PowerControl): boolean {
+    return this.#relay(control).on;
   }
 
   /** The draw the sensor reports while the relay is on. */
-  setWatts(plug: PlugAddress, watts: number): void {
-    this.#relay(plug).watts = watts;
+  setWatts(control: PowerControl, watts: number): void {
+    this.#relay(control).watts = watts;
   }
 
-  setFault(plug: PlugAddress, fault: PlugFault | undefined): void {
-    if (fault === undefined) this.#faults.delete(keyOf(plug));
-    else this.#faults.set(keyOf(plug), fault);
+  setFault(control: PowerControl, fault: PlugFault | undefined): void {
+    if (fault === undefined) this.#faults.delete(control.key);
+    else this.#faults.set(control.key, fault);
   }
 
   /** The next call of `op` (to any plug) fails with `error`. */
@@ -91,64 +91,61 @@ export class FakePowerSwitch implements PowerSwitch {
     return this.calls.filter((c) => c.op === op);
   }
 
-  read(plug: PlugAddress): Promise<PlugReading> {
-    return this.#call("read", plug, undefined, () => undefined);
+  read(control: PowerControl): Promise<PlugReading> {
+    return this.#call("read", control, undefined, () => undefined);
   }
 
-  turnOn(plug: PlugAddress): Promise<PlugReading> {
-    return this.#call("turnOn", plug, undefined, (relay) => {
+  turnOn(control: PowerControl): Promise<PlugReading> {
+    return this.#call("turnOn", control, undefined, (relay) => {
       relay.on = true;
     });
   }
 
-  turnOff(plug: PlugAddress, mayCut: CutGuard): Promise<PlugReading> {
-    return this.#call("turnOff", plug, mayCut, (relay) => {
+  turnOff(control: PowerControl, mayCut: CutGuard): Promise<PlugReading> {
+    return this.#call("turnOff", control, mayCut, (relay) => {
       relay.on = false;
     });
   }
 
-  #call(op: PowerOp, plug: PlugAddress, guard: CutGuard | undefined, act: (r: Relay) => void): Promise<PlugReading> {
-    const call = { op, plug };
+  #call(op: PowerOp, control: PowerControl, guard: CutGuard | undefined, act: (r: Relay) => void): Promise<PlugReading> {
+    const call = { op, control };
     this.calls.push(call);
     this.onCall?.(call);
-    const relay = this.#relay(plug);
-    const fault = this.#faults.get(keyOf(plug));
+    const relay = this.#relay(control);
+    const fault = this.#faults.get(control.key);
     if (fault === "hang") return new Promise<PlugReading>(() => undefined);
-    const device = plug.device;
+    // Each control is its own device here.
+    const device = control.key;
     const before = this.#queues.get(device) ?? Promise.resolve();
-    const mine = before.then(() => this.#atDevice(op, plug, relay, guard, act));
+    const mine = before.then(() => this.#atDevice(op, control, relay, guard, act));
     this.#queues.set(device, mine.catch(() => undefined));
     return mine;
   }
 
-  async #atDevice(op: PowerOp, plug: PlugAddress, relay: Relay, guard: CutGuard | undefined, act: (r: Relay) => void): Promise<PlugReading> {
+  async #atDevice(op: PowerOp, control: PowerControl, relay: Relay, guard: CutGuard | undefined, act: (r: Relay) => void): Promise<PlugReading> {
     for (let turns = Math.max(1, this.latency()); turns > 0; turns--) await new Promise((r) => setImmediate(r));
-    if (this.#faults.get(keyOf(plug)) === "unreachable") throw unreachable(op, plug);
+    if (this.#faults.get(control.key) === "unreachable") throw unreachable(op, control);
     const next = this.#failNext.get(op)?.shift();
     if (next !== undefined) throw next;
     if (guard !== undefined && !(await guard())) {
-      throw new PlugpoolError("unsafe", `turnOff of plug ${plug.url}: refused at the plug by the safety check`);
+      throw new PlugpoolError("unsafe", `turnOff of ${control.label}: refused at the plug by the safety check`);
     }
-    if (op !== "read") this.onArrival?.({ op, plug });
+    if (op !== "read") this.onArrival?.({ op, control });
     act(relay);
     if (op !== "read" && this.#loseNext.delete(op)) {
-      throw new PlugpoolError("plug-unconfirmed", `${op} of plug ${plug.url}: sent, but its answer was lost`);
+      throw new PlugpoolError("plug-unconfirmed", `${op} of ${control.label}: sent, but its answer was lost`);
     }
     const reading = { on: relay.on };
-    return plug.powerSensor === undefined ? reading : { ...reading, watts: relay.on ? relay.watts : 0 };
+    return !control.measuresWatts ? reading : { ...reading, watts: relay.on ? relay.watts : 0 };
   }
 
-  #relay(plug: PlugAddress): Relay {
-    const relay = this.#relays.get(keyOf(plug));
-    if (relay === undefined) throw new Error(`the fake has no plug ${plug.url} ${plug.switch}`);
+  #relay(control: PowerControl): Relay {
+    const relay = this.#relays.get(control.key);
+    if (relay === undefined) throw new Error(`the fake has no ${control.label}`);
     return relay;
   }
 }
 
-function keyOf(plug: PlugAddress): string {
-  return `${plug.url}\n${plug.switch}`;
-}
-
-function unreachable(op: PowerOp, plug?: PlugAddress): PlugpoolError {
-  return new PlugpoolError("plug-unreachable", `${op} of plug ${plug?.url ?? "(next)"}: timed out`);
+function unreachable(op: PowerOp, control?: PowerControl): PlugpoolError {
+  return new PlugpoolError("plug-unreachable", `${op} of ${control?.label ?? "(next)"}: timed out`);
 }

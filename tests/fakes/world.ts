@@ -84,11 +84,11 @@ export function buildConfig(options: WorldOptions = {}): PoolConfig {
         index: index++,
         hold: g.hold?.includes(name) ?? false,
         ...(g.idleWatts?.[name] !== undefined && { idleWatts: g.idleWatts[name] }),
-        plug: {
-          url: `http://plug-${name}.test`,
-          device: `plug-${name}.test`,
-          switch: "Relay",
-          ...(g.sensors?.includes(name) === true ? { powerSensor: "Power" } : {}),
+        power: {
+          backend: "fake",
+          key: `plug-${name}`,
+          label: `plug of ${name}`,
+          measuresWatts: g.sensors?.includes(name) === true,
         },
       }),
     ),
@@ -118,7 +118,7 @@ export class World {
 
   constructor(options: WorldOptions = {}) {
     this.config = buildConfig(options);
-    for (const m of this.machines()) this.power.add(m.plug, options.on?.includes(m.name) ?? false);
+    for (const m of this.machines()) this.power.add(m.power, options.on?.includes(m.name) ?? false);
     for (const name of options.poweredByPlugpool ?? []) {
       this.records.seed(name, { at: this.clock.now(), why: "scale-up" });
     }

@@ -1,10 +1,12 @@
 // PowerSwitch over the ESPHome web_server REST API (https://esphome.io/web-api/).
 import { setTimeout as sleep } from "node:timers/promises";
 import { PlugpoolError } from "../../domain/errors.ts";
-import type { PlugAddress, PlugReading } from "../../domain/model.ts";
-import type { CallOptions, CutGuard, PowerSwitch } from "../../domain/ports.ts";
+import type { PlugReading } from "../../domain/model.ts";
+import type { CallOptions, CutGuard } from "../../domain/ports.ts";
+import type { BackendSwitch } from "../power-backend.ts";
 import { createUrlStyleMemory, entityPath, type EntityDomain, type UrlStyle } from "./entity-path.ts";
 import { cleanCause, describeFailure, neverConnected, PlugFailure, type FailureContext } from "./plug-failure.ts";
+import type { EsphomePlug } from "./plug.ts";
 import { createPlugHttp, type AuthScheme, type Credentials, type PlugAnswer, type PlugHttp, type PlugTarget, type Send } from "./plug-http.ts";
 
 /** What `doctor` prints about one plug. */
@@ -23,14 +25,15 @@ export interface EsphomePowerSwitchOptions {
   /** Bound on each public call, including its wait behind other requests to the same device. */
   readonly timeoutMs: number;
   /** The credentials for a plug's device, if it has any; sent only once the device asks for them. Never logged. */
-  readonly credentialsFor?: (plug: PlugAddress) => Credentials | undefined;
+  readonly credentialsFor?: (plug: EsphomePlug) => Credentials | undefined;
   readonly fetch?: typeof fetch;
 }
 
-export type EsphomePowerSwitch = PowerSwitch & {
+/** The ESPHome side of a power backend's switch: the PowerSwitch rules, for ESPHome plugs. */
+export interface EsphomePowerSwitch extends Omit<BackendSwitch<EsphomePlug>, "probe"> {
   /** Reads the relay (and sensor) and reports how the device was reached; throws as `read` does. */
-  probe(plug: PlugAddress, options?: CallOptions): Promise<PlugProbe>;
-};
+  probe(plug: EsphomePlug, options?: CallOptions): Promise<PlugProbe>;
+}
 
 // After a command returns 200 (queued, not done) the relay is read back this often until it matches.
 const CONFIRM_POLL_MS = 100;
@@ -66,7 +69,7 @@ export function createEsphomePowerSwitch(opts: EsphomePowerSwitchOptions): Espho
    * aborts with one shared reason (not the DOMException AbortSignal.timeout makes each time), which the
    * transport hands on as the request's error.
    */
-  async function bounded<T>(plug: PlugAddress, action: string, options: CallOptions | undefined, work: (call: Call) => Promise<T>): Promise<T> {
+  async function bounded<T>(plug: EsphomePlug, action: string, options: CallOptions | undefined, work: (call: Call) => Promise<T>): Promise<T> {
     const deadline = new AbortController();
     const callerSignal = options?.signal;
     const both = callerSignal ? new AbortController() : deadline;
@@ -93,7 +96,7 @@ export function createEsphomePowerSwitch(opts: EsphomePowerSwitchOptions): Espho
    * The one place a call's error is made: the message from plugpool's own words (plug URL, entity, action,
    * status, sizes), the cause stripped to a name and code (see `cleanCause`).
    */
-  function plugError(plug: PlugAddress, action: string, error: unknown, call: Call): PlugpoolError {
+  function plugError(plug: EsphomePlug, action: string, error: unknown, call: Call): PlugpoolError {
     const where = `${action} plug ${safeUrl(plug.url)} switch ${JSON.stringify(plug.switch)}`;
     if (error instanceof CutRefused) {
       return new PlugpoolError("unsafe", `${where}: the switch-off was refused at the plug by the safety check`, causeOf(error.cause));
@@ -106,7 +109,7 @@ export function createEsphomePowerSwitch(opts: EsphomePowerSwitchOptions): Espho
   }
 
   /** Requests an entity by its remembered spelling, falling back to the other one on 404. */
-  async function request(send: Send, plug: PlugAddress, domain: EntityDomain, name: string, action?: string, beforeSend?: () => Promise<void>) {
+  async function request(send: Send, plug: EsphomePlug, domain: EntityDomain, name: string, action?: string, beforeSend?: () => Promise<void>) {
     const method = action === undefined ? "GET" : "POST";
     const tried: string[] = [];
     for (const style of styles.order(plug.device, domain, name)) {
@@ -128,11 +131,11 @@ export function createEsphomePowerSwitch(opts: EsphomePowerSwitchOptions): Espho
   }
 
   /** Reads one entity with the device's slot held for that read alone. */
-  function readEntity(plug: PlugAddress, domain: EntityDomain, name: string, call: Call) {
+  function readEntity(plug: EsphomePlug, domain: EntityDomain, name: string, call: Call) {
     return http.slot(call.target, call.signal, (send) => request(send, plug, domain, name));
   }
 
-  async function readRelay(plug: PlugAddress, call: Call): Promise<{ on: boolean; style: UrlStyle }> {
+  async function readRelay(plug: EsphomePlug, call: Call): Promise<{ on: boolean; style: UrlStyle }> {
     const { answer, path, style } = await readEntity(plug, "switch", plug.switch, call);
     const data = parseObject(answer.body);
     const on = typeof data?.value === "boolean" ? data.value : data?.state === "ON" ? true : data?.state === "OFF" ? false : undefined;
@@ -140,7 +143,7 @@ export function createEsphomePowerSwitch(opts: EsphomePowerSwitchOptions): Espho
     return { on, style };
   }
 
-  async function readWatts(plug: PlugAddress, sensor: string, call: Call): Promise<number> {
+  async function readWatts(plug: EsphomePlug, sensor: string, call: Call): Promise<number> {
     const { answer, path } = await readEntity(plug, "sensor", sensor, call);
     const value = parseObject(answer.body)?.value;
     if (typeof value !== "number" || !Number.isFinite(value)) {
@@ -150,7 +153,7 @@ export function createEsphomePowerSwitch(opts: EsphomePowerSwitchOptions): Espho
   }
 
   /** The relay reading plus the sensor's watts, or the sensor's failure (which never fails the read). */
-  async function readAll(plug: PlugAddress, call: Call) {
+  async function readAll(plug: EsphomePlug, call: Call) {
     const relay = await readRelay(plug, call);
     if (plug.powerSensor === undefined) return { relay };
     try {
@@ -165,7 +168,7 @@ export function createEsphomePowerSwitch(opts: EsphomePowerSwitchOptions): Espho
    * Sends the command in one slot of the device: `mayCut`, when given, is asked right before each sending,
    * with the slot held, so nothing else reaches the device between its yes and the request.
    */
-  async function sendCommand(plug: PlugAddress, on: boolean, call: Call, mayCut?: CutGuard): Promise<void> {
+  async function sendCommand(plug: EsphomePlug, on: boolean, call: Call, mayCut?: CutGuard): Promise<void> {
     const beforeSend = async (): Promise<void> => {
       call.commandSent = false; // a command is sent again only after the device refused it (401, 404)
       if (mayCut) await askGuard(mayCut, call.signal);
@@ -181,7 +184,7 @@ export function createEsphomePowerSwitch(opts: EsphomePowerSwitchOptions): Espho
   }
 
   /** Reads the relay back (each read in its own slot, so other relays of a strip are served between) until it shows `on`. */
-  async function confirm(plug: PlugAddress, on: boolean, call: Call): Promise<PlugReading> {
+  async function confirm(plug: EsphomePlug, on: boolean, call: Call): Promise<PlugReading> {
     let lastState: boolean | undefined;
     let lastProblem = "";
     for (;;) {
@@ -201,7 +204,7 @@ export function createEsphomePowerSwitch(opts: EsphomePowerSwitchOptions): Espho
     throw new PlugFailure("plug-unconfirmed", `state not confirmed within ${opts.timeoutMs} ms (${seen})`);
   }
 
-  async function command(plug: PlugAddress, on: boolean, call: Call, mayCut?: CutGuard): Promise<PlugReading> {
+  async function command(plug: EsphomePlug, on: boolean, call: Call, mayCut?: CutGuard): Promise<PlugReading> {
     await sendCommand(plug, on, call, mayCut);
     return confirm(plug, on, call);
   }

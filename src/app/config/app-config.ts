@@ -1,12 +1,6 @@
 // The configuration as the rest of plugpool sees it: typed, validated, deeply frozen.
 import type { PoolConfig } from "../../domain/model.ts";
-import type { Secret } from "./secret.ts";
-
-/** A username and password, never shown. */
-export interface PlugCredentials {
-  readonly username: Secret;
-  readonly password: Secret;
-}
+import type { ResolvedControl } from "../power/power-switch.ts";
 
 export interface AppConfig {
   /** gRPC server for cluster-autoscaler. */
@@ -24,10 +18,11 @@ export interface AppConfig {
   /** Plain-HTTP server for /healthz, /readyz and /metrics. */
   readonly opsListen: { readonly host: string; readonly port: number };
   readonly plugTimeoutMs: number;
-  /** Plug credentials from PLUGPOOL_PLUG_USERNAME / PLUGPOOL_PLUG_PASSWORD; both are Secrets (kept out of logs). */
-  readonly credentials?: PlugCredentials;
-  /** The devices whose plugs name their own credentials (`plug.credentials` files), by `PlugAddress.device`. */
-  readonly plugCredentials: ReadonlyMap<string, PlugCredentials>;
+  /**
+   * Each machine's power control as its backend parsed it (credentials as Secrets, kept out of logs), by
+   * PowerControl.key.
+   */
+  readonly powerControls: ReadonlyMap<string, ResolvedControl>;
   readonly powerOffPod: { readonly namespace: string; readonly image: string };
   readonly pool: PoolConfig;
 }

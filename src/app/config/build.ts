@@ -1,7 +1,8 @@
 // Turns a checked configuration (schema defaults applied, every value parsed, every check passed) into the
 // typed AppConfig. Nothing here parses or can fail: the one pass over the file has done both.
 import type { Machine, NodeGroupSpec, PoolConfig } from "../../domain/model.ts";
-import type { AppConfig, PlugCredentials } from "./app-config.ts";
+import type { AppConfig } from "./app-config.ts";
+import type { ResolvedControl } from "../power/power-switch.ts";
 import type { ParsedConfig, ParsedGroup } from "./parsed.ts";
 
 /** Retry delays of a failing power-off step: not configurable, documented in the README. */
@@ -10,15 +11,14 @@ export const POWER_OFF_RETRY_MS = 5_000;
 export const POWER_OFF_POD_ATTEMPTS = 3;
 export const POWER_OFF_MAX_RETRY_MS = 120_000;
 
-export function buildConfig(parsed: ParsedConfig, credentials: AppConfig["credentials"]): AppConfig {
+export function buildConfig(parsed: ParsedConfig): AppConfig {
   const { raw } = parsed;
   return {
     listen: parsed.listen,
     ...(raw.tls && { tls: buildTls(raw.tls) }),
     opsListen: parsed.opsListen,
     plugTimeoutMs: parsed.durations.plugTimeout,
-    ...(credentials && { credentials }),
-    plugCredentials: plugCredentials(parsed.groups),
+    powerControls: powerControls(parsed.groups),
     powerOffPod: { namespace: raw.powerOff.namespace, image: raw.powerOff.image },
     pool: buildPool(parsed),
   };
@@ -47,17 +47,12 @@ function buildPool({ raw, durations, groups: parsedGroups }: ParsedConfig): Pool
       labels: { ...group.template.labels, "kubernetes.io/arch": group.template.arch, "kubernetes.io/os": group.template.os },
       taints: group.template.taints.map(({ key, value, effect }) => ({ key, value, effect })),
     },
-    machines: nodes.map(({ raw: node, plug }): Machine => {
+    machines: nodes.map(({ raw: node, control }): Machine => {
       const idleWatts = node.idleWatts ?? group.idleWatts;
       return {
         name: node.name,
         group: group.id,
-        plug: {
-          url: plug.url,
-          device: plug.device,
-          switch: node.plug.switch,
-          ...(node.plug.powerSensor !== undefined && { powerSensor: node.plug.powerSensor }),
-        },
+        power: { backend: control.backend, key: control.key, label: control.label, measuresWatts: control.measuresWatts },
         index: index++,
         hold: node.hold,
         ...(idleWatts !== undefined && { idleWatts }),
@@ -88,11 +83,7 @@ function buildPool({ raw, durations, groups: parsedGroups }: ParsedConfig): Pool
   };
 }
 
-/** The devices whose plugs name their own credentials, with those (the checks made sure a device has one pair). */
-function plugCredentials(groups: readonly ParsedGroup[]): ReadonlyMap<string, PlugCredentials> {
-  const byDevice = new Map<string, PlugCredentials>();
-  for (const { plug, credentials } of groups.flatMap((g) => g.nodes)) {
-    if (credentials !== undefined) byDevice.set(plug.device, credentials);
-  }
-  return byDevice;
+/** Each power control's backend and address, by PowerControl.key. */
+function powerControls(groups: readonly ParsedGroup[]): ReadonlyMap<string, ResolvedControl> {
+  return new Map(groups.flatMap((g) => g.nodes).map(({ control }) => [control.key, { backend: control.backend, address: control.address }]));
 }

@@ -4,11 +4,13 @@
 // nothing wrong with, so that one run reports every problem of the file; the values it parsed go to the build.
 import { parseDuration } from "./duration.ts";
 import { parseQuantity } from "./quantity.ts";
-import { isLoopback, isWildcard, normalisePlugUrl, parseHostPort, PARSED_FORMATS, switchObjectId, type HostPort } from "./formats.ts";
+import { isLoopback, isWildcard, parseHostPort, PARSED_FORMATS, type HostPort } from "./formats.ts";
 import { childOf, formatPath, type ConfigIssue, type ConfigPath } from "./issues.ts";
-import type { PlugCredentials } from "./app-config.ts";
-import type { Durations, ParsedConfig, ParsedGroup, ParsedNode, RawConfig, RawGroup, RawNode } from "./parsed.ts";
-import type { Secret } from "./secret.ts";
+import { readFileSync } from "node:fs";
+import type { Durations, NodeControl, ParsedConfig, ParsedGroup, ParsedNode, RawConfig, RawGroup, RawNode } from "./parsed.ts";
+import { Secret } from "../../adapters/secret.ts";
+import type { ParsedControl, SectionContext } from "../../adapters/power-backend.ts";
+import { BACKENDS } from "../power/backends.ts";
 import schema from "./schema.json" with { type: "json" };
 
 /** cluster-autoscaler gives each externalgrpc call 5 s; a plug request must leave room for the answer. */
@@ -57,6 +59,11 @@ class Reader {
     return this.#clean(path) as RawNode | undefined;
   }
 
+  /** A backend's section, when the schema found nothing wrong in it. */
+  section(path: ConfigPath): unknown {
+    return this.#clean(path);
+  }
+
   /** The entries of a list, whatever is wrong inside them (each entry is read through this reader). */
   list(path: ConfigPath): readonly unknown[] | undefined {
     const value = this.#at(path);
@@ -101,9 +108,9 @@ export interface Checked {
 
 /**
  * `schemaErrorPointers`: the instancePaths of ajv's errors (values at and below them are skipped: the schema has
- * reported them). `files`: the credentials files the configuration names, read, by path.
+ * reported them). `env`: the environment, where backends find the secrets all their controls share.
  */
-export function checkConfig(root: unknown, schemaErrorPointers: readonly string[], files: ReadonlyMap<string, Secret>): Checked {
+export function checkConfig(root: unknown, schemaErrorPointers: readonly string[], env: Readonly<Record<string, string | undefined>>): Checked {
   const read = new Reader(root, schemaErrorPointers);
   const issues: ConfigIssue[] = [];
   const report = (path: ConfigPath, message: string) => issues.push({ path, message });
@@ -124,8 +131,9 @@ export function checkConfig(root: unknown, schemaErrorPointers: readonly string[
 
   const groupIds = new Map<string, ConfigPath>();
   const nodeNames = new Map<string, ConfigPath>();
-  const plugs = new Map<string, ConfigPath>();
-  const logins = new Map<string, { readonly files: string; readonly path: ConfigPath }>();
+  const controls = new Map<string, ConfigPath>();
+  const perBackend = new Map(BACKENDS.map((b) => [b.name, [] as { control: ParsedControl<unknown>; path: ConfigPath }[]]));
+  const context = { report, env, secretFile: secretFileReader(report) };
   const groups = (read.list(["nodeGroups"]) ?? []).map((_, g): ParsedGroup | undefined => {
     const group = ["nodeGroups", g];
     const id = read.string([...group, "id"]);
@@ -141,26 +149,21 @@ export function checkConfig(root: unknown, schemaErrorPointers: readonly string[
         const what = (first: string) => `"${name}" is also listed at ${first}; node names must be unique across all groups`;
         firstOrReport(nodeNames, name, [...node, "name"], what, report);
       }
-      const urlText = read.string([...node, "plug", "url"]);
-      const url = urlText === undefined ? undefined : normalisePlugUrl(urlText);
-      if (url?.ok === false) report([...node, "plug", "url"], url.expected);
-      if (url?.ok !== true) return undefined;
-      const relay = read.string([...node, "plug", "switch"]);
-      if (relay !== undefined) {
-        const key = `${url.device} ${switchObjectId(relay)}`;
+      const control = parseControl(read, node, context, report);
+      if (control !== undefined) {
         const what = (first: string) =>
-          `is the same plug as ${first} (device ${url.device}, switch "${relay}"); each machine needs its own plug`;
-        firstOrReport(plugs, key, [...node, "plug"], what, report);
+          `is the same power control as ${first} (${control.label}, on device ${control.device}); each machine needs its own`;
+        firstOrReport(controls, control.key, [...node, control.section], what, report);
+        perBackend.get(control.backend)?.push({ control, path: [...node, control.section] });
       }
-      const login = checkLogin(read, [...node, "plug"], url.device, logins, files, report);
       const raw = read.node(node);
-      const plug = { url: url.url, device: url.device };
-      return raw === undefined || login === undefined ? undefined : { raw, plug, ...(login.credentials && { credentials: login.credentials }) };
+      return raw === undefined || control === undefined ? undefined : { raw, control };
     });
     const raw = read.group(group);
     const parsedNodes = all(nodes);
     return raw === undefined || parsedNodes === undefined ? undefined : { raw, nodes: parsedNodes };
   });
+  for (const backend of BACKENDS) backend.check?.(perBackend.get(backend.name) ?? [], context);
   const raw = read.document();
   const parsedGroups = all(groups);
   const complete = raw !== undefined && listen !== undefined && opsListen !== undefined && durations !== undefined && parsedGroups !== undefined;
@@ -216,34 +219,6 @@ function firstOrReport(
   const first = seen.get(key);
   if (first === undefined) seen.set(key, path);
   else report(path, what(formatPath(first)));
-}
-
-/**
- * A device has one web_server login: every plug on it must name the same credentials files, or none. Returns the
- * plug's own credentials (none when it names no files), or undefined when they cannot be had.
- */
-function checkLogin(
-  read: Reader,
-  plug: ConfigPath,
-  device: string,
-  logins: Map<string, { readonly files: string; readonly path: ConfigPath }>,
-  files: ReadonlyMap<string, Secret>,
-  report: Report,
-): { readonly credentials?: PlugCredentials } | undefined {
-  const credentials = [...plug, "credentials"];
-  const username = read.string([...credentials, "usernameFile"]);
-  const password = read.string([...credentials, "passwordFile"]);
-  if (read.present(credentials) && (username === undefined || password === undefined)) return undefined;
-  const named = username === undefined ? "" : `${username}\n${password ?? ""}`;
-  const first = logins.get(device);
-  if (first === undefined) logins.set(device, { files: named, path: plug });
-  else if (first.files !== named) {
-    report(credentials, `differ from those of ${formatPath(first.path)}, on the same device ${device}; a device has one login, so name the same files (or none) for both`);
-  }
-  if (username === undefined || password === undefined) return {};
-  // A file that could not be read has been reported where the files were read.
-  const pair = { username: files.get(username), password: files.get(password) };
-  return pair.username === undefined || pair.password === undefined ? undefined : { credentials: { username: pair.username, password: pair.password } };
 }
 
 /** Without any idleWatts every machine ties and `efficient` would silently be config order. */
@@ -323,4 +298,50 @@ function checkTemplate(read: Reader, template: ConfigPath, report: Report): void
       check([...template, "resources", name], "not-negative", resourcesMapping);
     }
   }
+}
+
+/**
+ * The node's power control, parsed by its backend. A node names exactly one backend's section; one the schema
+ * found fault with is left to the schema's report.
+ */
+function parseControl(read: Reader, node: ConfigPath, context: Omit<SectionContext, "path">, report: Report): NodeControl | undefined {
+  const named = BACKENDS.filter((b) => read.present([...node, b.section]));
+  if (named.length !== 1) {
+    const sections = BACKENDS.map((b) => b.section).join(", ");
+    const found = named.map((b) => b.section).join(" and ");
+    report(node, named.length === 0 ? `needs a power control: set one of ${sections}` : `sets ${found}; a machine has one power control`);
+    return undefined;
+  }
+  const [backend] = named;
+  if (backend === undefined) return undefined;
+  const path = [...node, backend.section];
+  const section = read.section(path);
+  const parsed = section === undefined ? undefined : backend.parse(section, { ...context, path });
+  return parsed === undefined ? undefined : { ...parsed, backend: backend.name, section: backend.section };
+}
+
+/** Reads each file a section names once; one that cannot be read is reported where it was first named. */
+function secretFileReader(report: Report): SectionContext["secretFile"] {
+  const files = new Map<string, Secret | undefined>();
+  return (file, at) => {
+    if (!files.has(file)) {
+      try {
+        // A Secret's files usually end in a newline that is no part of the value.
+        files.set(file, new Secret(readFileSync(file, "utf8").replace(/\r?\n$/u, "")));
+      } catch (error) {
+        files.set(file, undefined);
+        report(at, `cannot read ${file} (${whyUnreadable(error)})`);
+      }
+    }
+    return files.get(file);
+  };
+}
+
+/** Why a file could not be read, in a few words (never its content). */
+export function whyUnreadable(error: unknown): string {
+  const code = (error as { code?: unknown }).code;
+  if (code === "ENOENT") return "no such file";
+  if (code === "EACCES") return "permission denied";
+  if (code === "EISDIR") return "is a directory";
+  return String(code ?? error);
 }

@@ -60,64 +60,6 @@ export function isWildcard(host: string): boolean {
   return host === "0.0.0.0" || (isIP(host) === 6 && /^[0:]+$/.test(host));
 }
 
-/**
- * A plug URL, normalised, with the device it reaches (see `PlugAddress.device`), or why it was refused. The
- * refusal never repeats the URL (it may hold credentials).
- */
-export type PlugUrl = { readonly ok: true; readonly url: string; readonly device: string } | { readonly ok: false; readonly expected: string };
-
-const PLUG_URL_EXAMPLE = "e.g. http://plug-1.local";
-
-/**
- * Checks a plug's base URL and normalises it as the plug client and the same-plug rule need it: lower-case
- * scheme and host, no default port, no trailing slash (the URL origin).
- */
-export function normalisePlugUrl(text: string): PlugUrl {
-  // The URL parser forgives a lot (spaces, "http:host", backslashes); a config should say what it means.
-  const url = /^https?:\/\/[^/\\]/i.test(text) && !/[\s\\]/.test(text) ? URL.parse(text) : null;
-  if (url === null) {
-    return { ok: false, expected: `must be an http:// or https:// URL without credentials (${PLUG_URL_EXAMPLE})` };
-  }
-  if (text.includes("@")) {
-    return {
-      ok: false,
-      expected: "must be an http:// or https:// URL without credentials: set PLUGPOOL_PLUG_USERNAME and PLUGPOOL_PLUG_PASSWORD instead",
-    };
-  }
-  if (url.pathname !== "/" || text.includes("?") || text.includes("#")) {
-    return { ok: false, expected: `must be the device's base URL, without a path, query or fragment (${PLUG_URL_EXAMPLE})` };
-  }
-  return { ok: true, url: url.origin, device: deviceOf(url) };
-}
-
-// The URL parser has already lower-cased the host, written IPv4 in dotted decimal and dropped a default port;
-// it writes [::ffff:10.0.0.5] as [::ffff:a00:5].
-const MAPPED_IPV4 = /^\[::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})\]$/u;
-
-/**
- * One name per physical device, so that two spellings of it share one request queue and count as one plug:
- * the scheme is left out (http://h and https://h:443 are the same machine), as are a trailing dot and the
- * IPv6 form of an IPv4 address.
- */
-function deviceOf(url: URL): string {
-  const mapped = MAPPED_IPV4.exec(url.hostname);
-  const host = mapped ? ipv4Of(mapped[1] ?? "", mapped[2] ?? "") : url.hostname.replace(/\.$/u, "");
-  return url.port === "" ? host : `${host}:${url.port}`;
-}
-
-function ipv4Of(high: string, low: string): string {
-  const [h, l] = [Number.parseInt(high, 16), Number.parseInt(low, 16)];
-  return [h >> 8, h & 255, l >> 8, l & 255].join(".");
-}
-
-/**
- * ESPHome's object_id of an entity name (lower-case, characters outside [a-z0-9_-] as "_"): two switch names
- * with the same object_id are the same relay for firmware that addresses entities by object_id.
- */
-export function switchObjectId(name: string): string {
-  return name.toLowerCase().replace(/[^a-z0-9_-]/gu, "_");
-}
-
 const IMAGE = /^\S+$/;
 
 export interface Format {

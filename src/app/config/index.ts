@@ -9,12 +9,11 @@ import { buildConfig } from "./build.ts";
 import { checkConfig } from "./checks.ts";
 import { PARSED_FORMATS, SYNTAX_FORMATS } from "./formats.ts";
 import { describeSchemaError, formatPath, type ConfigIssue, type ConfigPath } from "./issues.ts";
-import schema from "./schema.json" with { type: "json" };
-import { readCredentialFiles, whyUnreadable } from "./plug-credentials.ts";
-import { Secret } from "./secret.ts";
+import { CONFIG_SCHEMA } from "./schema.ts";
+import { whyUnreadable } from "./checks.ts";
 import { messageOf } from "../../domain/errors.ts";
 
-export type { AppConfig, PlugCredentials } from "./app-config.ts";
+export type { AppConfig } from "./app-config.ts";
 
 /** The configuration cannot be used. `message` lists every issue, one per line, and never holds a credential. */
 export class ConfigError extends Error {
@@ -30,9 +29,6 @@ export class ConfigError extends Error {
   }
 }
 
-const USERNAME_VARIABLE = "PLUGPOOL_PLUG_USERNAME";
-const PASSWORD_VARIABLE = "PLUGPOOL_PLUG_PASSWORD";
-
 let validator: ReturnType<Ajv2020["compile"]> | undefined;
 
 function validate(data: unknown): readonly ErrorObject[] {
@@ -41,14 +37,14 @@ function validate(data: unknown): readonly ErrorObject[] {
     for (const [name, format] of Object.entries(SYNTAX_FORMATS)) ajv.addFormat(name, { type: "string", validate: format.test });
     // Known to ajv but not checked by it (`true`): the checks parse these values, once, and report a failure.
     for (const name of Object.keys(PARSED_FORMATS)) ajv.addFormat(name, true);
-    validator = ajv.compile(schema);
+    validator = ajv.compile(CONFIG_SCHEMA);
   }
   return validator(data) ? [] : (validator.errors ?? []);
 }
 
 /**
- * Parses and validates a configuration file's text. `env` supplies the shared plug credentials, files named in
- * the text a plug's own. Reads nothing else; throws ConfigError listing every problem found.
+ * Parses and validates a configuration file's text. `env` and the files the text names supply the power
+ * controls' secrets. Reads nothing else; throws ConfigError listing every problem found.
  */
 export function loadConfig(yamlText: string, env: Readonly<Record<string, string | undefined>>): AppConfig {
   const { doc, data } = parseYaml(yamlText);
@@ -57,25 +53,17 @@ export function loadConfig(yamlText: string, env: Readonly<Record<string, string
   }
   // A failed `propertyNames` is also reported by the error inside it, which names the key.
   const schemaErrors = validate(data).filter((e) => e.keyword !== "propertyNames");
-  const credentialFiles = readCredentialFiles(data);
-  const checked = checkConfig(data, schemaErrors.map((e) => e.instancePath), credentialFiles.values);
-  const fileIssues: ConfigIssue[] = [
-    ...schemaErrors.map((e) => describeSchemaError(e, data)),
-    ...checked.issues,
-    ...credentialFiles.issues,
-  ];
-  const { credentials, issues: credentialIssues } = readCredentials(env);
-  const issues = [
-    ...fileIssues
-      .map((issue) => ({ issue, position: positionOf(doc, issue.path) }))
-      .sort((a, b) => a.position - b.position)
-      .map(({ issue }) => `${formatPath(issue.path)}: ${issue.message}`),
-    ...credentialIssues,
-  ];
+  const checked = checkConfig(data, schemaErrors.map((e) => e.instancePath), env);
+  const fileIssues: ConfigIssue[] = [...schemaErrors.map((e) => describeSchemaError(e, data)), ...checked.issues];
+  // Issues of the environment (a path not in the file) come last.
+  const issues = fileIssues
+    .map((issue) => ({ issue, position: positionOf(doc, issue.path) }))
+    .sort((a, b) => a.position - b.position)
+    .map(({ issue }) => `${formatPath(issue.path)}: ${issue.message}`);
   if (issues.length > 0) throw new ConfigError([...new Set(issues)]);
   // Each value that did not parse was reported (by the schema, the checks or the file reads), so none is missing.
   if (checked.parsed === undefined) throw new Error("configuration has no issue, yet a value did not parse");
-  return deepFreeze(buildConfig(checked.parsed, credentials));
+  return deepFreeze(buildConfig(checked.parsed));
 }
 
 /** Reads and loads a configuration file (once, at start-up); an unreadable file is a ConfigError naming the path. */
@@ -111,35 +99,23 @@ function parseYaml(text: string): { doc: Document; data: unknown } {
   }
 }
 
-/** Where in the file a path is (or its nearest ancestor, for a missing key), so issues come in file order. */
+/**
+ * Where in the file a path is (or its nearest ancestor, for a missing key), so issues come in file order; a path
+ * of which nothing is in the file (an environment variable) comes after all of them.
+ */
 function positionOf(doc: Document, path: ConfigPath): number {
   for (let length = path.length; length > 0; length--) {
     const node = doc.getIn(path.slice(0, length), true);
     if (isNode(node) && node.range) return node.range[0];
   }
-  return 0;
-}
-
-function readCredentials(env: Readonly<Record<string, string | undefined>>): {
-  credentials?: AppConfig["credentials"];
-  issues: string[];
-} {
-  // An empty variable counts as unset: `env:` entries in a manifest often default to "".
-  const username = env[USERNAME_VARIABLE] === "" ? undefined : env[USERNAME_VARIABLE];
-  const password = env[PASSWORD_VARIABLE] === "" ? undefined : env[PASSWORD_VARIABLE];
-  if (username === undefined && password === undefined) return { issues: [] };
-  if (username !== undefined && password !== undefined) {
-    return { credentials: { username: new Secret(username), password: new Secret(password) }, issues: [] };
-  }
-  // Names the variables only: their values never go into a message.
-  const [missing, set] = username === undefined ? [USERNAME_VARIABLE, PASSWORD_VARIABLE] : [PASSWORD_VARIABLE, USERNAME_VARIABLE];
-  return { issues: [`${missing}: is not set but ${set} is; plug credentials need both variables, or neither`] };
+  return path.length === 0 ? 0 : Number.POSITIVE_INFINITY;
 }
 
 function deepFreeze<T>(value: T): T {
   if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
     Object.freeze(value);
-    for (const child of Object.values(value)) deepFreeze(child);
+    // A Map's entries are no properties: its values (the power controls' addresses) are frozen one by one.
+    for (const child of value instanceof Map ? value.values() : Object.values(value)) deepFreeze(child);
   }
   return value;
 }

@@ -1,25 +1,17 @@
 // Turns schema-validation errors into "<path>: <what is wrong and what is expected>" lines.
 import type { ErrorObject } from "ajv/dist/2020.js";
 import { SYNTAX_FORMATS } from "./formats.ts";
+import { formatPath, type SectionPath } from "../../adapters/power-backend.ts";
+
+export { formatPath };
 
 /** A location in the configuration: keys and list indexes from the top. */
-export type ConfigPath = readonly (string | number)[];
+export type ConfigPath = SectionPath;
 
 /** One problem of the file: where, and what is wrong and what is expected. */
 export interface ConfigIssue {
   readonly path: ConfigPath;
   readonly message: string;
-}
-
-/** `["nodeGroups", 0, "nodes", 2, "plug", "url"]` → `nodeGroups[0].nodes[2].plug.url`. */
-export function formatPath(path: ConfigPath): string {
-  let text = "";
-  for (const part of path) {
-    if (typeof part === "number") text += `[${part}]`;
-    else if (/^[A-Za-z_][A-Za-z0-9_]*$/.test(part)) text += text === "" ? part : `.${part}`;
-    else text += `[${JSON.stringify(part)}]`;
-  }
-  return text === "" ? "(top level)" : text;
 }
 
 /** `/nodeGroups/0/nodes/2` → `["nodeGroups", 0, "nodes", 2]`, telling list indexes from keys by the data. */

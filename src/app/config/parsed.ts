@@ -1,7 +1,7 @@
 // What the one pass over the file hands the build: the file's shape as the schema accepted it, and beside it
-// every value the checks had to parse (durations, addresses, plug URLs, credentials files), parsed once.
+// every value the checks had to parse (durations, addresses, power controls), parsed once.
 import type { TaintEffect } from "../../domain/model.ts";
-import type { PlugCredentials } from "./app-config.ts";
+import type { ParsedControl } from "../../adapters/power-backend.ts";
 import type { HostPort } from "./formats.ts";
 
 /** The file's shape once the schema accepted it and filled in defaults (see schema.json). */
@@ -55,12 +55,6 @@ export interface RawNode {
   readonly name: string;
   readonly hold: boolean;
   readonly idleWatts?: number;
-  readonly plug: {
-    readonly url: string;
-    readonly switch: string;
-    readonly powerSensor?: string;
-    readonly credentials?: { readonly usernameFile: string; readonly passwordFile: string };
-  };
 }
 
 /** Every duration of the file, in milliseconds. */
@@ -74,12 +68,15 @@ export interface Durations {
   readonly quarantineMax: number;
 }
 
+/** A node's power control as its backend parsed it, and which backend (by name and section key). */
+export interface NodeControl extends ParsedControl<unknown> {
+  readonly backend: string;
+  readonly section: string;
+}
+
 export interface ParsedNode {
   readonly raw: RawNode;
-  /** The plug's normalised base URL and the device it reaches (see `PlugAddress.device`). */
-  readonly plug: { readonly url: string; readonly device: string };
-  /** The plug's own credentials, read from the files it names; absent when it names none. */
-  readonly credentials?: PlugCredentials;
+  readonly control: NodeControl;
 }
 
 export interface ParsedGroup {

@@ -3,9 +3,9 @@
 import assert from "node:assert/strict";
 import type { TestContext } from "node:test";
 import { inspect } from "node:util";
-import { normalisePlugUrl } from "../../../src/app/config/formats.ts";
+import { parsePlugUrl } from "../../../src/adapters/esphome/plug.ts";
 import { isPlugpoolError, type ErrorCode } from "../../../src/domain/errors.ts";
-import type { PlugAddress } from "../../../src/domain/model.ts";
+import type { EsphomePlug } from "../../../src/adapters/esphome/plug.ts";
 import type { CutGuard } from "../../../src/domain/ports.ts";
 import { startPlugEmulator, type EmulatedPlug, type PlugEmulatorOptions } from "../../support/plug-emulator/index.ts";
 
@@ -41,8 +41,8 @@ export function assertPlugError(error: unknown, code: ErrorCode, message: RegExp
 }
 
 /** The address of a switch of the plug at `url`, with its device named as the configuration names it. */
-export function addressOf(url: string, name = "Relay", powerSensor?: string): PlugAddress {
-  const normalised = normalisePlugUrl(url);
+export function addressOf(url: string, name = "Relay", powerSensor?: string): EsphomePlug {
+  const normalised = parsePlugUrl(url);
   assert.ok(normalised.ok, `a plug URL: ${url}`);
   return { url: normalised.url, device: normalised.device, switch: name, ...(powerSensor === undefined ? {} : { powerSensor }) };
 }

@@ -137,7 +137,7 @@ describe("the CloudProvider service over h2c (grpc-js client)", () => {
   it("scales up: IncreaseSize switches a plug on and the instance is creating, then running", async () => {
     const { world, client } = s;
     assert.equal((await client.call("nodeGroupIncreaseSize", { id: "workers", delta: 1 })).error, undefined);
-    assert.equal(world.power.isOn(world.machine("worker-1").plug), true);
+    assert.equal(world.power.isOn(world.machine("worker-1").power), true);
     assert.equal((await client.call("nodeGroupTargetSize", { id: "workers" })).response?.targetSize, 1);
     let nodes = await client.call("nodeGroupNodes", { id: "workers" });
     assert.deepEqual(
@@ -171,7 +171,7 @@ describe("the CloudProvider service over h2c (grpc-js client)", () => {
       nodes: [{ name: "worker-1", providerID: `${PREFIX}worker-1` }],
     });
     assert.equal(error?.code, status.FAILED_PRECONDITION);
-    assert.equal(world.power.isOn(world.machine("worker-1").plug), true);
+    assert.equal(world.power.isOn(world.machine("worker-1").power), true);
     assert.equal(world.power.callsOf("turnOff").length, 0);
   });
 
@@ -203,7 +203,7 @@ describe("error reporting over the wire", () => {
     try {
       await s.client.call("refresh", {});
       await s.client.call("nodeGroupIncreaseSize", { id: "workers", delta: 1 });
-      s.world.power.set(s.world.machine("worker-1").plug, false);
+      s.world.power.set(s.world.machine("worker-1").power, false);
       await s.client.call("refresh", {});
       const { response } = await s.client.call("nodeGroupNodes", { id: "workers" });
       const status0 = response?.instances[0]?.status;
@@ -231,7 +231,7 @@ describe("error reporting over the wire", () => {
   it("keeps Refresh OK when a plug cannot be read", async () => {
     const s = await serveWorld(new World());
     try {
-      s.world.power.setFault(s.world.machine("worker-2").plug, "unreachable");
+      s.world.power.setFault(s.world.machine("worker-2").power, "unreachable");
       assert.equal((await s.client.call("refresh", {})).error, undefined);
     } finally {
       await stop(s);
@@ -258,7 +258,7 @@ describe("error reporting over the wire", () => {
     const s = await serveWorld(new World());
     try {
       await s.client.call("refresh", {});
-      for (const m of s.world.machines()) s.world.power.setFault(m.plug, "hang");
+      for (const m of s.world.machines()) s.world.power.setFault(m.power, "hang");
       const started = performance.now();
       const { error } = await s.client.call("nodeGroupIncreaseSize", { id: "workers", delta: 1 }, { deadlineMs: 300 });
       assert.equal(error?.code, status.DEADLINE_EXCEEDED);

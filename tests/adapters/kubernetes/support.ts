@@ -11,7 +11,7 @@ import type { RetrySettings } from "../../../src/adapters/kubernetes/reflector.t
 export const fastRetry: RetrySettings = { initialMs: 100, maxMs: 1_000 };
 
 export function machine(name: string, index = 0): Machine {
-  return { name, group: "workers", plug: { url: `http://plug-${name}.test`, device: `plug-${name}.test`, switch: "Relay" }, index, hold: false };
+  return { name, group: "workers", power: { backend: "esphome", key: `plug-${name}`, label: `plug of ${name}`, measuresWatts: false }, index, hold: false };
 }
 
 /** Polls `read` until it returns something other than undefined/false; fails naming `what` after `timeoutMs`. */

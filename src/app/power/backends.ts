@@ -1,0 +1,5 @@
+// Every kind of power control plugpool can drive. Adding one is a folder under src/adapters/ and a line here.
+import { esphomeBackend } from "../../adapters/esphome/backend.ts";
+import type { PowerBackend } from "../../adapters/power-backend.ts";
+
+export const BACKENDS: readonly PowerBackend<unknown>[] = [esphomeBackend];
