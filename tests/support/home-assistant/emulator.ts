@@ -17,7 +17,7 @@
  * (answers after `ms`), hang (never answers), drop (closes the connection unanswered), http500 (500
  * "500: Internal Server Error"), lost (carries the call out, then closes the connection unanswered), huge (a
  * 200 whose JSON body is `bytes` long). A call log keeps every request (method, path, body, whether it carried
- * the token, status).
+ * the token, status), and the most requests in hand at once.
  *
  * Not emulated: websocket API, events, history, templates, other services and entities.
  */
@@ -51,6 +51,8 @@ export interface CallRecord {
 
 export interface HomeAssistantEmulator extends HomeAssistantBackstage {
   readonly calls: readonly CallRecord[];
+  /** The most requests it had in hand at once (arrived, not yet answered or closed). */
+  readonly maxInFlight: number;
   /** Service calls only (POST /api/services/...), as `domain.service entity_id`. */
   serviceCalls(): string[];
   inject(fault: Fault): void;
@@ -166,9 +168,16 @@ export async function startHomeAssistantEmulator(setup: HomeAssistantSetup, opti
     return entry.fault;
   }
 
+  let inFlight = 0;
+  let maxInFlight = 0;
   const sockets = new Set<Socket>();
   const lifetime = new AbortController();
   const server = createServer((req, res) => {
+    inFlight += 1;
+    maxInFlight = Math.max(maxInFlight, inFlight);
+    res.once("close", () => {
+      inFlight -= 1;
+    });
     handle(req, res).catch(() => {
       res.destroy();
     });
@@ -252,6 +261,9 @@ export async function startHomeAssistantEmulator(setup: HomeAssistantSetup, opti
     url,
     token,
     calls,
+    get maxInFlight() {
+      return maxInFlight;
+    },
     serviceCalls: () => calls.filter((c) => c.method === "POST" && c.path.startsWith("/api/services/")).map((c) => {
       const entity = (JSON.parse(c.body || "{}") as { entity_id?: unknown }).entity_id;
       return `${c.path.slice("/api/services/".length).replace("/", ".")} ${String(entity)}`;
