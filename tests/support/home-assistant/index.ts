@@ -59,6 +59,7 @@ export async function startHomeAssistant(setup: HomeAssistantSetup): Promise<Run
   writeAuth(config, users.map((u) => u.stored));
   const [token, ownerToken] = users.map((u) => u.token) as [string, string];
   writeOnboardingDone(config);
+  writeLoopbackOnly(config);
 
   const started = Date.now();
   const logPath = join(dir, "home-assistant.out");
@@ -210,6 +211,13 @@ function writeAuth(config: string, tokens: readonly StoredToken[]): void {
 // (https://github.com/home-assistant/core/blob/2025.4.4/homeassistant/components/onboarding/__init__.py).
 function writeOnboardingDone(config: string): void {
   writeStorage(config, "onboarding", 4, 1, { done: ["user", "core_config", "analytics", "integration"] });
+}
+
+// The network adapters Home Assistant may use: loopback alone (Settings → System → Network), so that the mDNS
+// resolver its HTTP client starts binds to no other interface
+// (https://github.com/home-assistant/core/blob/2025.4.4/homeassistant/components/zeroconf/__init__.py).
+function writeLoopbackOnly(config: string): void {
+  writeStorage(config, "core.network", 1, 1, { configured_adapters: ["lo"] });
 }
 
 function writeStorage(config: string, key: string, version: number, minorVersion: number, data: unknown): void {
