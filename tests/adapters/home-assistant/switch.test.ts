@@ -194,10 +194,13 @@ describe("Home Assistant switch", () => {
       assert.match((await failure(hub.read(helper()), "plug-unreachable", ha.token)).message, /answered HTTP 500 \(text\/plain, 26 bytes\)$/);
     });
 
-    it("refuses an answer larger than its bound unread", async () => {
-      ha.inject({ kind: "huge", bytes: MAX_ANSWER_BYTES, method: "GET", times: 1 });
-      const error = await failure(hub.read(helper()), "plug-bad-answer", ha.token);
-      assert.match(error.message, new RegExp(`with more than ${MAX_ANSWER_BYTES} bytes$`));
+    it("refuses an answer larger than its bound, declared or counted", async () => {
+      for (const chunked of [false, true]) {
+        ha.inject({ kind: "huge", bytes: MAX_ANSWER_BYTES, chunked, method: "GET", times: 1 });
+        const error = await failure(hub.read(helper()), "plug-bad-answer", ha.token);
+        assert.match(error.message, new RegExp(`with more than ${MAX_ANSWER_BYTES} bytes$`));
+      }
+      assert.deepEqual(await hub.read(helper()), { on: false }, "the next read is answered as usual");
     });
 
     it("fails as unreachable, saying so, when Home Assistant is not there", async () => {

@@ -31,7 +31,8 @@ export const emulatedVersion = "2025.4.4";
 export type Fault =
   | ({ readonly kind: "slow"; readonly ms: number } & FaultScope)
   | ({ readonly kind: "hang" | "drop" | "http500" | "lost" } & FaultScope)
-  | ({ readonly kind: "huge"; readonly bytes: number } & FaultScope);
+  /** Without a Content-Length when `chunked`, so that only counting finds the size. */
+  | ({ readonly kind: "huge"; readonly bytes: number; readonly chunked?: boolean } & FaultScope);
 
 interface FaultScope {
   /** How many requests it applies to; default: until cleared. */
@@ -210,7 +211,7 @@ export async function startHomeAssistantEmulator(setup: HomeAssistantSetup, opti
     } else {
       const answer = route(method, path, body);
       if (fault?.kind === "lost") res.destroy();
-      else if (fault?.kind === "huge") reply(res, record, 200, { padding: "x".repeat(fault.bytes) });
+      else if (fault?.kind === "huge") huge(res, record, fault.bytes, fault.chunked === true);
       else reply(res, record, answer.status, answer.body);
     }
   }
@@ -246,6 +247,18 @@ export async function startHomeAssistantEmulator(setup: HomeAssistantSetup, opti
     const text = typeof body === "string" ? body : JSON.stringify(body);
     res.writeHead(status, { "content-type": typeof body === "string" ? "text/plain; charset=utf-8" : "application/json" });
     res.end(text);
+  }
+
+  function huge(res: ServerResponse, record: CallRecord, bytes: number, chunked: boolean): void {
+    const text = JSON.stringify({ padding: "x".repeat(bytes) });
+    if (!chunked) {
+      reply(res, record, 200, JSON.parse(text));
+      return;
+    }
+    record.status = 200;
+    res.writeHead(200, { "content-type": "application/json" });
+    for (let at = 0; at < text.length; at += 1024) res.write(text.slice(at, at + 1024));
+    res.end();
   }
 
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
