@@ -7,6 +7,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { inspect } from "node:util";
 import type { HomeAssistantEntity } from "../../../src/adapters/home-assistant/entity.ts";
+import { createPowerSwitch } from "../../../src/app/power/power-switch.ts";
+import { startHomeAssistantEmulator } from "../../support/home-assistant/emulator.ts";
 import { config, group, issuesOf, load } from "../../app/fixtures/config-builders.ts";
 
 const TOKEN = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.c2VjcmV0LXBheWxvYWQ.s1gn4tur3";
@@ -156,5 +158,21 @@ describe("homeAssistant section", () => {
       "nodeGroups[0].nodes[0].homeAssistant.token: unknown key (did you mean tokenFile?)",
       "nodeGroups[0].nodes[1]: sets plug and homeAssistant; a machine has one power control",
     ]);
+  });
+
+  it("is routed to from a loaded configuration: read, switch and probe through plugpool's power switch", async () => {
+    const ha = await startHomeAssistantEmulator({ switches: ["gpu_1"], sensors: { gpu_1_power: 250 } });
+    try {
+      const loaded = load(config([group("gpu", [haNode("gpu-1", { url: ha.url, powerSensor: "sensor.gpu_1_power" })])]), { PLUGPOOL_HOME_ASSISTANT_TOKEN: ha.token });
+      const machine = loaded.pool.groups[0]?.machines[0];
+      assert.ok(machine !== undefined);
+      const power = createPowerSwitch(loaded.powerControls, 2000);
+      assert.deepEqual(await power.read(machine.power), { on: false, watts: 250 });
+      assert.deepEqual(await power.turnOn(machine.power), { on: true });
+      assert.deepEqual(await power.probe(machine.power), { state: "on", watts: 250, detail: "Home Assistant 2025.4.4, switch.turn_on/turn_off" });
+      assert.deepEqual(ha.serviceCalls(), ["switch.turn_on switch.gpu_1"]);
+    } finally {
+      await ha.stop();
+    }
   });
 });
