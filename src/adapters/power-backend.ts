@@ -47,6 +47,8 @@ export interface ParsedControl<Address> {
   readonly label: string;
   /** It reports the machine's draw in watts. */
   readonly measuresWatts: boolean;
+  /** It shuts the OS down itself (a BMC), and the section asks for it instead of the power-off pod. */
+  readonly shutsDown?: boolean;
   /** Everything the backend's switch needs to reach it (secrets as Secrets). */
   readonly address: Address;
 }
@@ -74,6 +76,11 @@ export interface BackendSwitch<Address> {
   turnOn(address: Address, options?: CallOptions): Promise<PlugReading>;
   turnOff(address: Address, mayCut: CutGuard, options?: CallOptions): Promise<PlugReading>;
   probe(address: Address, options?: CallOptions): Promise<BackendProbe>;
+  /**
+   * Asks the OS to shut down (e.g. Redfish `ComputerSystem.Reset` with `GracefulShutdown`), leaving the power on;
+   * resolves once the device accepted it. Required when `parse` returns controls with `shutsDown`.
+   */
+  shutdown?(address: Address, options?: CallOptions): Promise<void>;
 }
 
 export interface BackendOptions {

@@ -1,15 +1,10 @@
 // Outcomes the domain reports. The domain does not log: adapters turn these into Kubernetes Events on the
 // Node, metrics and structured logs.
 
-/** The named steps of a power-off, in order. */
-export type PowerOffStep =
-  | "check-taint"
-  | "power-off-pod"
-  | "await-not-ready"
-  | "grace"
-  | "plug-off"
-  | "remove-pod"
-  | "delete-node";
+/** The named steps of a power-off, in the order they run (power-off-steps.ts gives each its work). */
+export const POWER_OFF_STEP_NAMES = ["check-taint", "power-off-pod", "await-not-ready", "grace", "plug-off", "remove-pod", "delete-node"] as const;
+
+export type PowerOffStep = (typeof POWER_OFF_STEP_NAMES)[number];
 
 /**
  * Which safety rule refused an action: a Node claims the machine without the taint; it is held; the group would

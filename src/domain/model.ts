@@ -26,6 +26,11 @@ export interface PowerControl {
   readonly label: string;
   /** It reports the machine's draw in watts, so a cut can wait for the draw to fall to standby. */
   readonly measuresWatts: boolean;
+  /**
+   * It shuts the machine's OS down itself (a BMC's graceful shutdown), and is configured to: a power-off asks it
+   * instead of creating the power-off pod. Absent: false.
+   */
+  readonly shutsDown?: boolean;
 }
 
 /** A configured machine: one node of one group, powered through one power control. */

@@ -49,6 +49,12 @@ export interface PowerSwitch {
    * nothing and throws `unsafe`.
    */
   turnOff(control: PowerControl, mayCut: CutGuard, options?: CallOptions): Promise<PlugReading>;
+  /**
+   * Asks the machine's OS to shut down through the control itself (`PowerControl.shutsDown`); the power stays
+   * on. Resolves once the control accepted the request; asking a machine already shutting down or off is
+   * success. Needed only when some control has `shutsDown`.
+   */
+  shutdown?(control: PowerControl, options?: CallOptions): Promise<void>;
 }
 
 /**

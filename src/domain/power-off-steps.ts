@@ -4,11 +4,13 @@
 import type { CallOptions } from "./ports.ts";
 import type { Machine } from "./model.ts";
 import type { PowerOffStep, SafetyRule } from "./events.ts";
+import { POWER_OFF_STEP_NAMES } from "./events.ts";
 import type { MachineState, PoolContext, PowerOffJob } from "./state.ts";
 import type { Verdict } from "./safety.ts";
 import { nodesOf } from "./state.ts";
 import { POWER_OFF_ANNOTATION } from "./model.ts";
 import { hasDeletionTaint } from "./matching.ts";
+import { PlugpoolError } from "./errors.ts";
 import { freshVerdict, isTransient, mayCutPower } from "./safety.ts";
 import { readPlug, switchOff } from "./switching.ts";
 
@@ -32,15 +34,29 @@ export type StepOutcome =
   | { readonly kind: "abort"; readonly reason: string; readonly rule?: SafetyRule }
   | { readonly kind: "retry"; readonly error: string };
 
-/** One named step of the saga. */
-export interface PowerOffStepSpec {
-  readonly name: PowerOffStep;
+/** One step of the saga: checks first, then acts. */
+interface StepRun {
   run(ctx: StepContext): Promise<StepOutcome>;
+}
+
+/** One named step of the saga. */
+export interface PowerOffStepSpec extends StepRun {
+  readonly name: PowerOffStep;
 }
 
 const AWAIT_NOT_READY_POLL_MS = 5000;
 const SENSOR_POLL_MS = 2000;
 const POD_GONE_POLL_MS = 1000;
+
+/** A switch-off of this job went through, or may have: nothing may be undone any more. */
+function mayBeCut(job: PowerOffJob): boolean {
+  return job.facts.plugOff !== undefined || job.facts.cutUnconfirmed !== undefined;
+}
+
+/** How the grace ended, if it has: its time ran out, or the draw stayed at standby for the window. */
+function graceEnded(job: PowerOffJob): "elapsed" | "standby" | undefined {
+  return job.facts.standbyReached !== undefined ? "standby" : job.facts.graceElapsed !== undefined ? "elapsed" : undefined;
+}
 
 function done(detail: string): StepOutcome {
   return { kind: "done", detail };
@@ -55,11 +71,10 @@ function abort(verdict: Verdict & { readonly allowed: false }): StepOutcome {
   return { kind: "abort", reason: `keeping power: ${verdict.detail}`, rule: verdict.rule };
 }
 
-const checkTaint: PowerOffStepSpec = {
-  name: "check-taint",
+const checkTaint: StepRun = {
   async run({ pool, machine, job, options }) {
     // Once this job may have cut the power there is nothing left to keep on: the plug-off step finds out.
-    if (job.plugOff || job.cutUnconfirmed) return done("power may already be cut");
+    if (mayBeCut(job)) return done("power may already be cut");
     const verdict = mayCutPower(machine, pool.deps.cluster, pool.config.providerIDPrefix);
     if (!verdict.allowed) return abort(verdict);
     const nodes = nodesOf(pool, machine);
@@ -72,15 +87,16 @@ const checkTaint: PowerOffStepSpec = {
   },
 };
 
-const powerOffPod: PowerOffStepSpec = {
-  name: "power-off-pod",
-  async run({ pool, machine, state, job, options }) {
-    if (job.podCreated || job.podRemoved || job.plugOff || job.cutUnconfirmed) return done("power-off pod created");
+const powerOffPod: StepRun = {
+  async run({ pool, machine, state, job, now, options }) {
+    if (job.facts.shutdownRequested !== undefined || job.facts.podRemoved !== undefined || mayBeCut(job)) {
+      return done(machine.power.shutsDown === true ? "OS shutdown requested" : "power-off pod created");
+    }
     const existing = pool.deps.cluster.powerOffPod(machine.name);
     if (existing?.terminating === true) return wait(POD_GONE_POLL_MS, "waiting for an earlier power-off pod to go");
     if (existing !== undefined && job.podAttempts === 0) {
       // An earlier run of plugpool created it: this job resumes that one.
-      job.podCreated = true;
+      job.facts.shutdownRequested = now;
       job.podAttempts = 1;
       return done("power-off pod exists");
     }
@@ -94,35 +110,41 @@ const powerOffPod: PowerOffStepSpec = {
     if (!fresh.allowed) return abort(fresh);
     const verdict = mayCutPower(machine, pool.deps.cluster, pool.config.providerIDPrefix);
     if (!verdict.allowed) return abort(verdict);
+    if (machine.power.shutsDown === true) {
+      const shutdown = pool.deps.power.shutdown?.bind(pool.deps.power);
+      if (shutdown === undefined) throw new PlugpoolError("internal", `the power switch cannot shut down ${machine.name} through its control`);
+      await shutdown(machine.power, options);
+      job.facts.shutdownRequested = now;
+      return done(`OS shutdown of ${node.name} requested through ${machine.power.label}`);
+    }
     await pool.deps.teardown.createPowerOffPod(machine, node.name, job.startedAt, options);
-    job.podCreated = true;
+    job.facts.shutdownRequested = now;
     job.podAttempts += 1;
     return done(`power-off pod created on ${node.name}`);
   },
 };
 
-const awaitNotReady: PowerOffStepSpec = {
-  name: "await-not-ready",
+const awaitNotReady: StepRun = {
   async run({ pool, machine, state, job, now, options }) {
-    if (job.notReadyAt !== undefined) return done(job.hardCut ? "hard cut" : "node NotReady");
-    if (job.plugOff || job.cutUnconfirmed) {
-      job.notReadyAt = now;
+    if (job.facts.notReady !== undefined) return done(job.facts.hardCut === undefined ? "node NotReady" : "hard cut");
+    if (mayBeCut(job)) {
+      job.facts.notReady = now;
       return done("plug already off");
     }
     const nodes = nodesOf(pool, machine);
     const node = nodes[0];
     if (node !== undefined && nodes.every((n) => !n.ready)) {
-      job.notReadyAt = node.readyChangedAt ?? now;
+      job.facts.notReady = node.readyChangedAt ?? now;
       return done("node NotReady");
     }
     if (node === undefined && job.node === "") {
       // The power-off began with no Node at all (a machine that never registered): nothing ran to wait for.
-      job.notReadyAt = now;
+      job.facts.notReady = now;
       return done("no node");
     }
     // Memory may be old (a plug switched by hand): only a reading taken now counts as "the machine has no power".
     if (state.plug === "off" && (await readPlug(pool, machine, options).catch(() => undefined))?.on === false) {
-      job.notReadyAt = now;
+      job.facts.notReady = now;
       return done("plug reads off");
     }
     // A Node that vanished is no sign of a shutdown (deleted by hand, a kubelet re-registers it): wait on.
@@ -131,15 +153,15 @@ const awaitNotReady: PowerOffStepSpec = {
     const podTrouble = pod === undefined ? undefined : pod.terminating ? "is terminating" : pod.phase === "Failed" ? "failed" : pod.stuck;
     const deadline = job.startedAt + settings.notReadyTimeoutMs;
     const remaining = deadline - now;
-    if ((podTrouble !== undefined || job.podReplacing) && remaining > 0) {
+    if ((podTrouble !== undefined || job.facts.podReplacing !== undefined) && remaining > 0) {
       if (job.podAttempts >= settings.maxPodAttempts) {
         return shutdownFailed(pool, machine, job, node?.name ?? "", `the power-off pod ${podTrouble ?? "failed"} after ${job.podAttempts} attempts`, deadline);
       }
       // Replaced once the apiserver says it is gone: a pod with the same name cannot be created before.
-      job.podReplacing = true;
+      job.facts.podReplacing ??= now;
       if (await pool.deps.teardown.deletePowerOffPod(machine, options)) {
-        job.podReplacing = false;
-        job.podCreated = false;
+        delete job.facts.podReplacing;
+        delete job.facts.shutdownRequested;
       }
       return { kind: "retry", error: `the power-off pod ${podTrouble ?? "is going"}; replacing it (attempt ${job.podAttempts + 1} of ${settings.maxPodAttempts})` };
     }
@@ -158,21 +180,21 @@ function shutdownFailed(pool: PoolContext, machine: Machine, job: PowerOffJob, n
   if (pool.config.powerOff.onShutdownTimeout !== "cut") {
     return { kind: "abort", reason: `keeping power: ${why} (onShutdownTimeout is keep-power)` };
   }
-  job.notReadyAt = at;
-  job.hardCut = true;
+  job.facts.notReady = at;
+  job.facts.hardCut = at;
   pool.deps.reporter.report({ type: "hard-cut", machine: machine.name, node, detail: `${why}; cutting anyway (onShutdownTimeout is cut)` });
   return done(`${why}; hard cut`);
 }
 
-const grace: PowerOffStepSpec = {
-  name: "grace",
+const grace: StepRun = {
   async run({ pool, machine, job, now, options }) {
-    if (job.graceEnded !== undefined) return done(`grace ended (${job.graceEnded})`);
-    if (job.plugOff || job.cutUnconfirmed) return done("plug already off");
+    const ended = graceEnded(job);
+    if (ended !== undefined) return done(`grace ended (${ended})`);
+    if (mayBeCut(job)) return done("plug already off");
     const settings = pool.config.powerOff;
-    const remaining = (job.notReadyAt ?? now) + settings.graceMs - now;
+    const remaining = (job.facts.notReady ?? now) + settings.graceMs - now;
     if (remaining <= 0) {
-      job.graceEnded = "elapsed";
+      job.facts.graceElapsed = now;
       return done("grace elapsed");
     }
     if (!machine.power.measuresWatts) return wait(remaining, "grace");
@@ -181,66 +203,64 @@ const grace: PowerOffStepSpec = {
     if (reading?.on === false) return done("plug reads off");
     const watts = reading?.watts;
     if (watts === undefined || watts > settings.standbyWatts) {
-      job.standbySince = undefined;
+      delete job.facts.standby;
       return wait(Math.min(remaining, SENSOR_POLL_MS), `grace, drawing ${watts ?? "?"} W`);
     }
-    job.standbySince ??= now;
-    const standbyLeft = job.standbySince + settings.standbyWindowMs - now;
+    job.facts.standby ??= now;
+    const standbyLeft = job.facts.standby + settings.standbyWindowMs - now;
     if (standbyLeft <= 0) {
-      job.graceEnded = "standby";
+      job.facts.standbyReached = now;
       return done(`draw at standby (${watts} W)`);
     }
     return wait(Math.min(remaining, SENSOR_POLL_MS, standbyLeft), `grace, standby draw (${watts} W)`);
   },
 };
 
-const plugOff: PowerOffStepSpec = {
-  name: "plug-off",
-  async run({ pool, machine, job, options }) {
-    if (job.plugOff) return done("plug off");
-    if (job.cutUnconfirmed) {
+const plugOff: StepRun = {
+  async run({ pool, machine, job, now, options }) {
+    if (job.facts.plugOff !== undefined) return done("plug off");
+    if (job.facts.cutUnconfirmed !== undefined) {
       // The last switch-off may have gone through: read the plug before anything else, and never undo a cut.
       const reading = await readPlug(pool, machine, options);
       if (reading === undefined) return { kind: "retry", error: "the plug's state is still unknown" };
       if (!reading.on) {
-        job.plugOff = true;
+        job.facts.plugOff = now;
         return done("plug reads off");
       }
-      job.cutUnconfirmed = false;
+      delete job.facts.cutUnconfirmed;
     }
     // A first check on the view; the switch checks again on fresh Nodes at the plug, right before the request.
     const verdict = mayCutPower(machine, pool.deps.cluster, pool.config.providerIDPrefix);
     if (!verdict.allowed) return abort(verdict);
-    const cut = job.graceEnded === undefined ? {} : { graceEnded: job.graceEnded };
+    const ended = graceEnded(job);
+    const cut = ended === undefined ? {} : { graceEnded: ended };
     const outcome = await switchOff(pool, machine, { reason: "power-off", ...cut }, options);
     switch (outcome.kind) {
       case "off":
-        job.plugOff = true;
-        return done(job.hardCut ? "plug off (hard cut)" : "plug off");
+        job.facts.plugOff = now;
+        return done(job.facts.hardCut === undefined ? "plug off" : "plug off (hard cut)");
       case "refused":
         return abort(outcome.verdict);
       case "unconfirmed":
-        job.cutUnconfirmed = true;
+        job.facts.cutUnconfirmed = now;
         return { kind: "retry", error: `the switch-off was not confirmed, the plug may be off: ${outcome.error}` };
     }
   },
 };
 
-const removePod: PowerOffStepSpec = {
-  name: "remove-pod",
-  async run({ pool, machine, job, options }) {
-    if (job.podRemoved) return done("power-off pod gone");
+const removePod: StepRun = {
+  async run({ pool, machine, job, now, options }) {
+    if (job.facts.podRemoved !== undefined) return done("power-off pod gone");
     // Asked of the apiserver, not the view: a pod the view has not shown yet must not be left bound to the node.
     if (await pool.deps.teardown.deletePowerOffPod(machine, options)) {
-      job.podRemoved = true;
+      job.facts.podRemoved = now;
       return done("power-off pod gone");
     }
     return wait(POD_GONE_POLL_MS, "waiting for the power-off pod to go");
   },
 };
 
-const deleteNode: PowerOffStepSpec = {
-  name: "delete-node",
+const deleteNode: StepRun = {
   async run({ pool, machine, job, options }) {
     const nodes = nodesOf(pool, machine);
     if (nodes.length === 0) return done(job.deletedNodes.size === 0 ? "no node" : "node deleted");
@@ -260,13 +280,16 @@ const deleteNode: PowerOffStepSpec = {
   },
 };
 
-/** The steps of a power-off, in the order they run. */
-export const POWER_OFF_STEPS: readonly PowerOffStepSpec[] = [
-  checkTaint,
-  powerOffPod,
-  awaitNotReady,
+/** What each step does; the type makes every named step have one. */
+const STEPS: { readonly [name in PowerOffStep]: StepRun } = {
+  "check-taint": checkTaint,
+  "power-off-pod": powerOffPod,
+  "await-not-ready": awaitNotReady,
   grace,
-  plugOff,
-  removePod,
-  deleteNode,
-];
+  "plug-off": plugOff,
+  "remove-pod": removePod,
+  "delete-node": deleteNode,
+};
+
+/** The steps of a power-off, in the order they run. */
+export const POWER_OFF_STEPS: readonly PowerOffStepSpec[] = POWER_OFF_STEP_NAMES.map((name) => ({ name, run: (ctx: StepContext) => STEPS[name].run(ctx) }));

@@ -48,16 +48,8 @@ function newJob(node: string, startedAt: number): PowerOffJob {
     attempts: {},
     notBefore: undefined,
     lastWaiting: undefined,
-    podCreated: false,
     podAttempts: 0,
-    podReplacing: false,
-    notReadyAt: undefined,
-    hardCut: false,
-    standbySince: undefined,
-    graceEnded: undefined,
-    plugOff: false,
-    cutUnconfirmed: false,
-    podRemoved: false,
+    facts: {},
     deletedNodes: new Set(),
   };
 }

@@ -70,7 +70,7 @@ export async function freshVerdict(ctx: PoolContext, machine: Machine, kind: Cut
     // A drained Node that vanished is no evidence the OS is down (it may have come back Ready just before): only a
     // power sensor at standby vouches for a cut without it.
     const job = stateOf(ctx, machine).job;
-    if (nodes.length === 0 && job !== undefined && job.node !== "" && job.graceEnded !== "standby") {
+    if (nodes.length === 0 && job !== undefined && job.node !== "" && job.facts.standbyReached === undefined) {
       return { allowed: false, rule: "node-vanished", detail: `node ${job.node} vanished before the cut; no sign ${machine.name} is down` };
     }
     return cutVerdict(machine, nodes);

@@ -25,6 +25,37 @@ export interface PoolDeps {
   readonly wake?: () => void;
 }
 
+/**
+ * What a power-off has established, each with the time (epoch ms) it became true, as a Kubernetes condition
+ * carries its lastTransitionTime. A fact that stops holding is deleted. The steps (power-off-steps.ts) alone
+ * set and read them.
+ */
+export interface PowerOffFacts {
+  /**
+   * The OS was asked to shut down: this job's power-off pod exists (it created it, or found one an earlier run
+   * created), or the power control accepted a shutdown request.
+   */
+  shutdownRequested?: number;
+  /** A failed or stuck power-off pod is being deleted, to be created anew once the apiserver says it is gone. */
+  podReplacing?: number;
+  /** The Node went NotReady (or the machine is known without power): the grace counts from this time. */
+  notReady?: number;
+  /** The Node never went NotReady and `onShutdownTimeout` is "cut": the cut is a hard one. */
+  hardCut?: number;
+  /** With a power sensor: the draw has been at or below standby since. */
+  standby?: number;
+  /** The draw stayed at standby for the whole window: the grace ended early. */
+  standbyReached?: number;
+  /** The grace ran its full time. */
+  graceElapsed?: number;
+  /** The plug is known off (confirmed by the switch's answer or a reading). */
+  plugOff?: number;
+  /** A switch-off may have reached the plug but was not confirmed: the power may be cut, so nothing is undone. */
+  cutUnconfirmed?: number;
+  /** The power-off pod is gone. */
+  podRemoved?: number;
+}
+
 /** A power-off in progress, with the facts it has established (in memory; the cluster holds the rest). */
 export interface PowerOffJob {
   /** Name of the Node when the job started ("" if there was none). */
@@ -41,21 +72,10 @@ export interface PowerOffJob {
   notBefore: number | undefined;
   /** Last "waiting" reported, so a long wait is reported once. */
   lastWaiting: string | undefined;
-  podCreated: boolean;
   /** Power-off pods created by this job (a failed or stuck one is replaced, up to `maxPodAttempts`). */
   podAttempts: number;
-  /** A failed or stuck power-off pod is being deleted, to be created anew once the apiserver says it is gone. */
-  podReplacing: boolean;
-  notReadyAt: number | undefined;
-  /** The node never went NotReady and `onShutdownTimeout` is "cut": the cut is a hard one. */
-  hardCut: boolean;
-  standbySince: number | undefined;
-  graceEnded: "elapsed" | "standby" | undefined;
-  /** The plug is known off (confirmed by the switch's answer or a reading). */
-  plugOff: boolean;
-  /** A switch-off may have reached the plug but was not confirmed: the power may be cut, so nothing is undone. */
-  cutUnconfirmed: boolean;
-  podRemoved: boolean;
+  /** What the job has established so far. */
+  readonly facts: PowerOffFacts;
   /** Nodes this job asked to delete (each reported once). */
   readonly deletedNodes: Set<string>;
 }

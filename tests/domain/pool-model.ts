@@ -55,6 +55,8 @@ export class Model {
    * their plug goes off or on again): the rules let a power-off cut them without a Node.
    */
   readonly #osDown = new Set<string>();
+  /** Machines whose control accepted an OS shutdown (a BMC), until their plug is switched again. */
+  readonly #shutdownAsked = new Set<string>();
 
   constructor(limit = 0, latencySeed = 1) {
     this.limit = limit;
@@ -75,18 +77,23 @@ export class Model {
     this.w.power.onArrival = (arrival) => {
       const machine = this.#machineOf(arrival.control);
       if (machine === undefined) return;
-      if (arrival.op === "turnOff") {
+      if (arrival.op === "shutdown") {
+        this.#checkShutdown(machine.name, "OS shutdown through the control");
+        this.#shutdownAsked.add(machine.name);
+      } else if (arrival.op === "turnOff") {
+        this.#shutdownAsked.delete(machine.name);
         this.#checkCut(machine);
         this.#switchedOnByPool.delete(machine.name);
         this.#osDown.delete(machine.name);
       } else {
+        this.#shutdownAsked.delete(machine.name);
         this.#osDown.delete(machine.name);
         this.#checkOn(machine);
         this.#switchedOnByPool.add(machine.name);
       }
     };
     this.w.cluster.onCall = (call) => {
-      if (call.op === "createPowerOffPod") this.#checkPod(call.target);
+      if (call.op === "createPowerOffPod" && this.w.cluster.powerOffPod(call.target) === undefined) this.#checkShutdown(call.target, "power-off pod");
       if (call.op === "deleteNode") {
         const owner = this.w.machines().find((x) => this.#nodesOf(x).some((n) => n.name === call.target));
         // Deleting a Node that is already gone is a no-op (a lagging view still shows it).
@@ -105,15 +112,18 @@ export class Model {
     return this.w.machines().find((x) => x.power.key === control.key);
   }
 
-  /** The power-off pod shuts the OS down: at that moment every Node of the machine must allow it. */
-  #checkPod(name: string): void {
+  /**
+   * A power-off pod or the control's own shutdown (a BMC) shuts the OS down: at that moment every Node of the
+   * machine must allow it.
+   */
+  #checkShutdown(name: string, how: string): void {
     const machine = this.w.machine(name);
-    if (this.w.cluster.powerOffPod(name) !== undefined) return;
-    if (!this.w.cluster.viewCurrent) this.violations.push(`power-off pod of ${name} created while the view is not current`);
-    if (this.#held(machine)) this.violations.push(`power-off pod of held ${name}`);
+    if (!this.w.cluster.viewCurrent) this.violations.push(`${how} of ${name} while the view is not current`);
+    if (this.#held(machine)) this.violations.push(`${how} of held ${name}`);
+    if (how !== "power-off pod" && machine.power.shutsDown !== true) this.violations.push(`${how} of ${name}, whose control cannot`);
     for (const n of this.#nodesOf(machine)) {
       if (!n.taints.some((t) => t.key === TO_BE_DELETED_TAINT)) {
-        this.violations.push(`power-off pod of ${name} created while node ${n.name} is registered without the taint`);
+        this.violations.push(`${how} of ${name} while node ${n.name} is registered without the taint`);
       }
     }
   }
@@ -343,14 +353,15 @@ export class Model {
     }
   }
 
-  /** Power-off pods shut their nodes down; nodes of machines without power go NotReady. */
+  /** Power-off pods and BMC shutdowns shut their nodes down; nodes of machines without power go NotReady. */
   #shutdowns(): void {
     const { w } = this;
     for (const machine of w.machines()) {
       const pod = w.cluster.powerOffPod(machine.name);
-      if (pod !== undefined && !pod.terminating) this.#osDown.add(machine.name);
+      const asked = this.#shutdownAsked.has(machine.name);
+      if ((pod !== undefined && !pod.terminating) || asked) this.#osDown.add(machine.name);
       for (const n of this.#nodesOf(machine)) {
-        if (n.ready && (pod !== undefined || !w.power.isOn(machine.power))) w.cluster.setReady(n.name, false, w.clock.now());
+        if (n.ready && (pod !== undefined || asked || !w.power.isOn(machine.power))) w.cluster.setReady(n.name, false, w.clock.now());
       }
     }
   }

@@ -2,10 +2,29 @@
 import fc from "fast-check";
 import type { PowerOp } from "../fakes/power-switch.ts";
 import type { TeardownOp } from "../fakes/cluster.ts";
+import type { GroupOptions } from "../fakes/world.ts";
 
-export const GROUPS = [
-  { id: "a", machines: ["a-1", "a-2", "a-3", "a-4"], hold: ["a-4"] },
-  { id: "b", machines: ["b-1", "b-2", "b-3"], minSize: 1, sensors: ["b-1"] },
+// The pool mixes backends as a site would: ESPHome plugs, BMCs that shut the OS down themselves (no power-off
+// pod), and Home Assistant entities whose calls all queue at one hub.
+const HUB = "home-assistant.lan";
+export const GROUPS: readonly GroupOptions[] = [
+  {
+    id: "a",
+    machines: ["a-1", "a-2", "a-3", "a-4"],
+    hold: ["a-4"],
+    shutsDown: ["a-2"],
+    backends: { "a-1": "esphome", "a-2": "redfish", "a-3": "home-assistant", "a-4": "esphome" },
+    devices: { "a-3": HUB },
+  },
+  {
+    id: "b",
+    machines: ["b-1", "b-2", "b-3"],
+    minSize: 1,
+    sensors: ["b-1"],
+    shutsDown: ["b-2"],
+    backends: { "b-1": "shelly", "b-2": "redfish", "b-3": "home-assistant" },
+    devices: { "b-3": HUB },
+  },
 ];
 export const NAMES = GROUPS.flatMap((g) => g.machines);
 

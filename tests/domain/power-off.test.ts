@@ -72,6 +72,46 @@ describe("the power-off saga", () => {
     assert.deepEqual(w.cluster.callsOf("createPowerOffPod").length, 1);
   });
 
+  describe("of a machine whose power control shuts the OS down itself (a BMC)", () => {
+    const bmc: WorldOptions = {
+      groups: [{ id: "workers", machines: ["worker-1", "worker-2"], shutsDown: ["worker-1"], backends: { "worker-1": "redfish" } }],
+    };
+
+    it("asks the control instead of creating a power-off pod, then waits for NotReady and the grace before the cut", async () => {
+      const w = await deletingWorker1(bmc);
+      await w.pool.reconcile();
+      assert.deepEqual(w.power.shutdownsAccepted, ["plug-worker-1"]);
+      assert.deepEqual(w.cluster.callsOf("createPowerOffPod"), []);
+      assert.ok(w.power.isOn(w.machine("worker-1").power), "a shutdown request leaves the power on");
+      assert.match(steps(w).find((s) => s.startsWith("power-off-pod done")) ?? "", /OS shutdown of worker-1 requested through plug of worker-1/);
+
+      w.clock.advance(3000);
+      w.cluster.setReady("worker-1", false, w.clock.now());
+      await w.drive(125);
+      assert.equal(w.power.isOn(w.machine("worker-1").power), false);
+      assert.equal(w.power.shutdownsAccepted.length, 1, "asked once");
+      assert.equal(w.cluster.nodeNamed("worker-1"), undefined);
+      assert.equal(w.reporter.of("power-off-finished").length, 1);
+    });
+
+    it("asks nothing when the Node lost CA's taint: the same verdicts as before a power-off pod", async () => {
+      const w = await deletingWorker1(bmc);
+      w.cluster.untaint("worker-1");
+      await w.drive(30);
+      assert.deepEqual(w.power.shutdownsAccepted, []);
+      assert.ok(w.power.isOn(w.machine("worker-1").power));
+      assert.equal(w.reporter.of("power-off-aborted").length, 1);
+    });
+
+    it("keeps the power when the OS does not go down after the request (the default)", async () => {
+      const w = await deletingWorker1(bmc);
+      await w.drive(400);
+      assert.equal(w.power.shutdownsAccepted.length, 1);
+      assert.equal(w.power.callsOf("turnOff").length, 0);
+      assert.match(w.reporter.of("power-off-aborted")[0]?.reason ?? "", /did not go NotReady within 300000 ms.*keep-power/);
+    });
+  });
+
   it("keeps the power when the node does not go NotReady in time (the default), and says why", async () => {
     const w = await deleting();
     await w.drive(200);

@@ -1,7 +1,7 @@
 import type { CutGuard, PowerControl, PlugReading, PowerSwitch } from "../../src/domain/index.ts";
 import { PlugpoolError } from "../../src/domain/index.ts";
 
-export type PowerOp = "read" | "turnOn" | "turnOff";
+export type PowerOp = "read" | "turnOn" | "turnOff" | "shutdown";
 
 /** A persistent fault of one plug: every call fails, or never answers. */
 export type PlugFault = "unreachable" | "hang";
@@ -16,7 +16,7 @@ export interface PowerCall {
  * the guard allowed it. This is the moment the rules must hold.
  */
 export interface Arrival {
-  readonly op: "turnOn" | "turnOff";
+  readonly op: "turnOn" | "turnOff" | "shutdown";
   readonly control: PowerControl;
 }
 
@@ -35,6 +35,10 @@ interface Relay {
  */
 export class FakePowerSwitch implements PowerSwitch {
   readonly calls: PowerCall[] = [];
+  /** Keys of the controls whose shutdown request was accepted, in order. */
+  readonly shutdownsAccepted: string[] = [];
+  /** The device a control belongs to (calls to one device wait for each other); default: its own. */
+  deviceOf: (control: PowerControl) => string = (control) => control.key;
   /** Runs synchronously at the moment of each call, before it has any effect. */
   onCall: ((call: PowerCall) => void) | undefined;
   /** Runs synchronously when a switch command reaches its plug, just before the relay moves. */
@@ -107,6 +111,13 @@ export class FakePowerSwitch implements PowerSwitch {
     });
   }
 
+  /** A BMC's graceful shutdown: accepted by a control that `shutsDown`; what the OS does is the test's. */
+  async shutdown(control: PowerControl): Promise<void> {
+    if (control.shutsDown !== true) throw new Error(`the fake was asked to shut down through ${control.label}, which cannot`);
+    await this.#call("shutdown", control, undefined, () => undefined);
+    this.shutdownsAccepted.push(control.key);
+  }
+
   #call(op: PowerOp, control: PowerControl, guard: CutGuard | undefined, act: (r: Relay) => void): Promise<PlugReading> {
     const call = { op, control };
     this.calls.push(call);
@@ -114,8 +125,7 @@ export class FakePowerSwitch implements PowerSwitch {
     const relay = this.#relay(control);
     const fault = this.#faults.get(control.key);
     if (fault === "hang") return new Promise<PlugReading>(() => undefined);
-    // Each control is its own device here.
-    const device = control.key;
+    const device = this.deviceOf(control);
     const before = this.#queues.get(device) ?? Promise.resolve();
     const mine = before.then(() => this.#atDevice(op, control, relay, guard, act));
     this.#queues.set(device, mine.catch(() => undefined));

@@ -49,6 +49,12 @@ export interface GroupOptions {
   readonly hold?: readonly string[];
   /** Machines whose plug has a power sensor. */
   readonly sensors?: readonly string[];
+  /** Machines whose power control shuts the OS down itself (a BMC), instead of the power-off pod. */
+  readonly shutsDown?: readonly string[];
+  /** The backend of each machine's power control, by name (absent: "fake"). */
+  readonly backends?: Readonly<Record<string, string>>;
+  /** The device each machine's control belongs to, by name (absent: its own): calls to one device queue. */
+  readonly devices?: Readonly<Record<string, string>>;
   readonly template?: NodeTemplate;
   /** Machines' idle draw in watts, by name (absent: none configured). */
   readonly idleWatts?: Readonly<Record<string, number>>;
@@ -85,10 +91,11 @@ export function buildConfig(options: WorldOptions = {}): PoolConfig {
         hold: g.hold?.includes(name) ?? false,
         ...(g.idleWatts?.[name] !== undefined && { idleWatts: g.idleWatts[name] }),
         power: {
-          backend: "fake",
+          backend: g.backends?.[name] ?? "fake",
           key: `plug-${name}`,
           label: `plug of ${name}`,
           measuresWatts: g.sensors?.includes(name) === true,
+          ...(g.shutsDown?.includes(name) === true && { shutsDown: true }),
         },
       }),
     ),
@@ -119,6 +126,10 @@ export class World {
   constructor(options: WorldOptions = {}) {
     this.config = buildConfig(options);
     for (const m of this.machines()) this.power.add(m.power, options.on?.includes(m.name) ?? false);
+    const devices = new Map(
+      (options.groups ?? []).flatMap((g) => Object.entries(g.devices ?? {})).map(([name, device]) => [`plug-${name}`, device]),
+    );
+    this.power.deviceOf = (control) => devices.get(control.key) ?? control.key;
     for (const name of options.poweredByPlugpool ?? []) {
       this.records.seed(name, { at: this.clock.now(), why: "scale-up" });
     }

@@ -17,9 +17,9 @@ export const PLANTS: readonly Plant[] = [
       },
       {
         file: "src/domain/power-off-steps.ts",
-        find: "    const verdict = mayCutPower(machine, pool.deps.cluster, pool.config.providerIDPrefix);\n    if (!verdict.allowed) return abort(verdict);\n    const cut =",
+        find: "    const verdict = mayCutPower(machine, pool.deps.cluster, pool.config.providerIDPrefix);\n    if (!verdict.allowed) return abort(verdict);\n    const ended =",
         replace:
-          '    const verdict = mayCutPower(machine, pool.deps.cluster, pool.config.providerIDPrefix);\n    if (!verdict.allowed && (job.attempts["plug-off"] ?? 0) === 0) return abort(verdict);\n    const cut =',
+          '    const verdict = mayCutPower(machine, pool.deps.cluster, pool.config.providerIDPrefix);\n    if (!verdict.allowed && (job.attempts["plug-off"] ?? 0) === 0) return abort(verdict);\n    const ended =',
       },
     ],
   },
@@ -42,8 +42,18 @@ export const PLANTS: readonly Plant[] = [
     edits: [
       {
         file: "src/domain/power-off-steps.ts",
-        find: "    const fresh = await freshVerdict(pool, machine, \"power-off\", options);\n    if (!fresh.allowed) return abort(fresh);\n    const verdict = mayCutPower(machine, pool.deps.cluster, pool.config.providerIDPrefix);\n    if (!verdict.allowed) return abort(verdict);\n    await pool.deps.teardown.createPowerOffPod",
-        replace: "    await pool.deps.teardown.createPowerOffPod",
+        find: "    const fresh = await freshVerdict(pool, machine, \"power-off\", options);\n    if (!fresh.allowed) return abort(fresh);\n    const verdict = mayCutPower(machine, pool.deps.cluster, pool.config.providerIDPrefix);\n    if (!verdict.allowed) return abort(verdict);\n    if (machine.power.shutsDown === true) {",
+        replace: "    if (machine.power.shutsDown === true) {",
+      },
+    ],
+  },
+  {
+    name: "ask a BMC for an OS shutdown without a verdict",
+    edits: [
+      {
+        file: "src/domain/power-off-steps.ts",
+        find: "    if (!fresh.allowed) return abort(fresh);\n    const verdict = mayCutPower(machine, pool.deps.cluster, pool.config.providerIDPrefix);\n    if (!verdict.allowed) return abort(verdict);\n    if (machine.power.shutsDown === true) {",
+        replace: "    if (!fresh.allowed && machine.power.shutsDown !== true) return abort(fresh);\n    const verdict = mayCutPower(machine, pool.deps.cluster, pool.config.providerIDPrefix);\n    if (!verdict.allowed && machine.power.shutsDown !== true) return abort(verdict);\n    if (machine.power.shutsDown === true) {",
       },
     ],
   },

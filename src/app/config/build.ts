@@ -52,7 +52,13 @@ function buildPool({ raw, durations, groups: parsedGroups }: ParsedConfig): Pool
       return {
         name: node.name,
         group: group.id,
-        power: { backend: control.backend, key: control.key, label: control.label, measuresWatts: control.measuresWatts },
+        power: {
+          backend: control.backend,
+          key: control.key,
+          label: control.label,
+          measuresWatts: control.measuresWatts,
+          ...(control.shutsDown === true && { shutsDown: true }),
+        },
         index: index++,
         hold: node.hold,
         ...(idleWatts !== undefined && { idleWatts }),

@@ -2,5 +2,6 @@
 import { esphomeBackend } from "../../adapters/esphome/backend.ts";
 import { homeAssistantBackend } from "../../adapters/home-assistant/backend.ts";
 import type { PowerBackend } from "../../adapters/power-backend.ts";
+import { shellyBackend } from "../../adapters/shelly/backend.ts";
 
-export const BACKENDS: readonly PowerBackend<unknown>[] = [esphomeBackend, homeAssistantBackend];
+export const BACKENDS: readonly PowerBackend<unknown>[] = [esphomeBackend, shellyBackend, homeAssistantBackend];

@@ -11,7 +11,7 @@ export interface ResolvedControl {
   readonly address: unknown;
 }
 
-export interface RoutedPowerSwitch extends PowerSwitch {
+export interface RoutedPowerSwitch extends Required<PowerSwitch> {
   /** What `doctor` shows of the control. */
   probe(control: PowerControl, options?: CallOptions): Promise<BackendProbe>;
 }
@@ -49,6 +49,11 @@ export function createPowerSwitch(
     turnOff(control: PowerControl, mayCut: CutGuard, options?: CallOptions): Promise<PlugReading> {
       const { to, address } = route(control);
       return to.turnOff(address, mayCut, options);
+    },
+    shutdown(control: PowerControl, options?: CallOptions): Promise<void> {
+      const { to, address } = route(control);
+      if (to.shutdown === undefined) throw new Error(`${control.label} cannot shut the OS down`);
+      return to.shutdown(address, options);
     },
     probe(control: PowerControl, options?: CallOptions): Promise<BackendProbe> {
       const { to, address } = route(control);

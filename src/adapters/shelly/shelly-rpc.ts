@@ -1,0 +1,203 @@
+// JSON-RPC 2.0 calls to Shelly Gen2+ devices over HTTP (`POST /rpc`, one frame per request:
+// https://shelly-api-docs.shelly.cloud/gen2/General/RPCProtocol), one call at a time per device, each answer
+// read within a bound on size, and Digest auth answered as the device asks (see shelly-digest.ts).
+//
+// Retries have one owner: this client sends a request again only after the device refused it for its
+// credentials (401); it never re-sends after a dropped connection or a timeout, since a Switch.Set may have
+// been carried out. Switching is retried by the domain.
+import { request as httpRequest } from "node:http";
+import { request as httpsRequest } from "node:https";
+import type { Secret } from "../secret.ts";
+import { createShellyDigestSession, parseShellyChallenge, type ShellyDigestSession } from "./shelly-digest.ts";
+
+/** Shelly answers are a few hundred bytes (Switch.GetStatus, Shelly.GetDeviceInfo); more is not worth the memory. */
+export const MAX_ANSWER_BYTES = 4096;
+
+export type ShellyFailureCode = "plug-unreachable" | "plug-unauthorized" | "plug-entity-not-found" | "plug-bad-answer";
+
+/** A classified failure; `message` is plugpool's own words, never text from the device. */
+export class ShellyFailure extends Error {
+  override readonly name = "ShellyFailure";
+  readonly code: ShellyFailureCode;
+  /** The device answered that it did not carry the call out (401, an RPC error): a Switch.Set sent is known undone. */
+  readonly refused: boolean;
+
+  constructor(code: ShellyFailureCode, detail: string, refused: boolean) {
+    super(detail);
+    this.code = code;
+    this.refused = refused;
+  }
+}
+
+export interface RpcTarget {
+  /** Base URL of the device (no trailing slash). */
+  readonly url: string;
+  /** The device's queue key. */
+  readonly device: string;
+  /** The device's password (user "admin"), used only once the device asked for credentials; never logged. */
+  readonly password: Secret | undefined;
+}
+
+export interface RpcRequest {
+  readonly method: string;
+  readonly params: Readonly<Record<string, unknown>>;
+  /**
+   * Awaited right before each sending (a 401 makes another), with the device's slot held; nothing else is
+   * awaited in between. A rejection sends nothing and ends the call with it.
+   */
+  readonly beforeSend?: () => Promise<void>;
+}
+
+export interface ShellyRpc {
+  /** The call's result, once every earlier call to the device has finished. Rejects with ShellyFailure, a network error or the signal's reason. */
+  call(target: RpcTarget, request: RpcRequest, signal: AbortSignal): Promise<unknown>;
+  /** Whether the device has asked this client for credentials. */
+  authAsked(device: string): boolean;
+}
+
+interface Answer {
+  readonly status: number;
+  readonly body: string;
+  readonly challenge: string | null;
+}
+
+const MAX_AUTH_ROUNDS = 3; // none, then the challenge's nonce, then a new nonce after an old one was refused
+
+/** One POST of one frame and its whole answer (at most MAX_ANSWER_BYTES). */
+function post(url: URL, frame: string, authorization: string | undefined, signal: AbortSignal): Promise<Answer> {
+  return new Promise<Answer>((resolve, reject) => {
+    signal.throwIfAborted();
+    const headers: Record<string, string | number> = { "content-type": "application/json", "content-length": Buffer.byteLength(frame) };
+    if (authorization !== undefined) headers.authorization = authorization;
+    // The device closes every connection after its answer: there is no socket worth keeping.
+    const send = url.protocol === "https:" ? httpsRequest : httpRequest;
+    const req = send(url, { method: "POST", headers, agent: false });
+    const onAbort = (): void => { req.destroy(signal.reason as Error); };
+    signal.addEventListener("abort", onAbort, { once: true });
+    const fail = (error: unknown): void => {
+      signal.removeEventListener("abort", onAbort);
+      reject(signal.aborted ? (signal.reason as Error) : (error as Error));
+    };
+    req.on("error", fail);
+    req.once("response", (res) => {
+      const tooLarge = new ShellyFailure("plug-bad-answer", `the answer to POST /rpc was larger than ${MAX_ANSWER_BYTES} bytes`, false);
+      if (Number(res.headers["content-length"]) > MAX_ANSWER_BYTES) {
+        req.destroy();
+        fail(tooLarge);
+        return;
+      }
+      const chunks: Buffer[] = [];
+      let bytes = 0;
+      res.on("data", (chunk: Buffer) => {
+        bytes += chunk.byteLength;
+        if (bytes > MAX_ANSWER_BYTES) {
+          req.destroy();
+          fail(tooLarge);
+          return;
+        }
+        chunks.push(chunk);
+      });
+      res.on("error", fail);
+      res.once("end", () => {
+        signal.removeEventListener("abort", onAbort);
+        resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8"), challenge: res.headers["www-authenticate"] ?? null });
+      });
+    });
+    req.end(frame);
+  });
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** An RPC error code fit for a message: a small integer, as Shelly's are (-103, -105, 404…). */
+function errorCode(value: unknown): string {
+  return typeof value === "number" && Number.isInteger(value) && Math.abs(value) < 100_000 ? String(value) : "without a code";
+}
+
+/** The result of a frame answered to call `id`, or the ShellyFailure it stands for. */
+function resultOf(answer: Answer, id: number, method: string): unknown {
+  let frame: unknown;
+  try {
+    frame = JSON.parse(answer.body) as unknown;
+  } catch {
+    frame = undefined;
+  }
+  if (isObject(frame) && isObject(frame.error)) {
+    // An error frame: the method ran and failed, or never ran; either way the device did not act.
+    const code = frame.error.code;
+    const what = `${method} answered RPC error ${errorCode(code)}`;
+    if (code === -105) throw new ShellyFailure("plug-entity-not-found", `${what} (no such switch id on the device)`, true);
+    if (code === 404) throw new ShellyFailure("plug-entity-not-found", `${what} (the device has no such method: not a Shelly Gen2+ switch)`, true);
+    if (code === 401) throw new ShellyFailure("plug-unauthorized", `${what} (unauthenticated)`, true);
+    throw new ShellyFailure("plug-bad-answer", what, true);
+  }
+  if (answer.status >= 500) throw new ShellyFailure("plug-unreachable", `${method} answered HTTP ${answer.status}`, false);
+  if (answer.status !== 200) throw new ShellyFailure("plug-bad-answer", `${method} answered HTTP ${answer.status}`, answer.status >= 400);
+  if (!isObject(frame) || frame.id !== id || !("result" in frame)) {
+    throw new ShellyFailure("plug-bad-answer", `${method} answered without a JSON-RPC result (${answer.body.length} bytes)`, false);
+  }
+  return frame.result;
+}
+
+export function createShellyRpc(): ShellyRpc {
+  const queues = new Map<string, Promise<unknown>>();
+  const sessions = new Map<string, ShellyDigestSession>();
+  const asked = new Set<string>();
+  let nextId = 1;
+
+  /** Runs `task` after every earlier task of `device`; waiting ends early when `signal` aborts. */
+  async function queued<T>(device: string, signal: AbortSignal, task: () => Promise<T>): Promise<T> {
+    const before = queues.get(device) ?? Promise.resolve();
+    let release = (): void => undefined;
+    const mine = new Promise<void>((resolve) => { release = resolve; });
+    const tail = before.then(() => mine);
+    queues.set(device, tail);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const onAbort = (): void => { reject(signal.reason as Error); };
+        if (signal.aborted) onAbort();
+        signal.addEventListener("abort", onAbort, { once: true });
+        void before.then(() => {
+          signal.removeEventListener("abort", onAbort);
+          resolve();
+        });
+      });
+      return await task();
+    } finally {
+      release();
+      if (queues.get(device) === tail) queues.delete(device);
+    }
+  }
+
+  async function exchange(target: RpcTarget, request: RpcRequest, signal: AbortSignal): Promise<unknown> {
+    const id = nextId++;
+    const frame = JSON.stringify({ jsonrpc: "2.0", id, src: "plugpool", method: request.method, params: request.params });
+    const url = new URL(`${target.url}/rpc`);
+    let freshNonce = false;
+    for (let round = 1; round <= MAX_AUTH_ROUNDS; round++) {
+      const session = target.password === undefined ? undefined : sessions.get(target.device);
+      await request.beforeSend?.();
+      const answer = await post(url, frame, session?.authorization(target.password?.reveal() ?? "", "POST", url.pathname), signal);
+      if (answer.status !== 401) return resultOf(answer, id, request.method);
+      asked.add(target.device);
+      if (target.password === undefined) {
+        throw new ShellyFailure("plug-unauthorized", "the device asks for a password and none is configured", true);
+      }
+      const challenge = parseShellyChallenge(answer.challenge);
+      if (challenge === undefined) {
+        throw new ShellyFailure("plug-unauthorized", "the device asks for credentials in a way plugpool does not answer (not Digest with SHA-256)", true);
+      }
+      // A nonce just handed out and refused means the password is wrong; an older one may just have expired.
+      if (session !== undefined && freshNonce) break;
+      sessions.set(target.device, createShellyDigestSession(challenge));
+      freshNonce = true;
+    }
+    sessions.delete(target.device);
+    throw new ShellyFailure("plug-unauthorized", "the device rejected the password", true);
+  }
+
+  return {
+    call: (target, request, signal) => queued(target.device, signal, () => exchange(target, request, signal)),
+    authAsked: (device) => asked.has(device),
+  };
+}
