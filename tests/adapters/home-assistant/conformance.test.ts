@@ -8,7 +8,7 @@ import { startHomeAssistantEmulator } from "../../support/home-assistant/emulato
 import { homeAssistantMissing, startHomeAssistant } from "../../support/home-assistant/index.ts";
 
 const setup: HomeAssistantSetup = {
-  switches: ["read", "service", "idempotent", "helper", "domain", "away", "behind"],
+  switches: ["read", "service", "idempotent", "helper", "generic", "domain", "away", "behind"],
   sensors: { watts: 42, watts_away: 7 },
 };
 
@@ -131,6 +131,13 @@ function conformance(name: string, start: () => Promise<HomeAssistantBackstage>,
       assert.deepEqual(changes(await request("POST", "/api/services/homeassistant/turn_off", { entity_id: "input_boolean.helper" })),
         ["input_boolean.helper=off", "switch.helper=off"]);
       assert.equal(await stateOf("input_boolean.helper"), "off");
+    });
+
+    it("switches through homeassistant.turn_on as through the entity's own domain", async () => {
+      assert.deepEqual(changes(await request("POST", "/api/services/homeassistant/turn_on", { entity_id: "input_boolean.generic" })),
+        ["input_boolean.generic=on", "switch.generic=on"]);
+      assert.deepEqual(changes(await request("POST", "/api/services/homeassistant/turn_off", { entity_id: "switch.generic" })),
+        ["input_boolean.generic=off", "switch.generic=off"]);
     });
 
     it("leaves another domain's entity alone: switch.turn_on of an input_boolean answers [] and does nothing", async () => {
