@@ -18,6 +18,7 @@ setup() {
   bash tests/support/control-plane/build.sh
   bash tests/support/helm/build.sh >/dev/null
   bash tests/support/prometheus/build.sh >/dev/null
+  bash tests/support/home-assistant/install.sh >/dev/null
   bash tests/support/redfish/install.sh >/dev/null
   # The Go module proxy refuses k8s.io/autoscaler/cluster-autoscaler (403), so cluster-autoscaler builds from
   # its source archive in shared/vendor beside the repository, a clone of its repository

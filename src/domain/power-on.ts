@@ -4,6 +4,7 @@
 import type { CallOptions } from "./ports.ts";
 import type { Machine, NodeGroupSpec } from "./model.ts";
 import type { PoolContext } from "./state.ts";
+import { lifecycleOf } from "./lifecycle.ts";
 import { PLUG_ON_FAILED, POWER_OFF_ANNOTATION } from "./model.ts";
 import { nodesOf, stateOf, withGroupLock } from "./state.ts";
 import { messageOf } from "./errors.ts";
@@ -22,11 +23,10 @@ const QUEUE_POLL_MS = 1000;
  * safety sense), not held, no power-off (job, pod, annotation) and no ToBeDeleted taint, no command in flight.
  */
 export function restoreTarget(ctx: PoolContext, machine: Machine): string | undefined {
-  const st = stateOf(ctx, machine);
-  if (st.plug !== "off" || st.switching !== undefined || st.job !== undefined) return undefined;
-  if (ctx.deps.cluster.powerOffPod(machine.name) !== undefined) return undefined;
-  const nodes = nodesOf(ctx, machine);
-  if (nodes.length === 0 || isHeld(machine, nodes)) return undefined;
+  const lifecycle = lifecycleOf(ctx, machine);
+  if (lifecycle.phase !== "registered" || stateOf(ctx, machine).plug !== "off") return undefined;
+  const { nodes } = lifecycle;
+  if (ctx.deps.cluster.powerOffPod(machine.name) !== undefined || isHeld(machine, nodes)) return undefined;
   if (nodes.some((n) => hasDeletionTaint(n) || n.annotations[POWER_OFF_ANNOTATION] !== undefined)) return undefined;
   return nodes[0]?.name;
 }
@@ -102,19 +102,29 @@ async function powerOnsOf(ctx: PoolContext, group: NodeGroupSpec, options?: Call
  * reads on (someone else switched it on: not plugpool's to count or cut), it is held (refused).
  */
 function recheckQueued(ctx: PoolContext, machine: Machine): "go" | "wait" | "dequeued" {
-  const st = stateOf(ctx, machine);
-  const nodes = nodesOf(ctx, machine);
-  if (isHeld(machine, nodes)) {
+  if (isHeld(machine, nodesOf(ctx, machine))) {
     const detail = `${machine.name} is held; its queued plug-on is dropped`;
     ctx.deps.reporter.report({ type: "refused", machine: machine.name, rule: "held", detail });
     return "dequeued";
   }
-  if (nodes.length > 0) return "dequeued";
-  if (st.job !== undefined || st.switching !== undefined || ctx.deps.cluster.powerOffPod(machine.name) !== undefined) {
-    return "wait";
+  const lifecycle = lifecycleOf(ctx, machine);
+  switch (lifecycle.phase) {
+    case "powering-off":
+    case "switching":
+      return "wait";
+    case "queued": {
+      if (ctx.deps.cluster.powerOffPod(machine.name) !== undefined) return "wait";
+      const plug = stateOf(ctx, machine).plug;
+      return plug === "off" ? "go" : plug === "on" ? "dequeued" : "wait";
+    }
+    // A Node registered meanwhile, or the machine is no longer queued at all.
+    case "registered":
+    case "booting":
+    case "powered-outside":
+    case "off":
+    case "unknown":
+      return "dequeued";
   }
-  if (st.plug === "on") return "dequeued";
-  return st.plug === "off" ? "go" : "wait";
 }
 
 /**

@@ -10,6 +10,7 @@ import { foreignProviderID, instanceId } from "./matching.ts";
 import { readPlug } from "./switching.ts";
 import { clearBootFailures, recordBootFailure } from "./quarantine.ts";
 import { restoreTarget, restoreWait } from "./power-on.ts";
+import { lifecycleOf } from "./lifecycle.ts";
 import { noteBoot } from "./usage.ts";
 
 /**
@@ -98,12 +99,20 @@ function reconcile(ctx: PoolContext, machine: Machine): void {
  * power-off. Reported; never cut for it.
  */
 function powerAnomaly(ctx: PoolContext, machine: Machine): "on" | "off" | undefined {
-  const st = stateOf(ctx, machine);
-  if (st.job !== undefined || st.switching !== undefined) return undefined;
-  const nodes = nodesOf(ctx, machine);
-  if (isPoweredOutside(ctx, machine)) return "on";
-  if (st.plug === "off" && nodes.some((n) => n.ready)) return "off";
-  return undefined;
+  const lifecycle = lifecycleOf(ctx, machine);
+  switch (lifecycle.phase) {
+    case "powered-outside":
+      return "on";
+    case "registered":
+      return stateOf(ctx, machine).plug === "off" && lifecycle.nodes.some((n) => n.ready) ? "off" : undefined;
+    case "powering-off":
+    case "switching":
+    case "queued":
+    case "booting":
+    case "off":
+    case "unknown":
+      return undefined;
+  }
 }
 
 function describe(ctx: PoolContext, machine: Machine, anomaly: "on" | "off"): string {
@@ -119,13 +128,5 @@ function describe(ctx: PoolContext, machine: Machine, anomaly: "on" | "off"): st
  * (queued, a command in flight) nor is powering it off: someone else powered it.
  */
 export function isPoweredOutside(ctx: PoolContext, machine: Machine): boolean {
-  const st = stateOf(ctx, machine);
-  return (
-    st.plug === "on" &&
-    st.job === undefined &&
-    st.switching === undefined &&
-    st.queued === undefined &&
-    !poweredByPlugpool(ctx, machine) &&
-    nodesOf(ctx, machine).length === 0
-  );
+  return lifecycleOf(ctx, machine).phase === "powered-outside";
 }

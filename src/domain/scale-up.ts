@@ -3,7 +3,8 @@
 import type { CallOptions } from "./ports.ts";
 import type { Machine, NodeGroupSpec } from "./model.ts";
 import type { PoolContext } from "./state.ts";
-import { nodesOf, poweredByPlugpool, stateOf } from "./state.ts";
+import { lifecycleOf } from "./lifecycle.ts";
+import { stateOf } from "./state.ts";
 import { DEFAULT_SCALE_UP } from "./model.ts";
 import { messageOf, PlugpoolError } from "./errors.ts";
 import { targetSizeOf } from "./instances.ts";
@@ -18,12 +19,8 @@ import { isQuarantined } from "./quarantine.ts";
  * be it.
  */
 export function isScaleUpCandidate(ctx: PoolContext, machine: Machine): boolean {
-  const st = stateOf(ctx, machine);
-  if (st.plug !== "off" || st.job !== undefined || st.switching !== undefined || poweredByPlugpool(ctx, machine)) return false;
-  if (st.queued !== undefined || isQuarantined(ctx, machine)) return false;
-  if (ctx.deps.cluster.powerOffPod(machine.name) !== undefined) return false;
-  const nodes = nodesOf(ctx, machine);
-  return nodes.length === 0 && !isHeld(machine, nodes);
+  if (lifecycleOf(ctx, machine).phase !== "off") return false;
+  return !isQuarantined(ctx, machine) && ctx.deps.cluster.powerOffPod(machine.name) === undefined && !isHeld(machine, []);
 }
 
 /**

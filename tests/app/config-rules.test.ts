@@ -275,7 +275,7 @@ describe("loadConfig() rejection rules", () => {
     it("rejects a node without a power control, and a plug without url or switch", () => {
       const doc = config([group("a", [{ name: "a-1" }, { name: "a-2", plug: {} }])]);
       assert.deepEqual(issuesOf(doc), [
-        "nodeGroups[0].nodes[0]: needs a power control: set one of plug, shelly, redfish",
+        "nodeGroups[0].nodes[0]: needs a power control: set one of plug, shelly, homeAssistant, redfish",
         "nodeGroups[0].nodes[1].plug.url: is required",
         "nodeGroups[0].nodes[1].plug.switch: is required",
       ]);

@@ -1,0 +1,278 @@
+// The PowerSwitch rules over Home Assistant's REST API (https://developers.home-assistant.io/docs/api/rest/):
+// read an entity's state, call its domain's turn_on/turn_off service, read it back until it shows the result.
+import { setTimeout as sleep } from "node:timers/promises";
+import { PlugpoolError } from "../../domain/errors.ts";
+import type { PlugReading } from "../../domain/model.ts";
+import type { CallOptions, CutGuard } from "../../domain/ports.ts";
+import { createDeviceQueue } from "../esphome/device-queue.ts";
+import { cleanCause, describeFailure, isDroppedConnection, neverConnected, PlugFailure, type FailureContext } from "../esphome/plug-failure.ts";
+import type { BackendProbe, BackendSwitch } from "../power-backend.ts";
+import type { HomeAssistantEntity } from "./entity.ts";
+import { createHubTransport, type HubAnswer, type HubTransport } from "./http.ts";
+
+/** A state answer is about 400 bytes, a service call's list of changed states a few of those. */
+export const MAX_ANSWER_BYTES = 16 * 1024;
+/** GET /api/config lists every loaded integration: larger on a large installation. Read by `probe` only. */
+const MAX_CONFIG_BYTES = 256 * 1024;
+
+// After a service call the entity is read back this often until it shows the result. Home Assistant answers a
+// service call once the call is done, so a helper or a local switch shows it at the first read; a switch of a
+// radio device shows it when the device reports back.
+const CONFIRM_POLL_MS = 100;
+
+// Statuses with which Home Assistant says it did not carry a call out: a bad request or unknown service (400),
+// the token (401), permissions (403), a wrong path (404, 405). After any other answer, or none, a service call
+// sent may have been carried out: the API shields a running call from the connection's loss
+// (https://github.com/home-assistant/core/blob/2025.4.4/homeassistant/components/api/__init__.py).
+const REFUSALS: ReadonlySet<number> = new Set([400, 401, 403, 404, 405]);
+
+/** The reason of every deadline's abort, made once. */
+const TIMED_OUT: Error = new DOMException("the Home Assistant call timed out", "TimeoutError");
+
+interface Call extends FailureContext {
+  readonly signal: AbortSignal;
+  /** A service call was handed to the transport and not refused: from here on its outcome may be unknown. */
+  commandSent: boolean;
+}
+
+class CutRefused extends Error {
+  override readonly name = "CutRefused";
+}
+
+export interface HomeAssistantSwitchOptions {
+  /** Bound on each call, including its wait behind other calls to the same entity. */
+  readonly timeoutMs: number;
+  readonly transport?: HubTransport;
+}
+
+export function createHomeAssistantSwitch(opts: HomeAssistantSwitchOptions): BackendSwitch<HomeAssistantEntity> {
+  const transport = opts.transport ?? createHubTransport();
+  // One call at a time per entity: a read-back and the next command of the same machine never cross. The
+  // instance itself serves many requests at once.
+  const queue = createDeviceQueue();
+
+  async function bounded<T>(address: HomeAssistantEntity, action: string, options: CallOptions | undefined, work: (call: Call) => Promise<T>): Promise<T> {
+    const deadline = new AbortController();
+    const callerSignal = options?.signal;
+    const both = callerSignal ? new AbortController() : deadline;
+    const onCallerAbort = (): void => {
+      both.abort(callerSignal?.reason);
+    };
+    if (callerSignal?.aborted === true) onCallerAbort();
+    else callerSignal?.addEventListener("abort", onCallerAbort, { once: true });
+    const timer = setTimeout(() => {
+      deadline.abort(TIMED_OUT);
+      if (both !== deadline) both.abort(TIMED_OUT);
+    }, opts.timeoutMs);
+    const call: Call = { signal: both.signal, deadline: deadline.signal, callerSignal, timeoutMs: opts.timeoutMs, commandSent: false };
+    try {
+      return await queue.run(`${address.instance} ${address.entity}`, call.signal, () => work(call));
+    } catch (error) {
+      throw failure(address, action, error, call);
+    } finally {
+      clearTimeout(timer);
+      callerSignal?.removeEventListener("abort", onCallerAbort);
+    }
+  }
+
+  /** The one place a call's error is made: plugpool's own words, never the token or text from the wire. */
+  function failure(address: HomeAssistantEntity, action: string, error: unknown, call: Call): PlugpoolError {
+    const where = `${action} Home Assistant ${address.url} entity ${address.entity}`;
+    if (error instanceof CutRefused) {
+      return new PlugpoolError("unsafe", `${where}: the switch-off was refused by the safety check; nothing was sent`, causeOf(error.cause));
+    }
+    const { code, detail, cause } = describeFailure(error, call);
+    if (call.commandSent && code !== "plug-unconfirmed") {
+      return new PlugpoolError("plug-unconfirmed", `${where}: ${detail}; the service call was sent and its outcome is unknown`, causeOf(cause));
+    }
+    return new PlugpoolError(code, `${where}: ${detail}`, causeOf(cause));
+  }
+
+  async function send(address: HomeAssistantEntity, call: Call, method: "GET" | "POST", path: string, body?: unknown, maxBytes = MAX_ANSWER_BYTES): Promise<HubAnswer> {
+    const request = { method, path, body, signal: call.signal, maxBytes };
+    try {
+      return await transport(address.url, address.token.reveal(), request);
+    } catch (error) {
+      // A kept-alive socket the server closed meanwhile: a read is sent once more, a service call never.
+      if (method !== "GET" || !isDroppedConnection(error) || call.signal.aborted) throw error;
+      return transport(address.url, address.token.reveal(), request);
+    }
+  }
+
+  /** The state object of an entity; throws for any answer but 200 with one. */
+  async function readState(address: HomeAssistantEntity, entity: string, call: Call): Promise<Record<string, unknown>> {
+    const path = `/api/states/${entity}`;
+    const answer = await send(address, call, "GET", path);
+    if (answer.status !== 200) throw statusFailure(answer, "GET", path);
+    const state = parseObject(answer.body);
+    if (state?.entity_id !== entity || typeof state.state !== "string") {
+      throw new PlugFailure("plug-bad-answer", `GET ${path} answered without the entity's state ${sizeOf(answer)}`);
+    }
+    return state;
+  }
+
+  /** on or off; an entity Home Assistant cannot tell the state of is a failed read, never off. */
+  async function readSwitch(address: HomeAssistantEntity, call: Call): Promise<boolean> {
+    const { state } = await readState(address, address.entity, call);
+    if (state === "on") return true;
+    if (state === "off") return false;
+    const told = state === "unavailable" || state === "unknown" ? state : "neither on nor off";
+    throw new PlugFailure("plug-unreachable", `the entity's state is ${told} in Home Assistant`);
+  }
+
+  async function readWatts(address: HomeAssistantEntity, sensor: string, call: Call): Promise<number> {
+    const { state, attributes } = await readState(address, sensor, call);
+    const unit = (attributes as { unit_of_measurement?: unknown } | undefined)?.unit_of_measurement;
+    const factor = unit === "W" ? 1 : unit === "kW" ? 1000 : undefined;
+    if (factor === undefined) throw new PlugFailure("plug-bad-answer", "its unit_of_measurement is not W (or kW)");
+    const value = typeof state === "string" && /^-?\d+(\.\d+)?(e[+-]?\d+)?$/iu.test(state) ? Number(state) * factor : Number.NaN;
+    if (!Number.isFinite(value)) {
+      const told = state === "unavailable" || state === "unknown" ? state : "not a number";
+      throw new PlugFailure("plug-bad-answer", `its state is ${told}`);
+    }
+    return value;
+  }
+
+  /** The switch's state plus the sensor's watts, or the sensor's failure (which never fails the read). */
+  async function readAll(address: HomeAssistantEntity, call: Call): Promise<{ on: boolean; watts?: number; sensorError?: string }> {
+    const on = await readSwitch(address, call);
+    if (address.powerSensor === undefined) return { on };
+    try {
+      return { on, watts: await readWatts(address, address.powerSensor, call) };
+    } catch (error) {
+      if (call.signal.aborted) throw error;
+      return { on, sensorError: `sensor ${address.powerSensor}: ${describeFailure(error, call).detail}` };
+    }
+  }
+
+  /**
+   * Reads the entity, and when it is not yet as asked calls its domain's service: `switch.turn_off` for a
+   * switch, `input_boolean.turn_off` for a helper (a domain's service leaves other domains' entities alone).
+   * `mayCut`, when given, is asked right before the call is sent, with the entity's slot held.
+   */
+  async function command(address: HomeAssistantEntity, on: boolean, call: Call, mayCut?: CutGuard): Promise<PlugReading> {
+    if ((await readSwitch(address, call)) === on) return { on };
+    if (mayCut) await askGuard(mayCut, call.signal);
+    call.signal.throwIfAborted(); // nothing is sent once aborted; the command must not count as sent
+    const path = `/api/services/${address.domain}/${on ? "turn_on" : "turn_off"}`;
+    call.commandSent = true;
+    let answer: HubAnswer;
+    try {
+      answer = await send(address, call, "POST", path, { entity_id: address.entity });
+    } catch (error) {
+      if (neverConnected(error)) call.commandSent = false;
+      throw error;
+    }
+    if (answer.status !== 200) {
+      if (REFUSALS.has(answer.status)) call.commandSent = false;
+      throw statusFailure(answer, "POST", path);
+    }
+    return confirm(address, on, call);
+  }
+
+  async function confirm(address: HomeAssistantEntity, on: boolean, call: Call): Promise<PlugReading> {
+    let last = "no read-back succeeded";
+    for (;;) {
+      try {
+        const now = await readSwitch(address, call);
+        if (now === on) return { on };
+        last = `it still reads ${now ? "on" : "off"}`;
+      } catch (error) {
+        // Unreachable moments (the device reporting unavailable, a dropped connection) are waited out until
+        // the deadline; the token refused, the entity gone or a bad answer end the wait.
+        const seen = describeFailure(error, call);
+        if (seen.code !== "plug-unreachable") throw new PlugFailure("plug-unconfirmed", `state not confirmed (reading it back: ${seen.detail})`);
+        if (!call.signal.aborted) last = seen.detail;
+      }
+      if (!(await pause(CONFIRM_POLL_MS, call.signal))) break;
+    }
+    throw new PlugFailure("plug-unconfirmed", `state not confirmed within ${opts.timeoutMs} ms (${last})`);
+  }
+
+  /** Home Assistant's version from GET /api/config, when it answers one that looks like a version. */
+  async function version(address: HomeAssistantEntity, call: Call): Promise<string | undefined> {
+    try {
+      const answer = await send(address, call, "GET", "/api/config", undefined, MAX_CONFIG_BYTES);
+      const found = answer.status === 200 ? parseObject(answer.body)?.version : undefined;
+      return typeof found === "string" && /^\d{4}\.\d{1,2}\.\d{1,3}(?:[a-z]{1,5}\d{0,3})?$/u.test(found) ? found : undefined;
+    } catch (error) {
+      if (call.signal.aborted) throw error;
+      return undefined;
+    }
+  }
+
+  return {
+    read: (address, options) =>
+      bounded(address, "reading", options, async (call) => {
+        const { on, watts } = await readAll(address, call);
+        return watts === undefined ? { on } : { on, watts };
+      }),
+    turnOn: (address, options) => bounded(address, "turning on", options, (call) => command(address, true, call)),
+    turnOff: (address, mayCut, options) => bounded(address, "turning off", options, (call) => command(address, false, call, mayCut)),
+    probe: (address, options) =>
+      bounded(address, "probing", options, async (call): Promise<BackendProbe> => {
+        const { on, watts, sensorError } = await readAll(address, call);
+        const release = await version(address, call);
+        return {
+          state: on ? "on" : "off",
+          detail: `Home Assistant ${release ?? "(version not told)"}, ${address.domain}.turn_on/turn_off`,
+          ...(watts === undefined ? {} : { watts }),
+          ...(sensorError === undefined ? {} : { sensorError }),
+        };
+      }),
+  };
+}
+
+/** A status that is not 200, as a failure: what it means, never what the answer said. */
+function statusFailure(answer: HubAnswer, method: string, path: string): PlugFailure {
+  const refused = REFUSALS.has(answer.status);
+  const what = `${method} ${path} answered HTTP ${answer.status}`;
+  if (answer.status === 401 || answer.status === 403) {
+    return new PlugFailure("plug-unauthorized", `${what}: the token was refused (check it and its user's rights)`, { refused });
+  }
+  if (answer.status === 404 && path.startsWith("/api/states/")) {
+    return new PlugFailure("plug-entity-not-found", `${what}: Home Assistant has no such entity`, { refused });
+  }
+  // 5xx: Home Assistant or a proxy in front of it is in trouble, worth retrying later.
+  return new PlugFailure(answer.status >= 500 ? "plug-unreachable" : "plug-bad-answer", `${what} ${sizeOf(answer)}`, { refused });
+}
+
+async function askGuard(mayCut: CutGuard, signal: AbortSignal): Promise<void> {
+  let allowed: boolean;
+  try {
+    allowed = await mayCut({ signal });
+  } catch (error) {
+    signal.throwIfAborted();
+    throw new CutRefused("the cut guard failed", { cause: error });
+  }
+  if (!allowed) throw new CutRefused("the cut guard refused");
+}
+
+function causeOf(error: unknown): { cause: Error } | undefined {
+  const cause = cleanCause(error);
+  return cause === undefined ? undefined : { cause };
+}
+
+/** "(text/html, 27 bytes)": what an answer was, never what it said. */
+function sizeOf(answer: HubAnswer): string {
+  const bytes = `${answer.bytes} ${answer.bytes === 1 ? "byte" : "bytes"}`;
+  return answer.contentType === "" ? `(${bytes})` : `(${answer.contentType}, ${bytes})`;
+}
+
+async function pause(ms: number, signal: AbortSignal): Promise<boolean> {
+  try {
+    await sleep(ms, undefined, { signal });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function parseObject(body: string): Record<string, unknown> | undefined {
+  try {
+    const data: unknown = JSON.parse(body);
+    return typeof data === "object" && data !== null && !Array.isArray(data) ? (data as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
