@@ -1,9 +1,9 @@
 // The whole site on loopback, as production wires it: a real control plane (with controller-manager and
-// scheduler), emulated ESPHome plugs and Shelly devices with simulated machines behind them, plugpool's `serve`, and the real
+// scheduler), emulated ESPHome plugs, Shelly devices and a Home Assistant with simulated machines behind them, plugpool's `serve`, and the real
 // cluster-autoscaler talking to it over externalgrpc (or, for the sandbox on a machine without CA, a stand-in:
 // tests/support/autoscaler-standin.ts). plugpool and CA act as the example ServiceAccount of
 // deploy/examples/rbac.yaml; the simulated kubelets act as admin.
-import { rmSync } from "node:fs";
+import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { loadConfig, type AppConfig } from "../../../src/app/config/index.ts";
@@ -21,6 +21,7 @@ import { freePorts } from "../../support/control-plane/readiness.ts";
 import { createCloudProviderClient, type CloudProviderClient } from "../../support/grpc-client.ts";
 import { pollingOutlet, startMachineSimulator, type MachineSimulator, type MachineState, type PowerSource } from "../../support/machine-simulator.ts";
 import { startShellyEmulator, type EmulatedShelly } from "../../support/shelly-emulator/index.ts";
+import { startHomeAssistantEmulator, type HomeAssistantEmulator } from "../../support/home-assistant/emulator.ts";
 import { startPlugEmulator, type EmulatedPlug, type Platform, type Version } from "../../support/plug-emulator/index.ts";
 import { apply, exampleManifest } from "../../adapters/kubernetes/support.ts";
 import { createFileLogger, type FileLogger, type LogLine } from "./plugpool-log.ts";
@@ -33,10 +34,11 @@ const SERVICE_ACCOUNT = "cluster-autoscaler";
 export interface MachineSpec {
   readonly name: string;
   /**
-   * What switches it: an emulated ESPHome plug (the default) or an emulated Shelly Gen2+ device (switch 0, with
-   * its power meter read as the machine's draw when `powerSensor`).
+   * What switches it: an emulated ESPHome plug (the default), an emulated Shelly Gen2+ device (switch 0, with
+   * its power meter read as the machine's draw when `powerSensor`), or an entity `switch.<name>` of the one
+   * emulated Home Assistant all such machines share (with `sensor.<name>` in W when `powerSensor`).
    */
-  readonly backend?: "esphome" | "shelly";
+  readonly backend?: "esphome" | "shelly" | "home-assistant";
   /** The plug's ESPHome version and platform (emulator defaults: 2026.7 on esp32). */
   readonly version?: Version;
   readonly platform?: Platform;
@@ -85,6 +87,8 @@ export interface Environment {
   caLog(pattern: RegExp): string[];
   plug(machine: string): EmulatedPlug;
   shelly(machine: string): EmulatedShelly;
+  /** The Home Assistant of the machines on backend "home-assistant", and each one's object id in it. */
+  homeAssistant(): { readonly hub: HomeAssistantEmulator; objectId(machine: string): string };
   /** Whether the machine's power is on, whatever switches it. */
   powered(machine: string): boolean;
   /** Every state the machine went through, in order. */
@@ -150,6 +154,7 @@ async function start(
       cleanups.push(() => device.close());
       continue;
     }
+    if (m.backend === "home-assistant") continue;
     const plug = await startPlugEmulator({
       ...(m.version && { version: m.version }),
       ...(m.platform && { platform: m.platform }),
@@ -168,10 +173,33 @@ async function start(
     if (found === undefined) throw new Error(`no Shelly device for ${machine}`);
     return found;
   };
-  const powerOf = (m: MachineSpec): PowerSource =>
-    m.backend === "shelly"
-      ? { outlet: pollingOutlet({ isOn: () => shelly(m.name).output(0), setWatts: (watts) => { shelly(m.name).setDraw(0, watts); } }) }
-      : { plug: plug(m.name), switchName: "Relay" };
+  const onHub = options.machines.filter((m) => m.backend === "home-assistant");
+  const hub = onHub.length === 0 ? undefined : await startHomeAssistantEmulator({
+    switches: onHub.map((m) => objectId(m.name)),
+    sensors: Object.fromEntries(onHub.filter((m) => m.powerSensor === true).map((m) => [objectId(m.name), 0])),
+  });
+  if (hub !== undefined) cleanups.push(() => hub.stop());
+  const homeAssistant = (): { hub: HomeAssistantEmulator; objectId: (machine: string) => string } => {
+    if (hub === undefined) throw new Error("no machine is on Home Assistant");
+    return { hub, objectId };
+  };
+  const tokenFile = join(dir, "home-assistant-token");
+  writeFileSync(tokenFile, hub?.token ?? "");
+  const powerOf = (m: MachineSpec): PowerSource => {
+    switch (m.backend) {
+      case "shelly":
+        return { outlet: pollingOutlet({ isOn: () => shelly(m.name).output(0), setWatts: (watts) => { shelly(m.name).setDraw(0, watts); } }) };
+      case "home-assistant": {
+        const { hub: h } = homeAssistant();
+        const id = objectId(m.name);
+        const setWatts = m.powerSensor === true ? (watts: number) => { void h.setWatts(id, watts); } : undefined;
+        return { outlet: pollingOutlet({ isOn: () => h.stateOf(`switch.${id}`) === "on", ...(setWatts && { setWatts }) }) };
+      }
+      case "esphome":
+      case undefined:
+        return { plug: plug(m.name), switchName: "Relay" };
+    }
+  };
 
   const histories = new Map<string, MachineState[]>(options.machines.map((m) => [m.name, []]));
   const machines = startMachineSimulator({
@@ -201,7 +229,7 @@ async function start(
     options.onPlugpoolLog?.(line);
   });
   const { grpc } = await freePorts(["grpc"]);
-  const config = plugpoolConfig(grpc, options.machines, (m) => plugs.get(m)?.url ?? shellies.get(m)?.url ?? "");
+  const config = plugpoolConfig(grpc, options.machines, (m) => plugs.get(m)?.url ?? shellies.get(m)?.url ?? hub?.url ?? "", tokenFile);
   let served: Served | undefined;
   const stopPlugpool = async (): Promise<void> => {
     const running = served;
@@ -243,7 +271,13 @@ async function start(
     caLog: (pattern) => autoscaler.log().split("\n").filter((line) => pattern.test(line)),
     plug,
     shelly,
-    powered: (machine) => (shellies.has(machine) ? shelly(machine).output(0) : plug(machine).state("Relay")),
+    homeAssistant,
+    powered: (machine) =>
+      shellies.has(machine)
+        ? shelly(machine).output(0)
+        : plugs.has(machine)
+          ? plug(machine).state("Relay")
+          : homeAssistant().hub.stateOf(`switch.${objectId(machine)}`) === "on",
     history: (machine) => histories.get(machine) ?? [],
     events: (type) => lines.map((l) => l.fields).filter((f) => f.event !== undefined && (type === undefined || f.event === type)),
     served: () => served,
@@ -259,12 +293,27 @@ async function start(
   };
 }
 
+/** A machine's object id in Home Assistant: its name with "_" for "-". */
+function objectId(machine: string): string {
+  return machine.replaceAll("-", "_");
+}
+
 /** Short timings: a power-off takes seconds. Machines in the order given, all in group `workers`. */
-function plugpoolConfig(grpcPort: number, machines: readonly MachineSpec[], urlOf: (machine: string) => string): AppConfig {
-  const node = (m: MachineSpec): string =>
-    m.backend === "shelly"
-      ? `      - { name: ${m.name}, shelly: { url: "${urlOf(m.name)}", switchId: 0, measure: ${m.powerSensor === true} } }`
-      : `      - { name: ${m.name}, plug: { url: "${urlOf(m.name)}", switch: Relay${m.powerSensor === true ? ", powerSensor: Power" : ""} } }`;
+function plugpoolConfig(grpcPort: number, machines: readonly MachineSpec[], urlOf: (machine: string) => string, tokenFile: string): AppConfig {
+  const node = (m: MachineSpec): string => {
+    const url = urlOf(m.name);
+    switch (m.backend) {
+      case "shelly":
+        return `      - { name: ${m.name}, shelly: { url: "${url}", switchId: 0, measure: ${m.powerSensor === true} } }`;
+      case "home-assistant": {
+        const sensor = m.powerSensor === true ? `, powerSensor: sensor.${objectId(m.name)}` : "";
+        return `      - { name: ${m.name}, homeAssistant: { url: "${url}", entity: switch.${objectId(m.name)}${sensor}, tokenFile: "${tokenFile}" } }`;
+      }
+      case "esphome":
+      case undefined:
+        return `      - { name: ${m.name}, plug: { url: "${url}", switch: Relay${m.powerSensor === true ? ", powerSensor: Power" : ""} } }`;
+    }
+  };
   return loadConfig(
     [
       `listen: 127.0.0.1:${grpcPort}`,
