@@ -48,29 +48,38 @@ export interface Outlet {
 
 /**
  * An outlet over a device the simulator can only look at (a Shelly emulator, a Home Assistant entity, a BMC):
- * its state is read every `intervalMs`, and a change is a power change; the machine's draw is written back
- * with `setWatts` on each look, where the device shows one.
+ * its state is read every `intervalMs` (a read still running is not started again), and a change is a power
+ * change; the machine's draw is written back with `setWatts` on each look, where the device shows one.
  */
 export function pollingOutlet(device: {
-  readonly isOn: () => boolean;
+  readonly isOn: () => boolean | Promise<boolean>;
   readonly setWatts?: (watts: number) => void;
   readonly intervalMs?: number;
+  /** The state before the first look (default off). */
+  readonly initially?: boolean;
 }): Outlet {
   let timer: ReturnType<typeof setInterval> | undefined;
+  let last = device.initially ?? false;
+  let looking = false;
   return {
-    isOn: device.isOn,
+    isOn: () => last,
     attach(machine) {
       clearInterval(timer);
       timer = undefined;
       if (machine === undefined) return;
-      let last = device.isOn();
       timer = setInterval(() => {
-        const now = device.isOn();
-        device.setWatts?.(machine.watts());
-        if (now !== last) {
-          last = now;
-          machine.powerChanged?.(now);
-        }
+        if (looking) return;
+        looking = true;
+        void Promise.resolve(device.isOn())
+          .then((now) => {
+            device.setWatts?.(machine.watts());
+            if (now !== last) {
+              last = now;
+              machine.powerChanged?.(now);
+            }
+          })
+          .catch(() => undefined)
+          .finally(() => { looking = false; });
       }, device.intervalMs ?? 50);
     },
   };

@@ -19,9 +19,10 @@ import { tokenKubeConfig } from "../../support/control-plane/credentials.ts";
 import { createOwnedTempDir, onAbruptExit } from "../../support/control-plane/process.ts";
 import { freePorts } from "../../support/control-plane/readiness.ts";
 import { createCloudProviderClient, type CloudProviderClient } from "../../support/grpc-client.ts";
-import { pollingOutlet, startMachineSimulator, type MachineSimulator, type MachineState, type PowerSource } from "../../support/machine-simulator.ts";
+import { pollingOutlet, startMachineSimulator, type MachineSimulator, type MachineState, type Outlet, type PowerSource } from "../../support/machine-simulator.ts";
 import { startShellyEmulator, type EmulatedShelly } from "../../support/shelly-emulator/index.ts";
 import { startHomeAssistantEmulator, type HomeAssistantEmulator } from "../../support/home-assistant/emulator.ts";
+import { startRedfish, type RunningRedfish } from "../../support/redfish/index.ts";
 import { startPlugEmulator, type EmulatedPlug, type Platform, type Version } from "../../support/plug-emulator/index.ts";
 import { apply, exampleManifest } from "../../adapters/kubernetes/support.ts";
 import { createFileLogger, type FileLogger, type LogLine } from "./plugpool-log.ts";
@@ -36,9 +37,11 @@ export interface MachineSpec {
   /**
    * What switches it: an emulated ESPHome plug (the default), an emulated Shelly Gen2+ device (switch 0, with
    * its power meter read as the machine's draw when `powerSensor`), or an entity `switch.<name>` of the one
-   * emulated Home Assistant all such machines share (with `sensor.<name>` in W when `powerSensor`).
+   * emulated Home Assistant all such machines share (with `sensor.<name>` in W when `powerSensor`), or a system
+   * of the one real Redfish BMC emulator (sushy-tools) all such machines share, which shuts the OS down itself
+   * (Reset GracefulShutdown) instead of the power-off pod.
    */
-  readonly backend?: "esphome" | "shelly" | "home-assistant";
+  readonly backend?: "esphome" | "shelly" | "home-assistant" | "redfish";
   /** The plug's ESPHome version and platform (emulator defaults: 2026.7 on esp32). */
   readonly version?: Version;
   readonly platform?: Platform;
@@ -87,9 +90,11 @@ export interface Environment {
   caLog(pattern: RegExp): string[];
   plug(machine: string): EmulatedPlug;
   shelly(machine: string): EmulatedShelly;
+  /** The Redfish BMC of the machines on backend "redfish" (each machine is the system of its name). */
+  redfish(): RunningRedfish;
   /** The Home Assistant of the machines on backend "home-assistant", and each one's object id in it. */
   homeAssistant(): { readonly hub: HomeAssistantEmulator; objectId(machine: string): string };
-  /** Whether the machine's power is on, whatever switches it. */
+  /** Whether the machine's power is on, whatever switches it (for a BMC: as the simulator last saw it). */
   powered(machine: string): boolean;
   /** Every state the machine went through, in order. */
   history(machine: string): readonly MachineState[];
@@ -154,7 +159,7 @@ async function start(
       cleanups.push(() => device.close());
       continue;
     }
-    if (m.backend === "home-assistant") continue;
+    if (m.backend === "home-assistant" || m.backend === "redfish") continue;
     const plug = await startPlugEmulator({
       ...(m.version && { version: m.version }),
       ...(m.platform && { platform: m.platform }),
@@ -185,6 +190,18 @@ async function start(
   };
   const tokenFile = join(dir, "home-assistant-token");
   writeFileSync(tokenFile, hub?.token ?? "");
+  const onBmc = options.machines.filter((m) => m.backend === "redfish");
+  const bmc = onBmc.length === 0 ? undefined : await startRedfish({ systems: onBmc.map((m) => ({ id: m.name, power: "Off" })) });
+  if (bmc !== undefined) cleanups.push(() => bmc.stop());
+  const redfish = (): RunningRedfish => {
+    if (bmc === undefined) throw new Error("no machine is on Redfish");
+    return bmc;
+  };
+  /** What the simulator last saw of each BMC-powered machine (the emulator's store is read asynchronously). */
+  const bmcOutlets = new Map<string, Outlet>();
+  const bmcLogin = { username: join(dir, "redfish-username"), password: join(dir, "redfish-password") };
+  writeFileSync(bmcLogin.username, bmc?.username ?? "");
+  writeFileSync(bmcLogin.password, bmc?.password ?? "");
   const powerOf = (m: MachineSpec): PowerSource => {
     switch (m.backend) {
       case "shelly":
@@ -194,6 +211,17 @@ async function start(
         const id = objectId(m.name);
         const setWatts = m.powerSensor === true ? (watts: number) => { void h.setWatts(id, watts); } : undefined;
         return { outlet: pollingOutlet({ isOn: () => h.stateOf(`switch.${id}`) === "on", ...(setWatts && { setWatts }) }) };
+      }
+      case "redfish": {
+        // The emulator applies a Reset at its first read some seconds later: settling it makes that read the
+        // next one (plugpool's read-back), as a real BMC acts within a second.
+        const isOn = async (): Promise<boolean> => {
+          if ((await redfish().pending(m.name)) !== undefined) await redfish().settle(m.name);
+          return (await redfish().powerState(m.name)) === "On";
+        };
+        const outlet = pollingOutlet({ isOn, intervalMs: 250 });
+        bmcOutlets.set(m.name, outlet);
+        return { outlet };
       }
       case "esphome":
       case undefined:
@@ -229,7 +257,8 @@ async function start(
     options.onPlugpoolLog?.(line);
   });
   const { grpc } = await freePorts(["grpc"]);
-  const config = plugpoolConfig(grpc, options.machines, (m) => plugs.get(m)?.url ?? shellies.get(m)?.url ?? hub?.url ?? "", tokenFile);
+  const urlOf = (m: string): string => plugs.get(m)?.url ?? shellies.get(m)?.url ?? (onBmc.some((b) => b.name === m) ? bmc?.url : hub?.url) ?? "";
+  const config = plugpoolConfig(grpc, options.machines, urlOf, { tokenFile, bmcLogin, bmcCa: bmc?.caFile ?? "" });
   let served: Served | undefined;
   const stopPlugpool = async (): Promise<void> => {
     const running = served;
@@ -272,12 +301,13 @@ async function start(
     plug,
     shelly,
     homeAssistant,
+    redfish,
     powered: (machine) =>
       shellies.has(machine)
         ? shelly(machine).output(0)
         : plugs.has(machine)
           ? plug(machine).state("Relay")
-          : homeAssistant().hub.stateOf(`switch.${objectId(machine)}`) === "on",
+          : (bmcOutlets.get(machine)?.isOn() ?? homeAssistant().hub.stateOf(`switch.${objectId(machine)}`) === "on"),
     history: (machine) => histories.get(machine) ?? [],
     events: (type) => lines.map((l) => l.fields).filter((f) => f.event !== undefined && (type === undefined || f.event === type)),
     served: () => served,
@@ -299,7 +329,15 @@ function objectId(machine: string): string {
 }
 
 /** Short timings: a power-off takes seconds. Machines in the order given, all in group `workers`. */
-function plugpoolConfig(grpcPort: number, machines: readonly MachineSpec[], urlOf: (machine: string) => string, tokenFile: string): AppConfig {
+/** Where the secrets of the backends other than ESPHome are, and the BMC's CA. */
+interface BackendFiles {
+  readonly tokenFile: string;
+  readonly bmcLogin: { readonly username: string; readonly password: string };
+  readonly bmcCa: string;
+}
+
+function plugpoolConfig(grpcPort: number, machines: readonly MachineSpec[], urlOf: (machine: string) => string, files: BackendFiles): AppConfig {
+  const { tokenFile, bmcLogin, bmcCa } = files;
   const node = (m: MachineSpec): string => {
     const url = urlOf(m.name);
     switch (m.backend) {
@@ -309,6 +347,8 @@ function plugpoolConfig(grpcPort: number, machines: readonly MachineSpec[], urlO
         const sensor = m.powerSensor === true ? `, powerSensor: sensor.${objectId(m.name)}` : "";
         return `      - { name: ${m.name}, homeAssistant: { url: "${url}", entity: switch.${objectId(m.name)}${sensor}, tokenFile: "${tokenFile}" } }`;
       }
+      case "redfish":
+        return `      - { name: ${m.name}, redfish: { url: "${url}", system: ${m.name}, caFile: "${bmcCa}", usernameFile: "${bmcLogin.username}", passwordFile: "${bmcLogin.password}", gracefulShutdown: true } }`;
       case "esphome":
       case undefined:
         return `      - { name: ${m.name}, plug: { url: "${url}", switch: Relay${m.powerSensor === true ? ", powerSensor: Power" : ""} } }`;

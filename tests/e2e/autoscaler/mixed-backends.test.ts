@@ -1,7 +1,7 @@
-// A pool that mixes power backends, driven by the real cluster-autoscaler: machines on a Shelly device and on a
-// Home Assistant entity are scaled up and down exactly as one on an ESPHome plug (switched on, booted, drained,
-// shut down, their meters read at standby before the cut, Nodes deleted), and machines on either switched on by
-// hand are never cut.
+// A pool that mixes power backends, driven by the real cluster-autoscaler: machines on a Shelly device, on a Home
+// Assistant entity and on a Redfish BMC (the real sushy-tools emulator) are scaled up and down as one on an ESPHome
+// plug is (switched on, booted, drained, shut down, cut, Nodes deleted; the meters read at standby before the cut;
+// the BMC shuts the OS down itself instead of a power-off pod), and machines switched on by hand are never cut.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -26,10 +26,11 @@ describe("cluster-autoscaler with plugpool: a pool that mixes power backends", {
       machines: [
         { name: "worker-1", backend: "shelly", powerSensor: true },
         { name: "worker-2", backend: "home-assistant", powerSensor: true },
-        { name: "worker-3" },
+        { name: "worker-3", backend: "redfish" },
+        { name: "worker-4" },
         // Boot but never register a Node.
-        { name: "worker-4", backend: "shelly", neverBoots: true },
-        { name: "worker-5", backend: "home-assistant", neverBoots: true },
+        { name: "worker-5", backend: "shelly", neverBoots: true },
+        { name: "worker-6", backend: "home-assistant", neverBoots: true },
       ],
       autoscalerFlags: { "max-node-provision-time": `${PROVISION_MS / 1000}s` },
     });
@@ -44,15 +45,17 @@ describe("cluster-autoscaler with plugpool: a pool that mixes power backends", {
     return ha.hub.serviceCalls().filter((c) => c.endsWith(` switch.${ha.objectId(machine)}`)).map((c) => c.split(" ")[0]?.split(".")[1] ?? "");
   };
 
-  it("scales machines on a Shelly device and on a Home Assistant entity up for pending pods and down once they are gone", scenario("Shelly and Home Assistant up and down", diagnostics, async () => {
-    const first = await runPoolPod(env.core, "small");
-    assert.equal(first, "worker-1", "the first machine in config order, on its Shelly device");
-    assert.deepEqual(switchSets("worker-1"), [true]);
-    // A pod too big for what runs: CA asks for one more, the next in config order, on Home Assistant.
+  /** The Reset actions the BMC answered. */
+  const resets = () => env.redfish().requests().filter((r) => r.method === "POST" && r.path.endsWith("/Actions/ComputerSystem.Reset") && r.status < 300);
+  const stepDetail = (machine: string, step: string): string =>
+    String(env.events("power-off-step").find((e) => e.machine === machine && e.step === step && e.outcome === "done")?.detail ?? "");
+
+  /** A pod that fits no running machine: CA scales up by one, and the pod runs on `machine`. */
+  async function runBigPod(name: string, machine: string): Promise<void> {
     await env.core.createNamespacedPod({
       namespace: "default",
       body: {
-        metadata: { name: "big", labels: { app: "e2e" } },
+        metadata: { name, labels: { app: "e2e" } },
         spec: {
           nodeSelector: { ...POOL_LABEL },
           terminationGracePeriodSeconds: 0,
@@ -60,24 +63,40 @@ describe("cluster-autoscaler with plugpool: a pool that mixes power backends", {
         },
       },
     });
-    await eventually("pod big Running on worker-2", async () => {
-      const pod = await readPod(env.core, "big");
+    await eventually(`pod ${name} Running on ${machine}`, async () => {
+      const pod = await readPod(env.core, name);
       assert.equal(pod.status?.phase, "Running");
-      assert.equal(pod.spec?.nodeName, "worker-2");
+      assert.equal(pod.spec?.nodeName, machine);
     }, 90_000, 250);
+  }
+
+  it("scales machines on a Shelly device, a Home Assistant entity and a Redfish BMC up for pending pods and down once they are gone", scenario("Shelly, Home Assistant and Redfish up and down", diagnostics, async () => {
+    const first = await runPoolPod(env.core, "small");
+    assert.equal(first, "worker-1", "the first machine in config order, on its Shelly device");
+    assert.deepEqual(switchSets("worker-1"), [true]);
+    // Pods too big for what runs: CA asks for one more each time, the next in config order.
+    await runBigPod("big", "worker-2");
     assert.deepEqual(services("worker-2"), ["turn_on"]);
-    assert.equal(env.powered("worker-3"), false, "the ESPHome-powered machine stays off");
     assert.deepEqual(env.history("worker-2"), ["booting", "running"]);
+    await runBigPod("bigger", "worker-3");
+    assert.equal(resets().length, 1, "one Reset (On) reached the BMC");
+    assert.deepEqual(env.history("worker-3"), ["booting", "running"]);
+    assert.equal(env.powered("worker-4"), false, "the ESPHome-powered machine stays off");
 
     await deleteAllPods(env.core);
-    await eventually("worker-1 and worker-2 cut and their Nodes deleted", async () => {
-      assert.equal(env.powered("worker-1"), false);
-      assert.equal(env.powered("worker-2"), false);
+    await eventually("worker-1, worker-2 and worker-3 cut and their Nodes deleted", async () => {
+      for (const machine of ["worker-1", "worker-2", "worker-3"]) assert.equal(env.powered(machine), false, machine);
       assert.deepEqual(await nodeNames(env.core), []);
     }, 120_000, 250);
     assert.deepEqual(switchSets("worker-1"), [true, false]);
     assert.deepEqual(services("worker-2"), ["turn_on", "turn_off"]);
+    // The BMC's GracefulShutdown took the OS (and, on this emulator, the power) down: no power-off pod ran.
+    assert.ok(resets().length >= 2, `Reset On, then GracefulShutdown (and ForceOff, unless already off): ${resets().length}`);
+    assert.match(stepDetail("worker-3", "power-off-pod"), /OS shutdown of worker-3 requested through/);
+    assert.deepEqual(env.history("worker-3").slice(2), ["off"]);
+    assert.ok(env.events("node-deleted").some((e) => e.machine === "worker-3"));
     for (const machine of ["worker-1", "worker-2"]) {
+      assert.match(stepDetail(machine, "power-off-pod"), /power-off pod created/);
       assert.deepEqual(env.history(machine).slice(2), ["shutting-down", "halted", "off"]);
       const cut = env.events("plug-off").find((e) => e.machine === machine);
       assert.ok(typeof cut?.watts === "number" && cut.watts <= 5, `${machine}'s meter read at standby before the cut: ${JSON.stringify(cut)}`);
@@ -87,23 +106,23 @@ describe("cluster-autoscaler with plugpool: a pool that mixes power backends", {
 
   it("never cuts a machine on a Shelly device or a Home Assistant entity switched on by hand that has no Node", scenario("switched on by hand", diagnostics, async () => {
     await eventually("both read by plugpool", () => {
-      assert.ok(env.shelly("worker-4").calls.some((c) => c.rpc === "Switch.GetStatus" && c.status === 200));
-      assert.ok(env.homeAssistant().hub.calls.some((c) => c.path.endsWith("/switch.worker_5") && c.status === 200));
+      assert.ok(env.shelly("worker-5").calls.some((c) => c.rpc === "Switch.GetStatus" && c.status === 200));
+      assert.ok(env.homeAssistant().hub.calls.some((c) => c.path.endsWith("/switch.worker_6") && c.status === 200));
     }, 20_000);
-    env.shelly("worker-4").flip(0, true);
-    await env.homeAssistant().hub.setSwitch("worker_5", true);
+    env.shelly("worker-5").flip(0, true);
+    await env.homeAssistant().hub.setSwitch("worker_6", true);
     const loopsBefore = env.caLog(/Autoscaler loop triggered/).length;
     await sleep(PROVISION_MS);
     await eventually("three more CA loops after the provisioning timeout", () => {
       assert.ok(env.caLog(/Autoscaler loop triggered/).length >= loopsBefore + 3);
     }, 30_000, 250);
-    assert.deepEqual(switchSets("worker-4"), [], "no Switch.Set ever reached the Shelly device");
-    assert.deepEqual(services("worker-5"), [], "no service was called for the Home Assistant entity");
-    assert.equal(env.powered("worker-4"), true);
+    assert.deepEqual(switchSets("worker-5"), [], "no Switch.Set ever reached the Shelly device");
+    assert.deepEqual(services("worker-6"), [], "no service was called for the Home Assistant entity");
     assert.equal(env.powered("worker-5"), true);
+    assert.equal(env.powered("worker-6"), true);
     const { response } = await env.client.call("nodeGroupNodes", { id: "workers" });
     assert.deepEqual(response?.instances.map((i) => i.id), [], "no instance for CA");
-    for (const machine of ["worker-4", "worker-5"]) {
+    for (const machine of ["worker-5", "worker-6"]) {
       assert.notDeepEqual(await warningsAbout(env.core, "PoweredOutside", machine), [], `a PoweredOutside Warning about ${machine}`);
     }
   }));
