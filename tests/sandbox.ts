@@ -9,7 +9,9 @@
 //   node tests/sandbox.ts [--exit-after-scale-up]    (or PLUGPOOL_SANDBOX_EXIT_AFTER_SCALE_UP=1)
 //   node tests/sandbox.ts --tour
 //   node tests/sandbox.ts --backends    one machine per power backend: worker-1 on a Shelly device, worker-2 on
-//                                       an ESPHome plug (combines with --exit-after-scale-up, not with --tour)
+//                                       a Home Assistant entity, worker-3 on a Redfish BMC (the sushy-tools
+//                                       emulator), worker-4 on an ESPHome plug (combines with
+//                                       --exit-after-scale-up, not with --tour)
 //   PLUGPOOL_SANDBOX_AUTOSCALER=auto|real|stand-in   which autoscaler (default auto: the real one when built)
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
@@ -48,7 +50,9 @@ const started = performance.now();
 const machines: readonly MachineSpec[] = values.backends
   ? [
     { name: "worker-1", backend: "shelly", powerSensor: true },
-    { name: "worker-2", version: "2026.7", platform: "esp32", powerSensor: true },
+    { name: "worker-2", backend: "home-assistant", powerSensor: true },
+    { name: "worker-3", backend: "redfish" },
+    { name: "worker-4", version: "2026.7", platform: "esp32", powerSensor: true },
   ]
   : [
     { name: "worker-1", version: "2026.7", platform: "esp32", powerSensor: !tour, neverBoots: tour },
@@ -106,6 +110,11 @@ function instructions(env: Environment): string {
     "Without kubectl:",
     ...machines.map((m) => {
       if (m.backend === "shelly") return `  curl '${env.shelly(m.name).url}/rpc/Switch.GetStatus?id=0'     # the Shelly device of ${m.name}, with its draw`;
+      if (m.backend === "home-assistant") {
+        const ha = env.homeAssistant();
+        return `  ${ha.hub.url}/api/states/switch.${ha.objectId(m.name)}     # ${m.name}'s entity in Home Assistant (with its long-lived token)`;
+      }
+      if (m.backend === "redfish") return `  ${env.redfish().url}/redfish/v1/Systems/${m.name}     # ${m.name}'s system on its BMC (https, Basic auth)`;
       // ESPHome before 2026.1 knows the entity by its object_id only.
       const entity = m.version === "2025.12" ? emulatedObjectId("Relay") : "Relay";
       return `  curl ${env.plug(m.name).url}/switch/${entity}     # the plug of ${m.name} (ESPHome ${m.version ?? ""})`;

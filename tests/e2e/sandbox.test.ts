@@ -108,7 +108,9 @@ describe("the sandbox", () => {
     const output = run.output();
     assert.equal(code, 0, output);
     assert.match(output, /curl '.*\/rpc\/Switch\.GetStatus\?id=0'\s+# the Shelly device of worker-1/);
-    assert.match(output, /# the plug of worker-2 \(ESPHome 2026\.7\)/);
+    assert.match(output, /\/api\/states\/switch\.worker_2\s+# worker-2's entity in Home Assistant/);
+    assert.match(output, /\/redfish\/v1\/Systems\/worker-3\s+# worker-3's system on its BMC/);
+    assert.match(output, /# the plug of worker-4 \(ESPHome 2026\.7\)/);
     assert.match(output, /plugpool\s+switched on the plug of worker-1/);
     assert.match(output, /scaled up: pod demo runs on worker-1/);
     await assertNothingLeft(foldersOf(output));

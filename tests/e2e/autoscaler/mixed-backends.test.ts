@@ -1,7 +1,8 @@
 // A pool that mixes power backends, driven by the real cluster-autoscaler: machines on a Shelly device, on a Home
 // Assistant entity and on a Redfish BMC (the real sushy-tools emulator) are scaled up and down as one on an ESPHome
 // plug is (switched on, booted, drained, shut down, cut, Nodes deleted; the meters read at standby before the cut;
-// the BMC shuts the OS down itself instead of a power-off pod), and machines switched on by hand are never cut.
+// the BMC shuts the OS down itself instead of a power-off pod), and machines switched on by hand, on each of the
+// three, are never cut.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -31,6 +32,7 @@ describe("cluster-autoscaler with plugpool: a pool that mixes power backends", {
         // Boot but never register a Node.
         { name: "worker-5", backend: "shelly", neverBoots: true },
         { name: "worker-6", backend: "home-assistant", neverBoots: true },
+        { name: "worker-7", backend: "redfish", neverBoots: true },
       ],
       autoscalerFlags: { "max-node-provision-time": `${PROVISION_MS / 1000}s` },
     });
@@ -104,13 +106,16 @@ describe("cluster-autoscaler with plugpool: a pool that mixes power backends", {
     assert.deepEqual(env.events("refused"), []);
   }));
 
-  it("never cuts a machine on a Shelly device or a Home Assistant entity switched on by hand that has no Node", scenario("switched on by hand", diagnostics, async () => {
-    await eventually("both read by plugpool", () => {
+  it("never cuts a machine on a Shelly device, a Home Assistant entity or a Redfish BMC switched on by hand that has no Node", scenario("switched on by hand", diagnostics, async () => {
+    await eventually("all three read by plugpool", () => {
       assert.ok(env.shelly("worker-5").calls.some((c) => c.rpc === "Switch.GetStatus" && c.status === 200));
       assert.ok(env.homeAssistant().hub.calls.some((c) => c.path.endsWith("/switch.worker_6") && c.status === 200));
+      assert.ok(env.redfish().requests().some((r) => r.method === "GET" && r.path.endsWith("/Systems/worker-7") && r.status === 200));
     }, 20_000);
     env.shelly("worker-5").flip(0, true);
     await env.homeAssistant().hub.setSwitch("worker_6", true);
+    await env.redfish().setPower("worker-7", "On");
+    const resetsBefore = resets().length;
     const loopsBefore = env.caLog(/Autoscaler loop triggered/).length;
     await sleep(PROVISION_MS);
     await eventually("three more CA loops after the provisioning timeout", () => {
@@ -118,11 +123,13 @@ describe("cluster-autoscaler with plugpool: a pool that mixes power backends", {
     }, 30_000, 250);
     assert.deepEqual(switchSets("worker-5"), [], "no Switch.Set ever reached the Shelly device");
     assert.deepEqual(services("worker-6"), [], "no service was called for the Home Assistant entity");
+    assert.deepEqual(resets().slice(resetsBefore).map((r) => r.path), [], "no Reset reached the BMC");
+    assert.equal(await env.redfish().powerState("worker-7"), "On");
     assert.equal(env.powered("worker-5"), true);
     assert.equal(env.powered("worker-6"), true);
     const { response } = await env.client.call("nodeGroupNodes", { id: "workers" });
     assert.deepEqual(response?.instances.map((i) => i.id), [], "no instance for CA");
-    for (const machine of ["worker-5", "worker-6"]) {
+    for (const machine of ["worker-5", "worker-6", "worker-7"]) {
       assert.notDeepEqual(await warningsAbout(env.core, "PoweredOutside", machine), [], `a PoweredOutside Warning about ${machine}`);
     }
   }));

@@ -58,9 +58,12 @@ describe("cluster-autoscaler with plugpool: scale-up and scale-down", { skip: au
       "plugpool found CA's ToBeDeleted taint on the node it was asked to delete",
     );
     assert.deepEqual(env.history(node).slice(historyBefore), ["shutting-down", "halted", "off"]);
-    for (const event of ["power-off-started", "plug-off", "node-deleted", "power-off-finished"]) {
-      assert.ok(env.events(event).some((e) => e.machine === node), `plugpool event ${event}`);
-    }
+    // The power-off ends at the reconciler's next pass after the view shows the Node gone (up to a second later).
+    await eventually("plugpool's power-off events", () => {
+      for (const event of ["power-off-started", "plug-off", "node-deleted", "power-off-finished"]) {
+        assert.ok(env.events(event).some((e) => e.machine === node), `plugpool event ${event}`);
+      }
+    }, 10_000, 100);
     const reasons = (await env.core.listNamespacedEvent({ namespace: "default" })).items
       .filter((e) => e.involvedObject.name === node).map((e) => e.reason);
     for (const reason of ["ScaleDown", "PowerOffStarted", "PlugOff", "NodeDeleted"]) {
