@@ -1,5 +1,4 @@
 // PowerSwitch over the ESPHome web_server REST API (https://esphome.io/web-api/).
-import { setTimeout as sleep } from "node:timers/promises";
 import { PlugpoolError } from "../../domain/errors.ts";
 import type { PlugReading } from "../../domain/model.ts";
 import type { CallOptions, CutGuard } from "../../domain/ports.ts";
@@ -8,6 +7,7 @@ import { createUrlStyleMemory, entityPath, type EntityDomain, type UrlStyle } fr
 import { cleanCause, describeFailure, neverConnected, PlugFailure, type FailureContext } from "./plug-failure.ts";
 import type { EsphomePlug } from "./plug.ts";
 import { createPlugHttp, type AuthScheme, type Credentials, type PlugAnswer, type PlugHttp, type PlugTarget, type Send } from "./plug-http.ts";
+import { askGuard, CutRefused, pause } from "../cut-guard.ts";
 
 /** What `doctor` prints about one plug. */
 export interface PlugProbe {
@@ -53,11 +53,6 @@ interface Call extends FailureContext {
 
 /** The reason of every deadline's abort: made once, since a plug that never answers is no exception. */
 const TIMED_OUT: Error = new DOMException("the plug call timed out", "TimeoutError");
-
-/** The cut guard said no (or failed): nothing was sent. */
-class CutRefused extends Error {
-  override readonly name = "CutRefused";
-}
 
 export function createEsphomePowerSwitch(opts: EsphomePowerSwitchOptions): EsphomePowerSwitch {
   const http: PlugHttp = createPlugHttp(opts);
@@ -231,18 +226,6 @@ export function createEsphomePowerSwitch(opts: EsphomePowerSwitchOptions): Espho
   };
 }
 
-/** Resolves when the guard allows the cut; throws CutRefused when it refuses or fails, the abort when the call ended. */
-async function askGuard(mayCut: CutGuard, signal: AbortSignal): Promise<void> {
-  let allowed: boolean;
-  try {
-    allowed = await mayCut({ signal });
-  } catch (error) {
-    signal.throwIfAborted();
-    throw new CutRefused("the cut guard failed", { cause: error });
-  }
-  if (!allowed) throw new CutRefused("the cut guard refused");
-}
-
 /** The options of an error whose cause is what `cleanCause` keeps of `error`. */
 function causeOf(error: unknown): { cause: Error } | undefined {
   const cause = cleanCause(error);
@@ -253,16 +236,6 @@ function causeOf(error: unknown): { cause: Error } | undefined {
 function sizeOf(answer: PlugAnswer): string {
   const bytes = `${answer.bytes} ${answer.bytes === 1 ? "byte" : "bytes"}`;
   return answer.contentType === "" ? `(${bytes})` : `(${answer.contentType}, ${bytes})`;
-}
-
-/** Waits `ms`; false when the signal aborted first. */
-async function pause(ms: number, signal: AbortSignal): Promise<boolean> {
-  try {
-    await sleep(ms, undefined, { signal });
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function parseObject(body: string): Record<string, unknown> | undefined {

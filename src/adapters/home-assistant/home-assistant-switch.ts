@@ -1,6 +1,5 @@
 // The PowerSwitch rules over Home Assistant's REST API (https://developers.home-assistant.io/docs/api/rest/):
 // read an entity's state, call its domain's turn_on/turn_off service, read it back until it shows the result.
-import { setTimeout as sleep } from "node:timers/promises";
 import { PlugpoolError } from "../../domain/errors.ts";
 import type { PlugReading } from "../../domain/model.ts";
 import type { CallOptions, CutGuard } from "../../domain/ports.ts";
@@ -9,6 +8,7 @@ import { cleanCause, describeFailure, isDroppedConnection, neverConnected, PlugF
 import type { BackendProbe, BackendSwitch } from "../power-backend.ts";
 import type { HomeAssistantEntity } from "./entity.ts";
 import { createHubTransport, type HubAnswer, type HubTransport } from "./http.ts";
+import { askGuard, CutRefused, pause } from "../cut-guard.ts";
 
 /** A state answer is about 400 bytes, a service call's list of changed states a few of those. */
 export const MAX_ANSWER_BYTES = 16 * 1024;
@@ -33,10 +33,6 @@ interface Call extends FailureContext {
   readonly signal: AbortSignal;
   /** A service call was handed to the transport and not refused: from here on its outcome may be unknown. */
   commandSent: boolean;
-}
-
-class CutRefused extends Error {
-  override readonly name = "CutRefused";
 }
 
 export interface HomeAssistantSwitchOptions {
@@ -237,17 +233,6 @@ function statusFailure(answer: HubAnswer, method: string, path: string): PlugFai
   return new PlugFailure(answer.status >= 500 ? "plug-unreachable" : "plug-bad-answer", `${what} ${sizeOf(answer)}`, { refused });
 }
 
-async function askGuard(mayCut: CutGuard, signal: AbortSignal): Promise<void> {
-  let allowed: boolean;
-  try {
-    allowed = await mayCut({ signal });
-  } catch (error) {
-    signal.throwIfAborted();
-    throw new CutRefused("the cut guard failed", { cause: error });
-  }
-  if (!allowed) throw new CutRefused("the cut guard refused");
-}
-
 function causeOf(error: unknown): { cause: Error } | undefined {
   const cause = cleanCause(error);
   return cause === undefined ? undefined : { cause };
@@ -257,15 +242,6 @@ function causeOf(error: unknown): { cause: Error } | undefined {
 function sizeOf(answer: HubAnswer): string {
   const bytes = `${answer.bytes} ${answer.bytes === 1 ? "byte" : "bytes"}`;
   return answer.contentType === "" ? `(${bytes})` : `(${answer.contentType}, ${bytes})`;
-}
-
-async function pause(ms: number, signal: AbortSignal): Promise<boolean> {
-  try {
-    await sleep(ms, undefined, { signal });
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function parseObject(body: string): Record<string, unknown> | undefined {

@@ -2,13 +2,13 @@
 // action to switch (ResetType On, ForceOff, GracefulShutdown), as DMTF's ComputerSystem schema defines them
 // (https://redfish.dmtf.org/schemas/v1/ComputerSystem.json; PowerState and ResetType:
 // https://redfish.dmtf.org/schemas/v1/Resource.json).
-import { setTimeout as sleep } from "node:timers/promises";
 import { PlugpoolError } from "../../domain/errors.ts";
 import type { PlugReading } from "../../domain/model.ts";
 import type { CallOptions, CutGuard } from "../../domain/ports.ts";
 import { BmcFailure, cleanCause, describeFailure, neverSent, type FailureContext } from "./bmc-failure.ts";
 import { createBmcHttp, type BmcAnswer, type BmcTarget, type Send } from "./bmc-http.ts";
 import type { RedfishSystem } from "./redfish-system.ts";
+import { askGuard, CutRefused, pause } from "../cut-guard.ts";
 
 /** PowerState values of DSP8010's Resource schema. */
 export type PowerState = "On" | "Off" | "PoweringOn" | "PoweringOff" | "Paused";
@@ -55,11 +55,6 @@ interface Call extends FailureContext {
 
 /** The reason of every deadline's abort: made once, since a BMC that never answers is no exception. */
 const TIMED_OUT: Error = new DOMException("the BMC call timed out", "TimeoutError");
-
-/** The cut guard said no (or failed): nothing was sent. */
-class CutRefused extends Error {
-  override readonly name = "CutRefused";
-}
 
 type ResetType = "On" | "ForceOff" | "GracefulShutdown";
 
@@ -280,18 +275,6 @@ function statusFailure(method: string, path: string, answer: BmcAnswer, suffix =
   return new BmcFailure("plug-bad-answer", `${what} ${sizeOf(answer)}`, status >= 400);
 }
 
-/** Resolves when the guard allows the cut; throws CutRefused when it refuses or fails, the abort when the call ended. */
-async function askGuard(mayCut: CutGuard, signal: AbortSignal): Promise<void> {
-  let allowed: boolean;
-  try {
-    allowed = await mayCut({ signal });
-  } catch (error) {
-    signal.throwIfAborted();
-    throw new CutRefused("the cut guard failed", { cause: error });
-  }
-  if (!allowed) throw new CutRefused("the cut guard refused");
-}
-
 /** The options of an error whose cause is what `cleanCause` keeps of `error`. */
 function causeOf(error: unknown): { cause: Error } | undefined {
   const cause = cleanCause(error);
@@ -301,16 +284,6 @@ function causeOf(error: unknown): { cause: Error } | undefined {
 /** "(27 bytes)": how much an answer was, never what it said. */
 function sizeOf(answer: { readonly bytes: number }): string {
   return `(${answer.bytes} ${answer.bytes === 1 ? "byte" : "bytes"})`;
-}
-
-/** Waits `ms`; false when the signal aborted first. */
-async function pause(ms: number, signal: AbortSignal): Promise<boolean> {
-  try {
-    await sleep(ms, undefined, { signal });
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

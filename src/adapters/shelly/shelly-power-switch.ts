@@ -2,12 +2,12 @@
 // Switch.GetStatus to read `output` and `apower`
 // (https://shelly-api-docs.shelly.cloud/gen2/ComponentsAndServices/Switch), Shelly.GetDeviceInfo for doctor
 // (https://shelly-api-docs.shelly.cloud/gen2/ComponentsAndServices/Shelly#shellygetdeviceinfo).
-import { setTimeout as sleep } from "node:timers/promises";
 import { isPlugpoolError, PlugpoolError } from "../../domain/errors.ts";
 import type { PlugReading } from "../../domain/model.ts";
 import type { CallOptions, CutGuard } from "../../domain/ports.ts";
 import type { Secret } from "../secret.ts";
 import { createShellyRpc, ShellyFailure, type RpcTarget, type ShellyRpc } from "./shelly-rpc.ts";
+import { askGuard, CutRefused, pause } from "../cut-guard.ts";
 
 /** One switch of one Shelly device, as its config section names it. */
 export interface ShellyAddress {
@@ -51,10 +51,6 @@ const CONFIRM_POLL_MS = 100;
 
 /** The reason of every deadline's abort: made once, since a device that never answers is no exception. */
 const TIMED_OUT: Error = new DOMException("the Shelly call timed out", "TimeoutError");
-
-class CutRefused extends Error {
-  override readonly name = "CutRefused";
-}
 
 interface Call {
   readonly signal: AbortSignal;
@@ -103,27 +99,6 @@ function describe(error: unknown, call: Call): { code: ShellyFailure["code"]; de
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
-
-async function pause(ms: number, signal: AbortSignal): Promise<boolean> {
-  try {
-    await sleep(ms, undefined, { signal });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** Resolves when the guard allows the cut; throws CutRefused when it refuses or fails, the abort when the call ended. */
-async function askGuard(mayCut: CutGuard, signal: AbortSignal): Promise<void> {
-  let allowed: boolean;
-  try {
-    allowed = await mayCut({ signal });
-  } catch (error) {
-    signal.throwIfAborted();
-    throw new CutRefused("the cut guard failed", { cause: error });
-  }
-  if (!allowed) throw new CutRefused("the cut guard refused");
-}
 
 export function createShellyPowerSwitch(opts: { readonly timeoutMs: number; readonly rpc?: ShellyRpc }): ShellyPowerSwitch {
   const rpc = opts.rpc ?? createShellyRpc();
