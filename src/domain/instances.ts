@@ -2,7 +2,7 @@
 // ClusterView, so target size and instance list can never disagree.
 import type { Instance, Machine, NodeGroupSpec } from "./model.ts";
 import type { PoolContext } from "./state.ts";
-import { nodesOf, poweredByPlugpool, stateOf } from "./state.ts";
+import { jobOf, nodesOf, poweredByPlugpool, stateOf } from "./state.ts";
 import { instanceId, isHeld, matchedNode } from "./matching.ts";
 import { PLUG_ON_FAILED } from "./model.ts";
 
@@ -16,11 +16,13 @@ import { PLUG_ON_FAILED } from "./model.ts";
 export function instanceOf(ctx: PoolContext, machine: Machine): Instance | undefined {
   const st = stateOf(ctx, machine);
   const id = instanceId(ctx.config.providerIDPrefix, machine);
-  if (st.job !== undefined && st.job.aborting === undefined) return { id, state: "deleting" };
+  const job = jobOf(st);
+  if (job !== undefined && job.aborting === undefined) return { id, state: "deleting" };
   if (isOutOfView(ctx, machine)) return undefined;
   if (matchedNode(ctx.deps.cluster, ctx.config.providerIDPrefix, machine) !== undefined) return { id, state: "running" };
-  if (poweredByPlugpool(ctx, machine) || st.queued !== undefined || st.bootFailure?.code === PLUG_ON_FAILED) {
-    return st.bootFailure === undefined ? { id, state: "creating" } : { id, state: "creating", error: st.bootFailure };
+  const failure = st.boot.failure;
+  if (poweredByPlugpool(ctx, machine) || st.plan.kind === "queued" || failure?.code === PLUG_ON_FAILED) {
+    return failure === undefined ? { id, state: "creating" } : { id, state: "creating", error: failure };
   }
   return undefined;
 }
@@ -32,7 +34,7 @@ export function instanceOf(ctx: PoolContext, machine: Machine): Instance | undef
  * stops at its next step, seeing the hold).
  */
 export function isOutOfView(ctx: PoolContext, machine: Machine): boolean {
-  const job = stateOf(ctx, machine).job;
+  const job = jobOf(stateOf(ctx, machine));
   return (job === undefined || job.aborting !== undefined) && isHeld(machine, nodesOf(ctx, machine));
 }
 

@@ -27,15 +27,15 @@ export type Phase = Lifecycle["phase"];
 
 /** The machine's lifecycle now. The order of the checks is the order of precedence of the phases. */
 export function lifecycleOf(ctx: PoolContext, machine: Machine): Lifecycle {
-  const st = stateOf(ctx, machine);
-  if (st.job !== undefined) return { phase: "powering-off", job: st.job };
-  if (st.switching !== undefined) return { phase: "switching", to: st.switching };
+  const { plan, power } = stateOf(ctx, machine);
+  if (plan.kind === "powering-off") return { phase: "powering-off", job: plan.job };
+  if (power.command !== undefined) return { phase: "switching", to: power.command };
   const nodes = nodesOf(ctx, machine);
   if (nodes.length > 0) return { phase: "registered", nodes };
-  if (st.queued !== undefined) return { phase: "queued", position: st.queued };
+  if (plan.kind === "queued") return { phase: "queued", position: plan.position };
   const record = ctx.deps.records.powerOn(machine.name);
   if (record !== undefined) return { phase: "booting", since: record.at };
-  switch (st.plug) {
+  switch (power.plug) {
     case "on":
       return { phase: "powered-outside" };
     case "off":

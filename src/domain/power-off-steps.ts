@@ -103,7 +103,7 @@ const powerOffPod: StepRun = {
     const node = nodesOf(pool, machine)[0];
     if (node === undefined) return done("no node to shut down");
     if (!node.ready) return done("node already NotReady");
-    if (state.plug === "off") return done("plug already off");
+    if (state.power.plug === "off") return done("plug already off");
     // The OS is about to be shut down: the verdict is taken again on Nodes read fresh, then once more on the view
     // with nothing awaited between it and the request.
     const fresh = await freshVerdict(pool, machine, "power-off", options);
@@ -143,7 +143,7 @@ const awaitNotReady: StepRun = {
       return done("no node");
     }
     // Memory may be old (a plug switched by hand): only a reading taken now counts as "the machine has no power".
-    if (state.plug === "off" && (await readPlug(pool, machine, options).catch(() => undefined))?.on === false) {
+    if (state.power.plug === "off" && (await readPlug(pool, machine, options).catch(() => undefined))?.on === false) {
       job.facts.notReady = now;
       return done("plug reads off");
     }

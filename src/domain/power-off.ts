@@ -5,7 +5,7 @@ import type { Machine } from "./model.ts";
 import type { MachineState, PoolContext, PowerOffJob } from "./state.ts";
 import type { StepOutcome } from "./power-off-steps.ts";
 import { POWER_OFF_ANNOTATION } from "./model.ts";
-import { nodesOf, poweredByPlugpool, stateOf } from "./state.ts";
+import { beginMarking, beginPowerOff, endMarking, endPowerOff, jobOf, nodesOf, poweredByPlugpool, stateOf } from "./state.ts";
 import { messageOf } from "./errors.ts";
 import { POWER_OFF_STEPS } from "./power-off-steps.ts";
 import { clearBootFailures } from "./quarantine.ts";
@@ -17,11 +17,9 @@ const COMPENSATION_POLL_MS = 1000;
  * queued plug-on is dropped; a machine that has a Node has registered, which ends its quarantine.
  */
 export function startPowerOff(ctx: PoolContext, machine: Machine, node: string, startedAt: number, resumed: boolean): void {
-  const st = stateOf(ctx, machine);
-  if (st.job !== undefined) return;
-  st.queued = undefined;
+  if (jobOf(stateOf(ctx, machine)) !== undefined) return;
   if (node !== "") clearBootFailures(ctx, machine);
-  st.job = newJob(node, startedAt);
+  beginPowerOff(ctx, machine, newJob(node, startedAt));
   ctx.deps.reporter.report({ type: "power-off-started", machine: machine.name, node, resumed });
   if (!resumed) ctx.deps.wake?.();
 }
@@ -31,10 +29,10 @@ export function startPowerOff(ctx: PoolContext, machine: Machine, node: string, 
  * record is a job that only undoes that record (and is forgotten once the view shows it gone).
  */
 export function undoPowerOffRecord(ctx: PoolContext, machine: Machine, startedAt: number, reason: string): void {
-  const st = stateOf(ctx, machine);
-  if (st.job !== undefined) return;
-  st.job = newJob(nodesOf(ctx, machine)[0]?.name ?? "", startedAt);
-  st.job.aborting = { step: "check-taint", reason };
+  if (jobOf(stateOf(ctx, machine)) !== undefined) return;
+  const job = newJob(nodesOf(ctx, machine)[0]?.name ?? "", startedAt);
+  job.aborting = { step: "check-taint", reason };
+  beginPowerOff(ctx, machine, job);
   ctx.deps.wake?.();
 }
 
@@ -61,8 +59,7 @@ function newJob(node: string, startedAt: number): PowerOffJob {
  */
 export async function recordPowerOff(ctx: PoolContext, machine: Machine, startedAt: number, options?: CallOptions): Promise<void> {
   const nodes = nodesOf(ctx, machine);
-  const st = stateOf(ctx, machine);
-  st.beginning = true;
+  beginMarking(ctx, machine);
   try {
     await Promise.all(
       nodes
@@ -70,7 +67,7 @@ export async function recordPowerOff(ctx: PoolContext, machine: Machine, started
         .map((n) => ctx.deps.teardown.markPowerOff(n.name, startedAt, options)),
     );
   } finally {
-    st.beginning = false;
+    endMarking(stateOf(ctx, machine));
   }
 }
 
@@ -81,8 +78,9 @@ export async function recordPowerOff(ctx: PoolContext, machine: Machine, started
  */
 export function resumePowerOffs(ctx: PoolContext): void {
   for (const machine of ctx.machines) {
-    const st = stateOf(ctx, machine);
-    if (st.job !== undefined || st.beginning) continue;
+    // Only a machine with nothing else under way: a queued plug-on gives way to a power-off found recorded.
+    const { kind } = stateOf(ctx, machine).plan;
+    if (kind === "powering-off" || kind === "marking") continue;
     // A terminating pod alone is a power-off being undone (or done): nothing to resume.
     const found = ctx.deps.cluster.powerOffPod(machine.name);
     const pod = found?.terminating === true ? undefined : found;
@@ -101,17 +99,17 @@ export function resumePowerOffs(ctx: PoolContext): void {
  */
 export async function runPowerOffs(ctx: PoolContext, options?: CallOptions): Promise<number | undefined> {
   resumePowerOffs(ctx);
-  const running = ctx.machines.filter((m) => stateOf(ctx, m).job !== undefined);
+  const running = ctx.machines.filter((m) => jobOf(stateOf(ctx, m)) !== undefined);
   const waits = await Promise.all(running.map((m) => advance(ctx, m, options)));
   const pending = waits.filter((w) => w !== undefined);
   if (pending.length > 0) return Math.min(...pending);
   // A job started while this pass ran has not been looked at yet.
-  return ctx.machines.some((m) => stateOf(ctx, m).job !== undefined) ? 0 : undefined;
+  return ctx.machines.some((m) => jobOf(stateOf(ctx, m)) !== undefined) ? 0 : undefined;
 }
 
 async function advance(ctx: PoolContext, machine: Machine, options?: CallOptions): Promise<number | undefined> {
   const st = stateOf(ctx, machine);
-  const job = st.job;
+  const job = jobOf(st);
   if (job === undefined) return undefined;
   if (job.aborting !== undefined) return compensate(ctx, machine, st, job, options);
   const held = job.notBefore === undefined ? 0 : job.notBefore - ctx.deps.clock.now();
@@ -167,7 +165,7 @@ async function advance(ctx: PoolContext, machine: Machine, options?: CallOptions
     machine: machine.name,
     durationMs: ctx.deps.clock.now() - job.startedAt,
   });
-  st.job = undefined;
+  endPowerOff(st);
   if (poweredByPlugpool(ctx, machine)) ctx.deps.records.endPowerOn(machine.name);
   return undefined;
 }
@@ -218,7 +216,7 @@ async function compensate(
     ctx.deps.cluster.powerOffPod(machine.name) !== undefined ||
     nodesOf(ctx, machine).some((n) => n.annotations[POWER_OFF_ANNOTATION] !== undefined);
   if (traces) return COMPENSATION_POLL_MS;
-  st.job = undefined;
+  endPowerOff(st);
   ctx.deps.reporter.report({ type: "power-off-aborted", machine: machine.name, reason: aborting.reason });
   // Look again at once: the machine that keeps its power may need it restored.
   return 0;

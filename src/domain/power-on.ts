@@ -6,7 +6,7 @@ import type { Machine, NodeGroupSpec } from "./model.ts";
 import type { PoolContext } from "./state.ts";
 import { lifecycleOf } from "./lifecycle.ts";
 import { PLUG_ON_FAILED, POWER_OFF_ANNOTATION } from "./model.ts";
-import { nodesOf, stateOf, withGroupLock } from "./state.ts";
+import { dropQueued, nodesOf, queuedPosition, stateOf, withGroupLock } from "./state.ts";
 import { messageOf } from "./errors.ts";
 import { hasDeletionTaint, isHeld } from "./matching.ts";
 import { powerOnSlotWait, restorePower, switchOn, takePowerOnSlot } from "./switching.ts";
@@ -24,7 +24,7 @@ const QUEUE_POLL_MS = 1000;
  */
 export function restoreTarget(ctx: PoolContext, machine: Machine): string | undefined {
   const lifecycle = lifecycleOf(ctx, machine);
-  if (lifecycle.phase !== "registered" || stateOf(ctx, machine).plug !== "off") return undefined;
+  if (lifecycle.phase !== "registered" || stateOf(ctx, machine).power.plug !== "off") return undefined;
   const { nodes } = lifecycle;
   if (ctx.deps.cluster.powerOffPod(machine.name) !== undefined || isHeld(machine, nodes)) return undefined;
   if (nodes.some((n) => hasDeletionTaint(n) || n.annotations[POWER_OFF_ANNOTATION] !== undefined)) return undefined;
@@ -46,7 +46,7 @@ export function restoreWait(ctx: PoolContext, machine: Machine): number {
  */
 export async function runPowerOns(ctx: PoolContext, options?: CallOptions): Promise<number | undefined> {
   const busy = ctx.config.groups.filter((g) =>
-    g.machines.some((m) => stateOf(ctx, m).queued !== undefined || restoreTarget(ctx, m) !== undefined),
+    g.machines.some((m) => stateOf(ctx, m).plan.kind === "queued" || restoreTarget(ctx, m) !== undefined),
   );
   const waits = await Promise.all(
     busy.map((g) =>
@@ -68,8 +68,8 @@ async function powerOnsOf(ctx: PoolContext, group: NodeGroupSpec, options?: Call
     sends.push(restorePower(ctx, machine, node, options).catch(() => undefined));
   }
   const queue = group.machines
-    .filter((m) => stateOf(ctx, m).queued !== undefined)
-    .toSorted((a, b) => (stateOf(ctx, a).queued ?? 0) - (stateOf(ctx, b).queued ?? 0));
+    .filter((m) => stateOf(ctx, m).plan.kind === "queued")
+    .toSorted((a, b) => (queuedPosition(stateOf(ctx, a)) ?? 0) - (queuedPosition(stateOf(ctx, b)) ?? 0));
   for (const machine of queue) {
     const next = recheckQueued(ctx, machine);
     if (next === "wait") {
@@ -80,7 +80,7 @@ async function powerOnsOf(ctx: PoolContext, group: NodeGroupSpec, options?: Call
       waits.push(powerOnSlotWait(ctx));
       break;
     }
-    stateOf(ctx, machine).queued = undefined;
+    dropQueued(stateOf(ctx, machine));
     if (next === "go") {
       sends.push(
         switchOn(ctx, machine, "queued", options).catch((e: unknown) => {
@@ -114,7 +114,7 @@ function recheckQueued(ctx: PoolContext, machine: Machine): "go" | "wait" | "deq
       return "wait";
     case "queued": {
       if (ctx.deps.cluster.powerOffPod(machine.name) !== undefined) return "wait";
-      const plug = stateOf(ctx, machine).plug;
+      const plug = stateOf(ctx, machine).power.plug;
       return plug === "off" ? "go" : plug === "on" ? "dequeued" : "wait";
     }
     // A Node registered meanwhile, or the machine is no longer queued at all.
@@ -132,9 +132,8 @@ function recheckQueued(ctx: PoolContext, machine: Machine): "go" | "wait" | "deq
  * drops it and backs off. Nothing was switched on, so dropping it cuts nothing.
  */
 function queuedOnFailed(ctx: PoolContext, machine: Machine, e: unknown): void {
-  const st = stateOf(ctx, machine);
   const message = `switching on the plug of ${machine.name} failed: ${messageOf(e)}`;
-  st.bootFailure = { code: PLUG_ON_FAILED, message };
+  stateOf(ctx, machine).boot.failure = { code: PLUG_ON_FAILED, message };
   recordBootFailure(ctx, machine, message);
 }
 

@@ -18,45 +18,45 @@ function settings(ctx: PoolContext): QuarantineSettings {
  * each further one, at most `maxMs`. Reports `quarantined`. Callers count each boot attempt at most once.
  */
 export function recordBootFailure(ctx: PoolContext, machine: Machine, reason: string): void {
-  const st = stateOf(ctx, machine);
+  const { boot } = stateOf(ctx, machine);
   const { initialMs, maxMs } = settings(ctx);
-  st.bootFailures += 1;
-  const backOff = Math.min(initialMs * 2 ** Math.min(st.bootFailures - 1, MAX_DOUBLINGS), maxMs);
+  boot.failures += 1;
+  const backOff = Math.min(initialMs * 2 ** Math.min(boot.failures - 1, MAX_DOUBLINGS), maxMs);
   if (backOff <= 0) return;
   const until = ctx.deps.clock.now() + backOff;
-  st.quarantinedUntil = until;
-  ctx.deps.records.setQuarantine(machine.name, { until, failures: st.bootFailures });
+  boot.quarantinedUntil = until;
+  ctx.deps.records.setQuarantine(machine.name, { until, failures: boot.failures });
   ctx.deps.reporter.report({
     type: "quarantined",
     machine: machine.name,
     group: machine.group,
     until,
-    failures: st.bootFailures,
+    failures: boot.failures,
     reason,
   });
 }
 
 /** The machine registered: its boots work, so the count starts again and any quarantine ends. */
 export function clearBootFailures(ctx: PoolContext, machine: Machine): void {
-  const st = stateOf(ctx, machine);
-  if (st.bootFailures === 0 && st.quarantinedUntil === undefined) return;
-  st.bootFailures = 0;
-  st.quarantinedUntil = undefined;
+  const { boot } = stateOf(ctx, machine);
+  if (boot.failures === 0 && boot.quarantinedUntil === undefined) return;
+  boot.failures = 0;
+  boot.quarantinedUntil = undefined;
   ctx.deps.records.setQuarantine(machine.name, undefined);
 }
 
 /** Left out of scale-ups right now. */
 export function isQuarantined(ctx: PoolContext, machine: Machine): boolean {
-  const until = stateOf(ctx, machine).quarantinedUntil;
+  const until = stateOf(ctx, machine).boot.quarantinedUntil;
   return until !== undefined && until > ctx.deps.clock.now();
 }
 
 /** The machines quarantined right now, config order. */
 export function quarantineOf(ctx: PoolContext): readonly QuarantineEntry[] {
   return ctx.machines.flatMap((m) => {
-    const st = stateOf(ctx, m);
-    return st.quarantinedUntil !== undefined && isQuarantined(ctx, m)
-      ? [{ machine: m.name, group: m.group, until: st.quarantinedUntil, failures: st.bootFailures }]
+    const { boot } = stateOf(ctx, m);
+    return boot.quarantinedUntil !== undefined && isQuarantined(ctx, m)
+      ? [{ machine: m.name, group: m.group, until: boot.quarantinedUntil, failures: boot.failures }]
       : [];
   });
 }

@@ -4,7 +4,7 @@ import type { CallOptions } from "./ports.ts";
 import type { Machine } from "./model.ts";
 import { PLUG_ON_FAILED } from "./model.ts";
 import type { PoolContext } from "./state.ts";
-import { nodesOf, poweredByPlugpool, stateOf } from "./state.ts";
+import { dropQueued, nodesOf, poweredByPlugpool, stateOf } from "./state.ts";
 import { messageOf } from "./errors.ts";
 import { foreignProviderID, instanceId } from "./matching.ts";
 import { readPlug } from "./switching.ts";
@@ -40,9 +40,9 @@ export async function refresh(ctx: PoolContext, options?: CallOptions): Promise<
 }
 
 function noteReadFailure(ctx: PoolContext, machine: Machine, error: string): void {
-  const st = stateOf(ctx, machine);
-  if (st.readError === error) return;
-  st.readError = error;
+  const { power } = stateOf(ctx, machine);
+  if (power.readError === error) return;
+  power.readError = error;
   ctx.deps.reporter.report({ type: "plug-read-failed", machine: machine.name, error });
 }
 
@@ -53,12 +53,12 @@ function reconcile(ctx: PoolContext, machine: Machine): void {
   const nodes = nodesOf(ctx, machine);
   if (nodes.length > 0) {
     if (poweredByPlugpool(ctx, machine)) ctx.deps.records.endPowerOn(machine.name);
-    st.queued = undefined;
-    st.bootFailure = undefined;
+    dropQueued(st);
+    st.boot.failure = undefined;
     clearBootFailures(ctx, machine);
-  } else if (poweredByPlugpool(ctx, machine) && st.plug === "off" && st.switching === undefined && st.bootFailure === undefined) {
+  } else if (poweredByPlugpool(ctx, machine) && st.power.plug === "off" && st.power.command === undefined && st.boot.failure === undefined) {
     const message = `plug of ${machine.name} reads off again before the machine registered`;
-    st.bootFailure = { code: "plug-off-while-booting", message };
+    st.boot.failure = { code: "plug-off-while-booting", message };
     reporter.report({ type: "unexpected-power", machine: machine.name, detail: message });
     recordBootFailure(ctx, machine, message);
   }
@@ -73,7 +73,7 @@ function reconcile(ctx: PoolContext, machine: Machine): void {
   if (restoreTarget(ctx, machine) !== undefined && restoreWait(ctx, machine) === 0) ctx.deps.wake?.();
 
   // A failed plug-on whose plug now reads on was switched on by someone else: no longer plugpool's instance.
-  if (st.bootFailure?.code === PLUG_ON_FAILED && st.plug === "on" && !poweredByPlugpool(ctx, machine)) st.bootFailure = undefined;
+  if (st.boot.failure?.code === PLUG_ON_FAILED && st.power.plug === "on" && !poweredByPlugpool(ctx, machine)) st.boot.failure = undefined;
 
   const duplicates = nodes.length > 1 ? nodes.map((n) => n.name).join(",") : undefined;
   if (duplicates !== undefined && duplicates !== st.notedDuplicates) {
@@ -104,7 +104,7 @@ function powerAnomaly(ctx: PoolContext, machine: Machine): "on" | "off" | undefi
     case "powered-outside":
       return "on";
     case "registered":
-      return stateOf(ctx, machine).plug === "off" && lifecycle.nodes.some((n) => n.ready) ? "off" : undefined;
+      return stateOf(ctx, machine).power.plug === "off" && lifecycle.nodes.some((n) => n.ready) ? "off" : undefined;
     case "powering-off":
     case "switching":
     case "queued":

@@ -5,7 +5,7 @@ import type { Machine, NodeView } from "./model.ts";
 import type { SafetyRule } from "./events.ts";
 import type { PoolContext } from "./state.ts";
 import { hasDeletionTaint, hasHoldAnnotation, instanceId, safetyNodes } from "./matching.ts";
-import { nodesOf, poweredByPlugpool, stateOf } from "./state.ts";
+import { jobOf, nodesOf, poweredByPlugpool, stateOf } from "./state.ts";
 import { messageOf } from "./errors.ts";
 
 /** Whether an action may go ahead, and if not, which rule refused it and why. */
@@ -69,7 +69,7 @@ export async function freshVerdict(ctx: PoolContext, machine: Machine, kind: Cut
   if (kind === "power-off") {
     // A drained Node that vanished is no evidence the OS is down (it may have come back Ready just before): only a
     // power sensor at standby vouches for a cut without it.
-    const job = stateOf(ctx, machine).job;
+    const job = jobOf(stateOf(ctx, machine));
     if (nodes.length === 0 && job !== undefined && job.node !== "" && job.facts.standbyReached === undefined) {
       return { allowed: false, rule: "node-vanished", detail: `node ${job.node} vanished before the cut; no sign ${machine.name} is down` };
     }
@@ -84,7 +84,7 @@ export async function freshVerdict(ctx: PoolContext, machine: Machine, kind: Cut
     return { allowed: false, rule: "powered-outside", detail: `${machine.name} was not switched on by plugpool and keeps its power` };
   }
   // A machine drawing more than standby may be running under a Node of another name: never cut it blind.
-  const watts = stateOf(ctx, machine).watts;
+  const watts = stateOf(ctx, machine).power.watts;
   if (machine.power.measuresWatts && watts !== undefined && watts > ctx.config.powerOff.standbyWatts) {
     return {
       allowed: false,

@@ -4,7 +4,7 @@ import type { CallOptions } from "./ports.ts";
 import type { Machine, NodeGroupSpec, NodeRef } from "./model.ts";
 import type { SafetyRule } from "./events.ts";
 import type { PoolContext } from "./state.ts";
-import { nodesOf, poweredByPlugpool, stateOf } from "./state.ts";
+import { dropQueued, jobOf, nodesOf, poweredByPlugpool, queuedPosition, stateOf } from "./state.ts";
 import { messageOf, PlugpoolError } from "./errors.ts";
 import { instanceOf, targetSizeOf } from "./instances.ts";
 import { hasDeletionTaint, isHeld, resolveRef } from "./matching.ts";
@@ -53,7 +53,7 @@ export async function deleteNodes(
   const toCut: Machine[] = [];
   const toPowerOff: Machine[] = [];
   for (const machine of chosen) {
-    if (stateOf(ctx, machine).job !== undefined) continue;
+    if (jobOf(stateOf(ctx, machine)) !== undefined) continue;
     if (nodesOf(ctx, machine).length > 0) toPowerOff.push(machine);
     else if (instanceOf(ctx, machine) !== undefined) toCut.push(machine);
   }
@@ -86,11 +86,11 @@ export async function deleteNodes(
 }
 
 function validateDeletion(ctx: PoolContext, machine: Machine, what: string): void {
-  const st = stateOf(ctx, machine);
-  if (st.job?.aborting !== undefined) {
+  const job = jobOf(stateOf(ctx, machine));
+  if (job?.aborting !== undefined) {
     throw new PlugpoolError("unsafe", `${what}: the power-off of ${machine.name} is being aborted; try again later`);
   }
-  if (st.job !== undefined) return;
+  if (job !== undefined) return;
   const nodes = nodesOf(ctx, machine);
   if (isHeld(machine, nodes)) throw refusal(ctx, machine, "held", `${what}: ${machine.name} is held`);
   const untainted = nodes.find((n) => !hasDeletionTaint(n));
@@ -121,7 +121,7 @@ export async function decreaseTargetSize(
       const st = stateOf(ctx, m);
       const nodes = nodesOf(ctx, m);
       return (
-        instanceOf(ctx, m)?.state === "creating" && st.switching === undefined && nodes.length === 0 && !isHeld(m, nodes)
+        instanceOf(ctx, m)?.state === "creating" && st.power.command === undefined && nodes.length === 0 && !isHeld(m, nodes)
       );
     })
     .toSorted((a, b) => queuedAt(ctx, b) - queuedAt(ctx, a) || poweredOnAt(ctx, b) - poweredOnAt(ctx, a) || b.index - a.index);
@@ -139,7 +139,7 @@ function poweredOnAt(ctx: PoolContext, machine: Machine): number {
 }
 
 function queuedAt(ctx: PoolContext, machine: Machine): number {
-  return stateOf(ctx, machine).queued ?? -1;
+  return queuedPosition(stateOf(ctx, machine)) ?? -1;
 }
 
 /**
@@ -157,8 +157,8 @@ async function cutUnregistered(ctx: PoolContext, machines: readonly Machine[], w
     const st = stateOf(ctx, machine);
     if (nodes.length === 0 && !poweredByPlugpool(ctx, machine)) {
       // Queued, or its plug-on failed: plugpool switched nothing on, so the instance only leaves.
-      st.queued = undefined;
-      st.bootFailure = undefined;
+      dropQueued(st);
+      st.boot.failure = undefined;
       continue;
     }
     if (nodes.length > 0) {

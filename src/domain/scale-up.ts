@@ -4,7 +4,7 @@ import type { CallOptions } from "./ports.ts";
 import type { Machine, NodeGroupSpec } from "./model.ts";
 import type { PoolContext } from "./state.ts";
 import { lifecycleOf } from "./lifecycle.ts";
-import { stateOf } from "./state.ts";
+import { queuePowerOn, stateOf } from "./state.ts";
 import { DEFAULT_SCALE_UP } from "./model.ts";
 import { messageOf, PlugpoolError } from "./errors.ts";
 import { targetSizeOf } from "./instances.ts";
@@ -101,13 +101,13 @@ export function scaleUpOrder(ctx: PoolContext, candidates: readonly Machine[]): 
     if (order === "efficient") return m.idleWatts ?? Number.POSITIVE_INFINITY;
     return 0;
   };
-  const failing = (m: Machine): number => Number(stateOf(ctx, m).readError !== undefined);
+  const failing = (m: Machine): number => Number(stateOf(ctx, m).power.readError !== undefined);
   return candidates.toSorted((a, b) => failing(a) - failing(b) || key(a) - key(b));
 }
 
 /** Puts the machine last in the queue of plug-ons held back by the inrush limit. */
 function enqueue(ctx: PoolContext, machine: Machine): void {
-  stateOf(ctx, machine).queued = ctx.memory.nextQueued++;
+  queuePowerOn(ctx, machine);
   ctx.deps.reporter.report({ type: "power-on-queued", machine: machine.name, group: machine.group });
 }
 
@@ -126,7 +126,7 @@ function shortfall(ctx: PoolContext, group: NodeGroupSpec, what: string, outcome
   for (const [name, error] of failed) parts.push(`${name}: ${error}`);
   const unanswered = [...tried].filter((n) => !switchedOn.has(n) && !queued.has(n) && !failed.has(n));
   if (unanswered.length > 0) parts.push(`no answer before the call ended from the plugs of ${unanswered.join(", ")}`);
-  const neverRead = group.machines.filter((m) => !tried.has(m.name) && stateOf(ctx, m).plug === "unknown");
+  const neverRead = group.machines.filter((m) => !tried.has(m.name) && stateOf(ctx, m).power.plug === "unknown");
   if (neverRead.length > 0) parts.push(`never read successfully: ${neverRead.map((m) => m.name).join(", ")}`);
   if (failed.size + unanswered.length + neverRead.length > 0) {
     return new PlugpoolError("plug-unreachable", `${what}: ${parts.join("; ")}`);

@@ -80,43 +80,131 @@ export interface PowerOffJob {
   readonly deletedNodes: Set<string>;
 }
 
-/** What plugpool remembers about one machine. */
-export interface MachineState {
+/**
+ * What plugpool has under way for a machine: one plan at a time, so a queued plug-on, a power-off being
+ * recorded and a running power-off can never be written together. Only the transitions below change it.
+ */
+export type Plan =
+  /** Nothing: the machine is left as its power and its Nodes are. */
+  | { readonly kind: "none" }
+  /** IncreaseSize chose it but the inrush limit held it back: the runner switches it on in turn (lower first). */
+  | { readonly kind: "queued"; readonly position: number }
+  /**
+   * DeleteNodes is recording a power-off on its Nodes (`writes` in flight): the runner must not take that record
+   * for an earlier run's.
+   */
+  | { readonly kind: "marking"; readonly writes: number }
+  /** A power-off runs, or is being undone (`job.aborting`). */
+  | { readonly kind: "powering-off"; readonly job: PowerOffJob };
+
+/** What plugpool knows of the machine's power, from readings and switch answers. */
+export interface PowerKnowledge {
   plug: PlugState;
   watts: number | undefined;
+  /** The last read's error, until a read succeeds. */
   readError: string | undefined;
   /** Bumped by every applied switch answer: a read started before it is stale. */
   version: number;
-  /** A switch command is in flight. */
-  switching: "on" | "off" | undefined;
-  /** When plugpool switched it on, or first saw it on. */
-  poweredOnAt: number | undefined;
+  /**
+   * A switch command in flight. It is not part of the plan: a power-off's cut and a queued machine's plug-on
+   * are commands too. A reading that arrives meanwhile is stale.
+   */
+  command: "on" | "off" | undefined;
+}
+
+/** The machine's boots: the one under way, and the failed ones that quarantine it. */
+export interface BootRecord {
   /**
    * When plugpool switched it on for a scale-up, until its Node is seen Ready (the boot's duration is reported)
    * or the plug is seen off. After a restart, the standing power-on record's time.
    */
-  bootStartedAt: number | undefined;
+  startedAt: number | undefined;
+  /** Why the boot under way failed; cluster-autoscaler sees it as the creating instance's error. */
+  failure: { readonly code: string; readonly message: string } | undefined;
+  /** Failed boots in a row (quarantine back-off); reset when the machine registers. */
+  failures: number;
+  /** Left out of scale-ups until then (epoch ms). Recorded on the cluster, so a restart keeps it. */
+  quarantinedUntil: number | undefined;
+}
+
+/** What plugpool remembers about one machine. */
+export interface MachineState {
+  /** Changed only by the transitions below. */
+  plan: Plan;
+  readonly power: PowerKnowledge;
+  readonly boot: BootRecord;
+  /** When plugpool switched it on, or first saw it on. */
+  poweredOnAt: number | undefined;
   /** Time on and off and energy drawn, from plugpool's own readings since it started (lost on restart). */
   readonly meter: EnergyMeter;
-  /**
-   * IncreaseSize chose it but the inrush limit held it back: a creating instance whose plug the runner switches
-   * on in turn. The number orders the queue (lower first). Lost on restart, like everything in memory.
-   */
-  queued: number | undefined;
-  bootFailure: { readonly code: string; readonly message: string } | undefined;
-  /** Failed boots in a row (quarantine back-off); reset when the machine registers. */
-  bootFailures: number;
-  /** Left out of scale-ups until then (epoch ms). In memory only: a restart forgets quarantines. */
-  quarantinedUntil: number | undefined;
   /** When plugpool last switched it back on under a Node that should be running (rate limit). */
   restoredAt: number | undefined;
-  job: PowerOffJob | undefined;
-  /** DeleteNodes is recording a power-off on the Node: the runner must not take that record for an earlier run's. */
-  beginning: boolean;
   /** Once-per-change memory for reports. */
   notedPower: string | undefined;
   notedProviderID: string | undefined;
   notedDuplicates: string | undefined;
+}
+
+const NO_PLAN: Plan = { kind: "none" };
+
+/** The running (or aborting) power-off of the machine, if any. */
+export function jobOf(st: MachineState): PowerOffJob | undefined {
+  return st.plan.kind === "powering-off" ? st.plan.job : undefined;
+}
+
+/** The machine's queue position, if a plug-on of it is queued. */
+export function queuedPosition(st: MachineState): number | undefined {
+  return st.plan.kind === "queued" ? st.plan.position : undefined;
+}
+
+/** Queues a plug-on of a machine that has nothing under way. */
+export function queuePowerOn(ctx: PoolContext, machine: Machine): void {
+  const st = stateOf(ctx, machine);
+  if (st.plan.kind !== "none") throw invalidTransition(machine, st, "queue a plug-on");
+  st.plan = { kind: "queued", position: ctx.memory.nextQueued++ };
+}
+
+/** Drops the machine's queued plug-on, if it has one; any other plan stays. */
+export function dropQueued(st: MachineState): void {
+  if (st.plan.kind === "queued") st.plan = NO_PLAN;
+}
+
+/** DeleteNodes begins to record a power-off on the machine's Nodes; a queued plug-on is dropped. */
+export function beginMarking(ctx: PoolContext, machine: Machine): void {
+  const st = stateOf(ctx, machine);
+  switch (st.plan.kind) {
+    case "none":
+    case "queued":
+      st.plan = { kind: "marking", writes: 1 };
+      return;
+    case "marking":
+      st.plan = { kind: "marking", writes: st.plan.writes + 1 };
+      return;
+    case "powering-off":
+      throw invalidTransition(machine, st, "record a power-off");
+  }
+}
+
+/** One write begun by `beginMarking` has settled. A power-off that started meanwhile stays. */
+export function endMarking(st: MachineState): void {
+  if (st.plan.kind !== "marking") return;
+  st.plan = st.plan.writes > 1 ? { kind: "marking", writes: st.plan.writes - 1 } : NO_PLAN;
+}
+
+/** A power-off starts (or an undo of one): whatever else was planned is dropped. One runs at a time. */
+export function beginPowerOff(ctx: PoolContext, machine: Machine, job: PowerOffJob): void {
+  const st = stateOf(ctx, machine);
+  if (st.plan.kind === "powering-off") throw invalidTransition(machine, st, "start a second power-off");
+  st.plan = { kind: "powering-off", job };
+}
+
+/** The power-off is over (done, or undone): the machine has nothing under way. */
+export function endPowerOff(st: MachineState): void {
+  if (st.plan.kind === "powering-off") st.plan = NO_PLAN;
+}
+
+function invalidTransition(machine: Machine, st: MachineState, what: string): PlugpoolError {
+  return new PlugpoolError("internal", `cannot ${what} for ${machine.name}: its plan is "${st.plan.kind}"`);
 }
 
 /** Memory of the pool as a whole. */
@@ -157,28 +245,20 @@ export function withGroupLock<T>(ctx: PoolContext, groupId: string, fn: () => Pr
   return lock(fn, signal);
 }
 
-/** A machine's memory at start: nothing known of its plug; its power-on and quarantine as recorded on the cluster. */
+/** A machine's memory at start: nothing known of its power; its power-on and quarantine as recorded on the cluster. */
 function newMachineState(deps: PoolDeps, machine: Machine): MachineState {
   const quarantine = deps.records.quarantine(machine.name);
+  const poweredOn = deps.records.powerOn(machine.name)?.at;
   return {
-    plug: "unknown",
-    watts: undefined,
-    readError: undefined,
-    version: 0,
-    switching: undefined,
-    poweredOnAt: deps.records.powerOn(machine.name)?.at,
-    bootStartedAt: deps.records.powerOn(machine.name)?.at,
+    plan: NO_PLAN,
+    power: { plug: "unknown", watts: undefined, readError: undefined, version: 0, command: undefined },
+    boot: { startedAt: poweredOn, failure: undefined, failures: quarantine?.failures ?? 0, quarantinedUntil: quarantine?.until },
+    poweredOnAt: poweredOn,
     meter: newMeter(),
-    queued: undefined,
-    bootFailure: undefined,
-    bootFailures: quarantine?.failures ?? 0,
-    quarantinedUntil: quarantine?.until,
     restoredAt: undefined,
-    job: undefined,
     notedPower: undefined,
     notedProviderID: undefined,
     notedDuplicates: undefined,
-    beginning: false,
   };
 }
 

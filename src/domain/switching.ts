@@ -59,18 +59,18 @@ function recentPowerOns(ctx: PoolContext, now: number): number[] {
 export async function switchOn(ctx: PoolContext, machine: Machine, why: string, options?: CallOptions): Promise<void> {
   const st = stateOf(ctx, machine);
   const { reporter, records } = ctx.deps;
-  st.switching = "on";
+  st.power.command = "on";
   try {
     await records.recordPowerOn(machine.name, { at: ctx.deps.clock.now(), why }, options);
   } catch (e) {
-    st.switching = undefined;
+    st.power.command = undefined;
     reporter.report({ type: "power-on-failed", machine: machine.name, group: machine.group, error: `recording the power-on: ${messageOf(e)}` });
     throw e;
   }
   const poweredOn = (confirmed: boolean): void => {
     st.poweredOnAt = ctx.deps.clock.now();
-    st.bootStartedAt = st.poweredOnAt;
-    st.bootFailure = undefined;
+    st.boot.startedAt = st.poweredOnAt;
+    st.boot.failure = undefined;
     reporter.report({ type: "powered-on", machine: machine.name, group: machine.group, confirmed });
   };
   try {
@@ -79,15 +79,13 @@ export async function switchOn(ctx: PoolContext, machine: Machine, why: string, 
     if (!reading.on) throw new PlugpoolError("plug-bad-answer", `plug of ${machine.name} still reads off after turn_on`);
     poweredOn(true);
   } catch (e) {
-    st.switching = undefined;
     if (isPlugpoolError(e) && e.code === "plug-unconfirmed") {
       // The plug may be on: it is plugpool's power-on all the same, never a reason to switch on another machine.
-      st.plug = "unknown";
-      st.version += 1;
-      interrupted(st.meter, ctx.deps.clock.now());
+      unconfirmed(ctx, st);
       poweredOn(false);
       return;
     }
+    st.power.command = undefined;
     records.endPowerOn(machine.name);
     reporter.report({ type: "power-on-failed", machine: machine.name, group: machine.group, error: messageOf(e) });
     throw e;
@@ -101,7 +99,7 @@ export async function switchOn(ctx: PoolContext, machine: Machine, why: string, 
 export function restorePower(ctx: PoolContext, machine: Machine, node: string, options?: CallOptions): Promise<PlugReading> {
   const st = stateOf(ctx, machine);
   const { reporter } = ctx.deps;
-  st.switching = "on";
+  st.power.command = "on";
   return ctx.deps.power.turnOn(machine.power, options).then(
     (reading) => {
       applySwitchAnswer(ctx, st, reading);
@@ -110,11 +108,8 @@ export function restorePower(ctx: PoolContext, machine: Machine, node: string, o
       return reading;
     },
     (e: unknown) => {
-      st.switching = undefined;
-      if (isPlugpoolError(e) && e.code === "plug-unconfirmed") {
-        st.plug = "unknown";
-        interrupted(st.meter, ctx.deps.clock.now());
-      }
+      if (isPlugpoolError(e) && e.code === "plug-unconfirmed") unconfirmed(ctx, st);
+      else st.power.command = undefined;
       reporter.report({ type: "power-on-failed", machine: machine.name, group: machine.group, error: messageOf(e) });
       throw e;
     },
@@ -142,7 +137,7 @@ export type CutOutcome =
  */
 export async function switchOff(ctx: PoolContext, machine: Machine, cut: CutReport, options?: CallOptions): Promise<CutOutcome> {
   const st = stateOf(ctx, machine);
-  const watts = st.watts;
+  const watts = st.power.watts;
   let refusal: (Verdict & { readonly allowed: false }) | undefined;
   const guard = async (o?: CallOptions): Promise<boolean> => {
     const verdict = await freshVerdict(ctx, machine, cut.reason, o);
@@ -150,28 +145,26 @@ export async function switchOff(ctx: PoolContext, machine: Machine, cut: CutRepo
     refusal = verdict;
     return false;
   };
-  st.switching = "off";
+  st.power.command = "off";
   let reading: PlugReading;
   try {
     reading = await ctx.deps.power.turnOff(machine.power, guard, options);
   } catch (e) {
-    st.switching = undefined;
-    if (refusal !== undefined) return { kind: "refused", verdict: refusal };
-    if (isPlugpoolError(e) && e.code === "plug-unconfirmed") {
-      st.plug = "unknown";
-      st.version += 1;
-      interrupted(st.meter, ctx.deps.clock.now());
+    if (isPlugpoolError(e) && e.code === "plug-unconfirmed" && refusal === undefined) {
+      unconfirmed(ctx, st);
       // The cut may have happened: plugpool's power-on licenses nothing more (whoever powers it next is not plugpool).
       ctx.deps.records.endPowerOn(machine.name);
       return { kind: "unconfirmed", error: e.message };
     }
+    st.power.command = undefined;
+    if (refusal !== undefined) return { kind: "refused", verdict: refusal };
     throw e;
   }
   applySwitchAnswer(ctx, st, reading);
   if (reading.on) throw new PlugpoolError("plug-bad-answer", `plug of ${machine.name} still reads on after turn_off`);
-  const dropped = cut.reason === "unregistered" && poweredByPlugpool(ctx, machine) && st.bootFailure === undefined;
+  const dropped = cut.reason === "unregistered" && poweredByPlugpool(ctx, machine) && st.boot.failure === undefined;
   ctx.deps.records.endPowerOn(machine.name);
-  st.bootFailure = undefined;
+  st.boot.failure = undefined;
   st.poweredOnAt = undefined;
   ctx.deps.reporter.report({
     type: "plug-off",
@@ -190,14 +183,15 @@ export async function switchOff(ctx: PoolContext, machine: Machine, cut: CutRepo
  */
 export async function readPlug(ctx: PoolContext, machine: Machine, options?: CallOptions): Promise<PlugReading | undefined> {
   const st = stateOf(ctx, machine);
-  const version = st.version;
+  const { power } = st;
+  const version = power.version;
   const reading = await ctx.deps.power.read(machine.power, options);
-  if (st.version !== version || st.switching !== undefined) return undefined;
-  st.plug = reading.on ? "on" : "off";
-  st.watts = reading.watts;
-  st.readError = undefined;
+  if (power.version !== version || power.command !== undefined) return undefined;
+  power.plug = reading.on ? "on" : "off";
+  power.watts = reading.watts;
+  power.readError = undefined;
   observe(st.meter, ctx.deps.clock.now(), reading);
-  if (!reading.on) st.bootStartedAt = undefined;
+  if (!reading.on) st.boot.startedAt = undefined;
   // Seen on for the first time: it counts as powered from now (decrease cuts the latest first).
   if (reading.on) st.poweredOnAt ??= ctx.deps.clock.now();
   else if (!poweredByPlugpool(ctx, machine)) st.poweredOnAt = undefined;
@@ -206,10 +200,20 @@ export async function readPlug(ctx: PoolContext, machine: Machine, options?: Cal
 
 /** A switch command's answer is the plug's newest state: reads started before it are stale from now on. */
 function applySwitchAnswer(ctx: PoolContext, st: MachineState, reading: PlugReading): void {
-  st.switching = undefined;
-  st.version += 1;
-  st.plug = reading.on ? "on" : "off";
-  st.watts = reading.watts;
+  const { power } = st;
+  power.command = undefined;
+  power.version += 1;
+  power.plug = reading.on ? "on" : "off";
+  power.watts = reading.watts;
   switched(st.meter, ctx.deps.clock.now(), reading);
-  if (!reading.on) st.bootStartedAt = undefined;
+  if (!reading.on) st.boot.startedAt = undefined;
+}
+
+/** A switch command whose answer was lost: it may have reached the plug, so the plug is unknown, never as before. */
+function unconfirmed(ctx: PoolContext, st: MachineState): void {
+  const { power } = st;
+  power.command = undefined;
+  power.plug = "unknown";
+  power.version += 1;
+  interrupted(st.meter, ctx.deps.clock.now());
 }

@@ -13,8 +13,8 @@ export function usageOf(ctx: PoolContext): MachineUsage[] {
     return {
       machine: machine.name,
       group: machine.group,
-      plug: st.plug,
-      ...(sensor && st.watts !== undefined && { watts: st.watts }),
+      plug: st.power.plug,
+      ...(sensor && st.power.watts !== undefined && { watts: st.power.watts }),
       poweredOnSeconds: meter.onMs / 1000,
       poweredOffSeconds: meter.offMs / 1000,
       ...(sensor && { energyUsedKwh: meter.usedWattMs / WATT_MS_PER_KWH }),
@@ -32,12 +32,12 @@ const CONDITION_TIME_RESOLUTION_MS = 1000;
  * plug-on (by more than its time's resolution) belongs to an earlier boot: nothing is reported for it.
  */
 export function noteBoot(ctx: PoolContext, machine: Machine): void {
-  const st = stateOf(ctx, machine);
-  const started = st.bootStartedAt;
+  const { boot } = stateOf(ctx, machine);
+  const started = boot.startedAt;
   if (started === undefined) return;
   const node = nodesOf(ctx, machine).find((n) => n.ready);
   if (node === undefined) return;
-  st.bootStartedAt = undefined;
+  boot.startedAt = undefined;
   const now = ctx.deps.clock.now();
   const readyAt = Math.min(node.readyChangedAt ?? now, now);
   if (readyAt <= started - CONDITION_TIME_RESOLUTION_MS) return;

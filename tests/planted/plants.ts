@@ -12,8 +12,13 @@ export const PLANTS: readonly Plant[] = [
     edits: [
       {
         file: "src/domain/switching.ts",
+        find: 'import { poweredByPlugpool, stateOf } from "./state.ts";',
+        replace: 'import { jobOf, poweredByPlugpool, stateOf } from "./state.ts";',
+      },
+      {
+        file: "src/domain/switching.ts",
         find: "    if (verdict.allowed) return true;",
-        replace: '    if (verdict.allowed || (stateOf(ctx, machine).job?.attempts["plug-off"] ?? 0) > 0) return true;',
+        replace: '    if (verdict.allowed || (jobOf(stateOf(ctx, machine))?.attempts["plug-off"] ?? 0) > 0) return true;',
       },
       {
         file: "src/domain/power-off-steps.ts",
@@ -84,7 +89,7 @@ export const PLANTS: readonly Plant[] = [
     name: "cut an unregistered machine plugpool did not power on",
     edits: [
       { file: "src/domain/safety.ts", find: "  if (!poweredByPlugpool(ctx, machine)) {\n    return { allowed: false, rule: \"powered-outside\"", replace: "  if (poweredByPlugpool(ctx, machine) && false) {\n    return { allowed: false, rule: \"powered-outside\"" },
-      { file: "src/domain/instances.ts", find: "  if (poweredByPlugpool(ctx, machine) || st.queued !== undefined", replace: "  if (st.plug === \"on\" || poweredByPlugpool(ctx, machine) || st.queued !== undefined" },
+      { file: "src/domain/instances.ts", find: "  if (poweredByPlugpool(ctx, machine) || st.plan.kind", replace: "  if (st.power.plug === \"on\" || poweredByPlugpool(ctx, machine) || st.plan.kind" },
     ],
   },
 ];
