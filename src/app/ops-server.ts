@@ -1,6 +1,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Registry } from "prom-client";
+import { listen } from "../adapters/listen.ts";
 
 /** 200 "ok" (followed by the notes, if any) without problems, else 503 naming them. */
 function answer(res: http.ServerResponse, problems: readonly string[], what: string, notes: readonly string[] = []): void {
@@ -49,13 +50,7 @@ export async function startOpsServer(options: {
       res.writeHead(404, { "content-type": "text/plain" }).end("not found\n");
     }
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port, options.host, () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
+  await listen(server, options.port, options.host);
   return {
     port: (server.address() as AddressInfo).port,
     close: () =>

@@ -21,6 +21,7 @@ import { isPoweredOutside, refresh } from "./refresh.ts";
 import { runPowerOffs } from "./power-off.ts";
 import { runPowerOns } from "./power-on.ts";
 import { quarantineOf } from "./quarantine.ts";
+import { soonest } from "./waits.ts";
 import { createTemplateSource } from "./template.ts";
 import { noteBoot, usageOf } from "./usage.ts";
 
@@ -137,9 +138,7 @@ export function createPool(deps: PoolDeps, config: PoolConfig): Pool {
   };
   const pass = async (options?: CallOptions): Promise<number | undefined> => {
     noteRegistrations(ctx);
-    const waits = await Promise.all([runPowerOffs(ctx, options), runPowerOns(ctx, options)]);
-    const pending = waits.filter((w) => w !== undefined);
-    return pending.length === 0 ? undefined : Math.min(...pending);
+    return soonest(await Promise.all([runPowerOffs(ctx, options), runPowerOns(ctx, options)]));
   };
   return {
     nodeGroups: () => groupInfos,

@@ -9,6 +9,7 @@ import { beginMarking, beginPowerOff, endMarking, endPowerOff, jobOf, nodesOf, p
 import { messageOf } from "./errors.ts";
 import { POWER_OFF_STEPS } from "./power-off-steps.ts";
 import { clearBootFailures } from "./quarantine.ts";
+import { soonest } from "./waits.ts";
 
 const COMPENSATION_POLL_MS = 1000;
 
@@ -100,9 +101,8 @@ export function resumePowerOffs(ctx: PoolContext): void {
 export async function runPowerOffs(ctx: PoolContext, options?: CallOptions): Promise<number | undefined> {
   resumePowerOffs(ctx);
   const running = ctx.machines.filter((m) => jobOf(stateOf(ctx, m)) !== undefined);
-  const waits = await Promise.all(running.map((m) => advance(ctx, m, options)));
-  const pending = waits.filter((w) => w !== undefined);
-  if (pending.length > 0) return Math.min(...pending);
+  const wait = soonest(await Promise.all(running.map((m) => advance(ctx, m, options))));
+  if (wait !== undefined) return wait;
   // A job started while this pass ran has not been looked at yet.
   return ctx.machines.some((m) => jobOf(stateOf(ctx, m)) !== undefined) ? 0 : undefined;
 }

@@ -11,6 +11,7 @@ import { messageOf } from "./errors.ts";
 import { hasDeletionTaint, isHeld } from "./matching.ts";
 import { powerOnSlotWait, restorePower, switchOn, takePowerOnSlot } from "./switching.ts";
 import { recordBootFailure } from "./quarantine.ts";
+import { soonest } from "./waits.ts";
 
 /** A machine's power is restored at most this often: a plug someone keeps switching off is not fought over. */
 export const RESTORE_INTERVAL_MS = 600_000;
@@ -135,9 +136,4 @@ function queuedOnFailed(ctx: PoolContext, machine: Machine, e: unknown): void {
   const message = `switching on the plug of ${machine.name} failed: ${messageOf(e)}`;
   stateOf(ctx, machine).boot.failure = { code: PLUG_ON_FAILED, message };
   recordBootFailure(ctx, machine, message);
-}
-
-function soonest(waits: readonly (number | undefined)[]): number | undefined {
-  const defined = waits.filter((w) => w !== undefined);
-  return defined.length === 0 ? undefined : Math.min(...defined);
 }

@@ -7,6 +7,7 @@ import { connectNodeAdapter, type ConnectNodeAdapterOptions } from "@connectrpc/
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { clientNameRefusal } from "./client-names.ts";
 import { boundedMessage } from "./errors.ts";
+import { listen } from "../listen.ts";
 
 /**
  * Largest request message accepted: gRPC's usual server default (grpc-go's defaultServerMaxReceiveMessageSize).
@@ -105,13 +106,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
       if (refusal !== undefined) refusals.set(session, refusal);
     }
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port, options.host, () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
+  await listen(server, options.port, options.host);
   const { port } = server.address() as AddressInfo;
   return {
     port,
