@@ -1,4 +1,4 @@
-// `plugpool serve` as its own process, compiled, as the container image runs it (node dist/src/app/main.js),
+// `plugpool serve` as its own process, compiled, as the container image runs it (node dist/plugpool.mjs),
 // optionally inside a memory-limited cgroup. Its memory and CPU are read from /proc (no scrape: a scrape would
 // itself allocate in plugpool); the garbage a batch of calls makes is counted in the process by gc-probe.ts.
 // Start-up is timed from the spawn, through the log lines serve() writes, to the first answered RPC.
@@ -34,7 +34,7 @@ export interface PlugpoolProcess {
 }
 
 export interface PlugpoolProcessOptions {
-  /** dist/src/app/main.js of a build. */
+  /** The module to run: a bundle (dist/plugpool.mjs), or an older revision's dist/src/app/main.js. */
   readonly entry: string;
   readonly configPath: string;
   readonly kubeconfigPath: string;

@@ -13,7 +13,7 @@
 // --cpu-prof runs plugpool with `node --cpu-prof` and prints where the profiles are.
 // --node-arg passes an option to plugpool's Node.js process. Needs the control-plane binaries
 // (tests/support/control-plane/build.sh) and about 10 minutes per size with the defaults.
-import { cpSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { execFileSync } from "node:child_process";
 import { join, relative } from "node:path";
 import { parseArgs } from "node:util";
@@ -70,25 +70,31 @@ const workDir = join(outDir, "work");
 mkdirSync(workDir, { recursive: true });
 
 /**
- * What users run: `npm run build` of the working tree, copied aside so that a rebuild of dist/ during the run
- * changes nothing; or, with --commit, the same build of a committed revision (for before/after tables).
+ * What users run: the module the container image runs (`npm run bundle`) of the working tree, made aside so that a
+ * rebuild of dist/ during the run changes nothing; or, with --commit, what that revision's image ran (its bundle,
+ * or before bundles existed its `tsc` build), for before/after tables.
  */
 function build(commit: string | undefined): string {
   const buildDir = join(outDir, "dist");
   rmSync(buildDir, { recursive: true, force: true });
+  const bundle = join(buildDir, "plugpool.mjs");
   if (commit === undefined) {
-    execFileSync("npm", ["run", "--silent", "build"], { cwd: root, stdio: ["ignore", "inherit", "inherit"] });
-    cpSync(join(root, "dist"), buildDir, { recursive: true });
-    return join(buildDir, "src", "app", "main.js");
+    execFileSync(process.execPath, [join(root, "scripts", "bundle.ts"), bundle], { cwd: root, stdio: ["ignore", "inherit", "inherit"] });
+    return bundle;
   }
   const tree = join(outDir, "tree");
   rmSync(tree, { recursive: true, force: true });
   mkdirSync(tree, { recursive: true });
-  const files = ["src", "gen", "package.json", "tsconfig.json", "tsconfig.build.json"];
+  const bundled = execFileSync("git", ["ls-tree", "--name-only", commit, "scripts/bundle.ts"], { cwd: root, encoding: "utf8" }).trim() !== "";
+  const files = ["src", "gen", "package.json", "tsconfig.json", "tsconfig.build.json", ...(bundled ? ["scripts/bundle.ts"] : [])];
   execFileSync("sh", ["-c", `git archive "$0" ${files.join(" ")} | tar -x -C "$1"`, commit, tree], { cwd: root, stdio: ["ignore", "inherit", "inherit"] });
-  symlinkSync(join(root, "node_modules"), join(tree, "node_modules"));
-  execFileSync(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.build.json", "--outDir", buildDir], { cwd: tree, stdio: ["ignore", "inherit", "inherit"] });
   // The build resolves its packages from the repository's node_modules, beside .bench/.
+  symlinkSync(join(root, "node_modules"), join(tree, "node_modules"));
+  if (bundled) {
+    execFileSync(process.execPath, [join(tree, "scripts", "bundle.ts"), bundle], { cwd: tree, stdio: ["ignore", "inherit", "inherit"] });
+    return bundle;
+  }
+  execFileSync(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.build.json", "--outDir", buildDir], { cwd: tree, stdio: ["ignore", "inherit", "inherit"] });
   return join(buildDir, "src", "app", "main.js");
 }
 const entry = build(values.commit);

@@ -31,7 +31,7 @@ export interface BenchSettings {
   readonly rpcWarmup: number;
   /** Where configs, plugpool logs (and CPU profiles) go. */
   readonly workDir: string;
-  /** main.js of the build. */
+  /** The module to run (see build() in run.ts). */
   readonly entry: string;
   readonly cpuProfile: boolean;
   /** Extra Node.js options for plugpool's process (experiments: heap limits, flags). */

@@ -1,11 +1,11 @@
-// The Containerfile without a container engine: its runtime layout is rebuilt in a temp dir (the
-// dependencies stage's own RUN lines, the build compiled with the same tsconfig, the final stage's COPY
-// lines) and its ENTRYPOINT runs there, so a runtime import of a dev dependency, a file missing from dist
-// or a wrong entrypoint fails here rather than in a cluster.
+// The Containerfile without a container engine: its runtime layout is rebuilt in a temp dir (the build stage's
+// bundle, the final stage's COPY lines) and its ENTRYPOINT runs there, with no node_modules anywhere above it, so
+// a dependency left out of the bundle, a file read beside it or a wrong entrypoint fails here rather than in a
+// cluster.
 import { execFile } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, relative } from "node:path";
+import { basename, join, relative } from "node:path";
 import { promisify } from "node:util";
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
@@ -88,26 +88,18 @@ describe("Containerfile (runtime layout rebuilt without an engine)", () => {
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), "plugpool-image-"));
-    // build: `npm run build` into the stage's dist/, with node_modules already here.
+    // build: `npm run bundle` into the stage's dist/, with node_modules already here.
     const build = join(dir, "build");
     stageRoots.set("build", build);
-    assert.ok(stage("build").runs.includes("npm run build"));
-    await run(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.build.json", "--outDir", join(build, "dist")], { cwd: root });
-    // dependencies: its own COPY and RUN lines, npm answering from its cache where it can.
-    const dependencies = stage("dependencies");
-    const deps = join(dir, "dependencies");
-    stageRoots.set("dependencies", deps);
-    mkdirSync(deps);
-    for (const copy of dependencies.copies) for (const source of copy.sources) cpSync(join(root, source), join(deps, copy.dest, source));
-    for (const command of dependencies.runs) {
-      await run("bash", ["-c", command], { cwd: deps, env: { ...process.env, npm_config_prefer_offline: "true" } });
-    }
+    assert.ok(stage("build").runs.includes("npm run bundle"));
+    await run(process.execPath, [join(root, "scripts", "bundle.ts"), join(build, "dist", "plugpool.mjs")], { cwd: root });
     // The final stage's COPY lines into its WORKDIR.
     app = join(dir, "app");
     for (const copy of runtime?.copies ?? []) {
       for (const source of copy.sources) {
         const from = copy.from === undefined ? join(root, source) : join(stageRoots.get(copy.from) ?? "", relative(stage(copy.from).workdir, source));
-        const target = join(app, copy.dest, copy.dest.endsWith("/") ? source : "");
+        // Into a directory (dest ends in /): under the source's own name, as the engines do.
+        const target = join(app, copy.dest, copy.dest.endsWith("/") ? basename(source) : "");
         cpSync(from, target, { recursive: true });
       }
     }
@@ -143,9 +135,35 @@ describe("Containerfile (runtime layout rebuilt without an engine)", () => {
     assert.ok(limitMb >= oldSpaceMb && limitMb < oldSpaceMb + 64, `heap limit ${limitMb} MB for ${options}`);
   });
 
-  it("ships the config schema beside the compiled loader and no dev dependency", () => {
-    assert.ok(existsSync(join(app, "dist", "src", "app", "config", "schema.json")));
-    for (const dev of ["typescript", "eslint", "@grpc/grpc-js", "fast-check"]) assert.equal(existsSync(join(app, "node_modules", dev)), false, dev);
+  it("ships one module and no node_modules: config schema, YAML, Kubernetes client and plug clients are all in it", async () => {
+    assert.equal(existsSync(join(app, "node_modules")), false);
+    assert.equal(existsSync(join(dir, "node_modules")), false);
+    const config = join(dir, "config.yaml");
+    writeFileSync(
+      config,
+      [
+        'providerIDPrefix: "plugpool://"',
+        "nodeGroups:",
+        "  - id: workers",
+        "    maxSize: 1",
+        "    template: { cpu: \"4\", memory: 8Gi }",
+        "    nodes:",
+        "      - name: worker-1",
+        "        plug: { url: \"http://127.0.0.1:1\", switch: Relay }",
+        "",
+      ].join("\n"),
+    );
+    const kubeconfig = join(dir, "kubeconfig.yaml");
+    writeFileSync(
+      kubeconfig,
+      'clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n',
+    );
+    const { code, stdout, stderr } = await plugpool(["doctor", "--config", config, "--kubeconfig", kubeconfig]);
+    // Nothing answers on port 1: the checks run through the bundled clients and fail on the network, not on a module.
+    assert.equal(code, 1, stderr);
+    assert.match(stdout, /^config\s+file\s+ok\s+1 group\(s\), 1 machine\(s\)/m);
+    assert.match(stdout, /^plug\s+worker-1 .*FAIL/m);
+    assert.match(stdout, /^cluster\s+https:\/\/127\.0\.0\.1:1\s+FAIL\s+cannot reach the apiserver/m);
   });
 
   it("sends the engine exactly what it copies from the build context", () => {

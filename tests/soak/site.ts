@@ -1,5 +1,5 @@
 // The soak's site, all on loopback: a real control plane (with controller-manager and scheduler), emulated ESPHome
-// plugs with simulated machines behind them, plugpool as its own process (`node dist/src/app/main.js serve`, as
+// plugs with simulated machines behind them, plugpool as its own process (`node dist/plugpool.mjs serve`, as
 // the container runs it) and the real cluster-autoscaler. Built only from the test harness and plugpool's
 // published interfaces (its config file, CLI, gRPC port and readiness endpoint), never from its source.
 import { readFileSync, rmSync, statSync, readdirSync, writeFileSync } from "node:fs";
@@ -15,7 +15,7 @@ import { startMachineSimulator, type MachineSimulator } from "../support/machine
 import { startPlugEmulator, type CallRecord, type EmulatedPlug, type Platform, type Version } from "../support/plug-emulator/index.ts";
 
 const repo = join(import.meta.dirname, "..", "..");
-const plugpoolMain = join(repo, "dist", "src", "app", "main.js");
+const plugpoolMain = join(repo, "dist", "plugpool.mjs");
 
 export const PREFIX = "k3s://";
 export const POWER_OFF_NAMESPACE = "plugpool";
@@ -98,7 +98,7 @@ export interface PlugpoolProcess {
   logTail(lines?: number): string;
 }
 
-/** Throws unless dist/ holds a build of the current src/ (the soak runs what `npm run build` made). */
+/** Throws unless dist/ holds a bundle of the current src/ (the soak runs what `npm run bundle` made). */
 export function assertBuilt(): void {
   const built = (() => {
     try {
@@ -107,9 +107,9 @@ export function assertBuilt(): void {
       return undefined;
     }
   })();
-  if (built === undefined) throw new Error(`${plugpoolMain} is missing: run npm run build first`);
+  if (built === undefined) throw new Error(`${plugpoolMain} is missing: run npm run bundle first`);
   const newest = newestMtime(join(repo, "src"));
-  if (newest > built) throw new Error(`${plugpoolMain} is older than src/: run npm run build first`);
+  if (newest > built) throw new Error(`${plugpoolMain} is older than src/: run npm run bundle first`);
 }
 
 function newestMtime(dir: string): number {

@@ -313,13 +313,13 @@ describe("the README's install steps, followed in the sandbox", { skip: autoscal
     plugEnv = { PLUGPOOL_PLUG_USERNAME: await secret("PLUGPOOL_PLUG_USERNAME"), PLUGPOOL_PLUG_PASSWORD: await secret("PLUGPOOL_PLUG_PASSWORD") };
     assert.deepEqual(plugEnv, { PLUGPOOL_PLUG_USERNAME: USERNAME, PLUGPOOL_PLUG_PASSWORD: PASSWORD });
 
-    show("# `plugpool` below is `node src/app/main.ts` of this checkout; the image runs it compiled, as `node dist/src/app/main.js`.");
+    show("# `plugpool` below is `node src/app/main.ts` of this checkout; the image runs it bundled, as `node dist/plugpool.mjs`.");
     await startPod();
     assert.match(await (await fetch(`http://127.0.0.1:${ports.ops}/readyz`)).text(), /dry run/);
   }));
 
   it("verifies: doctor passes, a pending pod gives DryRunPowerOn and no plug switches, CA sees the group (step 4)", step("4. Verify", async () => {
-    show("$ kubectl -n plugpool exec deploy/cluster-autoscaler -c plugpool -- node dist/src/app/main.js doctor --config /etc/plugpool/config.yaml");
+    show("$ kubectl -n plugpool exec deploy/cluster-autoscaler -c plugpool -- node dist/plugpool.mjs doctor --config /etc/plugpool/config.yaml");
     show("# (no container runs: the same in the plugpool container's place)");
     const doctor = await plugpoolCommand(["doctor", "--config", "/etc/plugpool/config.yaml"], "exit");
     show(doctor.out);
@@ -404,7 +404,7 @@ describe("the README's install steps, followed in the sandbox", { skip: autoscal
     await kubectl(["-n", "plugpool", "rollout", "restart", "deployment/cluster-autoscaler"]);
     await stopPod();
     await startPod();
-    show("$ kubectl -n plugpool exec deploy/cluster-autoscaler -c plugpool -- node dist/src/app/main.js doctor --config /etc/plugpool/config.yaml");
+    show("$ kubectl -n plugpool exec deploy/cluster-autoscaler -c plugpool -- node dist/plugpool.mjs doctor --config /etc/plugpool/config.yaml");
     const doctor = await plugpoolCommand(["doctor", "--config", "/etc/plugpool/config.yaml"], "exit");
     show(doctor.out.split("\n").filter((l) => /worker-1|checks/.test(l)).join("\n"));
     assert.equal(doctor.code, 0);
