@@ -3,7 +3,7 @@
 import { PlugpoolError } from "../../domain/errors.ts";
 import type { PlugReading } from "../../domain/model.ts";
 import type { CallOptions, CutGuard } from "../../domain/ports.ts";
-import { createDeviceQueue } from "../esphome/device-queue.ts";
+import { createDeviceQueue } from "../http-device/device-queue.ts";
 import { cleanCause, describeFailure, isDroppedConnection, neverConnected, PlugFailure, type FailureContext } from "../esphome/plug-failure.ts";
 import type { BackendProbe, BackendSwitch } from "../power-backend.ts";
 import type { HomeAssistantEntity } from "./entity.ts";

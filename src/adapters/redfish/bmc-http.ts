@@ -13,6 +13,7 @@
 // session instead of a full handshake, which costs a BMC's small CPU most.
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+import { createDeviceQueue } from "../http-device/device-queue.ts";
 import { BmcFailure } from "./bmc-failure.ts";
 
 /** A System resource is a few KB (iDRAC's, with its Oem section, under 20 KB); more is not a Redfish answer worth the memory. */
@@ -71,26 +72,9 @@ export const SESSIONS_PATH = "/redfish/v1/SessionService/Sessions";
 const TOKEN = /^[\x21-\x7e]{1,1024}$/u;
 
 export function createBmcHttp(): BmcHttp {
-  const tails = new Map<string, Promise<void>>();
+  const queue = createDeviceQueue();
   const tokens = new Map<string, string>();
   const agents = new Map<string, HttpAgent>();
-
-  /** FIFO per BMC: each task starts once the one before has settled. */
-  async function queued<T>(device: string, signal: AbortSignal, task: () => Promise<T>): Promise<T> {
-    signal.throwIfAborted();
-    const before = tails.get(device) ?? Promise.resolve();
-    let release = (): void => undefined;
-    const mine = new Promise<void>((resolve) => { release = resolve; });
-    const tail = before.then(() => mine);
-    tails.set(device, tail);
-    try {
-      await waitOrAbort(before, signal);
-      return await task();
-    } finally {
-      release();
-      if (tails.get(device) === tail) tails.delete(device);
-    }
-  }
 
   function agentFor(target: BmcTarget): HttpAgent {
     const key = `${target.url}\n${target.ca ?? ""}`;
@@ -151,20 +135,8 @@ export function createBmcHttp(): BmcHttp {
   }
 
   return {
-    slot: (target, signal, task) => queued(target.device, signal, () => task((request) => exchange(target, request, signal))),
+    slot: (target, signal, task) => queue.run(target.device, signal, () => task((request) => exchange(target, request, signal))),
   };
-}
-
-/** Resolves when `promise` does, or rejects with the signal's reason when it aborts first. */
-function waitOrAbort(promise: Promise<void>, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const onAbort = (): void => { reject(signal.reason as Error); };
-    signal.addEventListener("abort", onAbort, { once: true });
-    void promise.then(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve();
-    });
-  });
 }
 
 interface RawAnswer extends BmcAnswer {

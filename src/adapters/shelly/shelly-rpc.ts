@@ -7,6 +7,7 @@
 // been carried out. Switching is retried by the domain.
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
+import { createDeviceQueue } from "../http-device/device-queue.ts";
 import type { Secret } from "../secret.ts";
 import { createShellyDigestSession, parseShellyChallenge, type ShellyDigestSession } from "./shelly-digest.ts";
 
@@ -140,34 +141,10 @@ function resultOf(answer: Answer, id: number, method: string): unknown {
 }
 
 export function createShellyRpc(): ShellyRpc {
-  const queues = new Map<string, Promise<unknown>>();
+  const queue = createDeviceQueue();
   const sessions = new Map<string, ShellyDigestSession>();
   const asked = new Set<string>();
   let nextId = 1;
-
-  /** Runs `task` after every earlier task of `device`; waiting ends early when `signal` aborts. */
-  async function queued<T>(device: string, signal: AbortSignal, task: () => Promise<T>): Promise<T> {
-    const before = queues.get(device) ?? Promise.resolve();
-    let release = (): void => undefined;
-    const mine = new Promise<void>((resolve) => { release = resolve; });
-    const tail = before.then(() => mine);
-    queues.set(device, tail);
-    try {
-      await new Promise<void>((resolve, reject) => {
-        const onAbort = (): void => { reject(signal.reason as Error); };
-        if (signal.aborted) onAbort();
-        signal.addEventListener("abort", onAbort, { once: true });
-        void before.then(() => {
-          signal.removeEventListener("abort", onAbort);
-          resolve();
-        });
-      });
-      return await task();
-    } finally {
-      release();
-      if (queues.get(device) === tail) queues.delete(device);
-    }
-  }
 
   async function exchange(target: RpcTarget, request: RpcRequest, signal: AbortSignal): Promise<unknown> {
     const id = nextId++;
@@ -197,7 +174,7 @@ export function createShellyRpc(): ShellyRpc {
   }
 
   return {
-    call: (target, request, signal) => queued(target.device, signal, () => exchange(target, request, signal)),
+    call: (target, request, signal) => queue.run(target.device, signal, () => exchange(target, request, signal)),
     authAsked: (device) => asked.has(device),
   };
 }
