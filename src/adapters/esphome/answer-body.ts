@@ -1,7 +1,7 @@
 // Reads a device's answer within a bound on size and on time. ESPHome answers are about 100 bytes; anything
 // much larger is not a web_server answer (a captive portal, a proxy, a device in trouble) and is not worth the
 // memory, and a body that trickles in must not hold the device's queue past the call's deadline.
-import { PlugFailure } from "./plug-failure.ts";
+import { PlugFailure } from "../http-device/device-failure.ts";
 
 /** The largest body read; more is refused unread. */
 export const MAX_ANSWER_BYTES = 4096;

@@ -2,9 +2,9 @@
 import { PlugpoolError } from "../../domain/errors.ts";
 import type { PlugReading } from "../../domain/model.ts";
 import type { CallOptions, CutGuard } from "../../domain/ports.ts";
+import { causeOf, describeFailure, neverConnected, PlugFailure, type FailureContext } from "../http-device/device-failure.ts";
 import type { BackendSwitch } from "../power-backend.ts";
 import { createUrlStyleMemory, entityPath, type EntityDomain, type UrlStyle } from "./entity-path.ts";
-import { cleanCause, describeFailure, neverConnected, PlugFailure, type FailureContext } from "./plug-failure.ts";
 import type { EsphomePlug } from "./plug.ts";
 import { createPlugHttp, type AuthScheme, type Credentials, type PlugAnswer, type PlugHttp, type PlugTarget, type Send } from "./plug-http.ts";
 import { askGuard, CutRefused, pause } from "../cut-guard.ts";
@@ -224,12 +224,6 @@ export function createEsphomePowerSwitch(opts: EsphomePowerSwitchOptions): Espho
         };
       }),
   };
-}
-
-/** The options of an error whose cause is what `cleanCause` keeps of `error`. */
-function causeOf(error: unknown): { cause: Error } | undefined {
-  const cause = cleanCause(error);
-  return cause === undefined ? undefined : { cause };
 }
 
 /** "(text/html, 27 bytes)": what an answer was, never what it said. */

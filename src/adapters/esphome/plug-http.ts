@@ -1,9 +1,9 @@
 // HTTP exchanges with ESPHome devices: one device at a time per slot of its queue, authenticated the way the
 // device asked for (see device-auth.ts), each answer read within its bounds (see plug-transport.ts), and a GET
 // re-sent once when its connection was dropped under it.
+import { isDroppedConnection, PlugFailure } from "../http-device/device-failure.ts";
 import { createDeviceQueue } from "../http-device/device-queue.ts";
 import { createDeviceAuth, type AuthScheme, type Credentials } from "./device-auth.ts";
-import { isDroppedConnection, PlugFailure } from "./plug-failure.ts";
 import { createFetchTransport, createHttpTransport, type Transport, type TransportAnswer } from "./plug-transport.ts";
 
 export type { AuthScheme, Credentials } from "./device-auth.ts";

@@ -12,7 +12,7 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { mediaType, MAX_ANSWER_BYTES, readAnswerBody } from "./answer-body.ts";
-import { PlugFailure } from "./plug-failure.ts";
+import { PlugFailure } from "../http-device/device-failure.ts";
 
 export interface TransportRequest {
   readonly url: URL;

@@ -4,7 +4,7 @@ import { PlugpoolError } from "../../domain/errors.ts";
 import type { PlugReading } from "../../domain/model.ts";
 import type { CallOptions, CutGuard } from "../../domain/ports.ts";
 import { createDeviceQueue } from "../http-device/device-queue.ts";
-import { cleanCause, describeFailure, isDroppedConnection, neverConnected, PlugFailure, type FailureContext } from "../esphome/plug-failure.ts";
+import { causeOf, describeFailure, isDroppedConnection, neverConnected, PlugFailure, type FailureContext } from "../http-device/device-failure.ts";
 import type { BackendProbe, BackendSwitch } from "../power-backend.ts";
 import type { HomeAssistantEntity } from "./entity.ts";
 import { createHubTransport, type HubAnswer, type HubTransport } from "./http.ts";
@@ -231,11 +231,6 @@ function statusFailure(answer: HubAnswer, method: string, path: string): PlugFai
   }
   // 5xx: Home Assistant or a proxy in front of it is in trouble, worth retrying later.
   return new PlugFailure(answer.status >= 500 ? "plug-unreachable" : "plug-bad-answer", `${what} ${sizeOf(answer)}`, { refused });
-}
-
-function causeOf(error: unknown): { cause: Error } | undefined {
-  const cause = cleanCause(error);
-  return cause === undefined ? undefined : { cause };
 }
 
 /** "(text/html, 27 bytes)": what an answer was, never what it said. */

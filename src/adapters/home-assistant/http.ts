@@ -4,7 +4,7 @@
 // cluster-autoscaler (every 10 s) would open new connections (see src/adapters/esphome/plug-transport.ts).
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
-import { PlugFailure } from "../esphome/plug-failure.ts";
+import { PlugFailure } from "../http-device/device-failure.ts";
 
 export interface HubRequest {
   readonly method: "GET" | "POST";

@@ -13,8 +13,8 @@
 // session instead of a full handshake, which costs a BMC's small CPU most.
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+import { PlugFailure } from "../http-device/device-failure.ts";
 import { createDeviceQueue } from "../http-device/device-queue.ts";
-import { BmcFailure } from "./bmc-failure.ts";
 
 /** A System resource is a few KB (iDRAC's, with its Oem section, under 20 KB); more is not a Redfish answer worth the memory. */
 export const MAX_ANSWER_BYTES = 128 * 1024;
@@ -96,15 +96,15 @@ export function createBmcHttp(): BmcHttp {
     const where = `the session login (POST ${SESSIONS_PATH})`;
     if (answer.status === 401 || answer.status === 403) {
       // A BMC that guards every path with Basic and has no session service answers so too (sushy-emulator).
-      throw new BmcFailure("plug-unauthorized", `the BMC refused ${where} with HTTP ${answer.status}: wrong credentials, or no session service (then use auth: basic)`, true);
+      throw new PlugFailure("plug-unauthorized", `the BMC refused ${where} with HTTP ${answer.status}: wrong credentials, or no session service (then use auth: basic)`, { refused: true });
     }
     if (answer.status === 404 || answer.status === 405 || answer.status === 501) {
-      throw new BmcFailure("plug-bad-answer", `the BMC has no Redfish session service (${where} answered HTTP ${answer.status}); use auth: basic`, true);
+      throw new PlugFailure("plug-bad-answer", `the BMC has no Redfish session service (${where} answered HTTP ${answer.status}); use auth: basic`, { refused: true });
     }
-    if (answer.status >= 500) throw new BmcFailure("plug-unreachable", `${where} answered HTTP ${answer.status}`, false);
+    if (answer.status >= 500) throw new PlugFailure("plug-unreachable", `${where} answered HTTP ${answer.status}`);
     const token = answer.token;
     if (answer.status < 200 || answer.status > 299 || token === undefined || !TOKEN.test(token)) {
-      throw new BmcFailure("plug-bad-answer", `${where} answered HTTP ${answer.status} without an X-Auth-Token`, true);
+      throw new PlugFailure("plug-bad-answer", `${where} answered HTTP ${answer.status} without an X-Auth-Token`, { refused: true });
     }
     tokens.set(sessionKey(target), token);
     return token;
@@ -130,7 +130,7 @@ export function createBmcHttp(): BmcHttp {
         tokens.delete(sessionKey(target));
         continue;
       }
-      throw new BmcFailure("plug-unauthorized", `the BMC rejected the credentials (${request.method} ${request.path} answered HTTP 401)`, true);
+      throw new PlugFailure("plug-unauthorized", `the BMC rejected the credentials (${request.method} ${request.path} answered HTTP 401)`, { refused: true });
     }
   }
 
@@ -189,8 +189,8 @@ function transport(target: BmcTarget, agent: HttpAgent, request: BmcRequest, aut
 }
 
 function readBody(res: IncomingMessage, what: string): Promise<{ text: string; bytes: number }> {
-  const tooLarge = (): BmcFailure =>
-    new BmcFailure("plug-bad-answer", `${what} answered HTTP ${res.statusCode ?? 0} with more than ${MAX_ANSWER_BYTES} bytes`, false);
+  const tooLarge = (): PlugFailure =>
+    new PlugFailure("plug-bad-answer", `${what} answered HTTP ${res.statusCode ?? 0} with more than ${MAX_ANSWER_BYTES} bytes`);
   return new Promise((resolve, reject) => {
     if (Number(res.headers["content-length"]) > MAX_ANSWER_BYTES) {
       reject(tooLarge());

@@ -5,7 +5,8 @@
 import { PlugpoolError } from "../../domain/errors.ts";
 import type { PlugReading } from "../../domain/model.ts";
 import type { CallOptions, CutGuard } from "../../domain/ports.ts";
-import { BmcFailure, cleanCause, describeFailure, neverSent, type FailureContext } from "./bmc-failure.ts";
+import { causeOf, describeFailure, PlugFailure, type FailureContext } from "../http-device/device-failure.ts";
+import { neverSent, tlsFailure } from "./bmc-failure.ts";
 import { createBmcHttp, type BmcAnswer, type BmcTarget, type Send } from "./bmc-http.ts";
 import type { RedfishSystem } from "./redfish-system.ts";
 import { askGuard, CutRefused, pause } from "../cut-guard.ts";
@@ -80,7 +81,7 @@ export function createRedfishPowerSwitch(opts: RedfishPowerSwitchOptions): Redfi
       password: system.credentials.password,
       ...(system.ca !== undefined && { ca: system.ca.pem }),
     };
-    const call: Call = { signal: both.signal, deadline: deadline.signal, callerSignal, timeoutMs: opts.timeoutMs, target, commandSent: false };
+    const call: Call = { signal: both.signal, deadline: deadline.signal, callerSignal, timeoutMs: opts.timeoutMs, vendorFailure: tlsFailure, target, commandSent: false };
     try {
       return await work(call);
     } catch (error) {
@@ -108,7 +109,7 @@ export function createRedfishPowerSwitch(opts: RedfishPowerSwitchOptions): Redfi
   async function getObject(send: Send, path: string): Promise<Record<string, unknown>> {
     const answer = await send({ method: "GET", path });
     if (answer.status !== 200) throw statusFailure("GET", path, answer);
-    if (!isObject(answer.json)) throw new BmcFailure("plug-bad-answer", `GET ${path} answered HTTP 200 without a JSON object ${sizeOf(answer)}`, false);
+    if (!isObject(answer.json)) throw new PlugFailure("plug-bad-answer", `GET ${path} answered HTTP 200 without a JSON object ${sizeOf(answer)}`);
     return answer.json;
   }
 
@@ -118,7 +119,7 @@ export function createRedfishPowerSwitch(opts: RedfishPowerSwitchOptions): Redfi
     const state = resource.PowerState;
     // A state the BMC cannot tell (none, null, or one this client does not know) is a failed read, never "off".
     if (typeof state !== "string" || !POWER_STATES.has(state)) {
-      throw new BmcFailure("plug-bad-answer", `GET ${path} answered without a PowerState plugpool knows`, false);
+      throw new PlugFailure("plug-bad-answer", `GET ${path} answered without a PowerState plugpool knows`);
     }
     return { state: state as PowerState, resource };
   }
@@ -151,7 +152,7 @@ export function createRedfishPowerSwitch(opts: RedfishPowerSwitchOptions): Redfi
         return undefined;
       });
     } catch (error) {
-      if ((error instanceof BmcFailure && error.refused) || neverSent(error)) call.commandSent = false;
+      if ((error instanceof PlugFailure && error.refused) || neverSent(error)) call.commandSent = false;
       throw error;
     }
   }
@@ -171,14 +172,14 @@ export function createRedfishPowerSwitch(opts: RedfishPowerSwitchOptions): Redfi
         // Unreachable moments are waited out until the deadline; a 404, bad credentials or a bad answer end the wait.
         const failure = describeFailure(error, call);
         if (failure.code !== "plug-unreachable") {
-          throw new BmcFailure("plug-bad-answer", `state not confirmed (reading it back: ${failure.detail})`, false);
+          throw new PlugFailure("plug-bad-answer", `state not confirmed (reading it back: ${failure.detail})`);
         }
         if (!call.signal.aborted) lastProblem = `: ${failure.detail}`;
       }
       if (!(await pause(CONFIRM_POLL_MS, call.signal))) break;
     }
     const seen = lastState === undefined ? `no read-back succeeded${lastProblem}` : `PowerState still ${lastState}`;
-    throw new BmcFailure("plug-unreachable", `state not confirmed within ${opts.timeoutMs} ms (${seen})`, false);
+    throw new PlugFailure("plug-unreachable", `state not confirmed within ${opts.timeoutMs} ms (${seen})`);
   }
 
   return {
@@ -241,7 +242,7 @@ async function optionalField(send: Send, path: string, field: string, shape: Reg
   try {
     answer = await send({ method: "GET", path });
   } catch (error) {
-    if (error instanceof BmcFailure && error.refused) return undefined;
+    if (error instanceof PlugFailure && error.refused) return undefined;
     throw error;
   }
   const value = answer.status === 200 && isObject(answer.json) ? answer.json[field] : undefined;
@@ -262,23 +263,17 @@ function systemPath(system: RedfishSystem): string {
 }
 
 /** What a status other than the expected one means, in plugpool's words. */
-function statusFailure(method: string, path: string, answer: BmcAnswer, suffix = ""): BmcFailure {
+function statusFailure(method: string, path: string, answer: BmcAnswer, suffix = ""): PlugFailure {
   const what = `${method} ${path}${suffix} answered HTTP ${answer.status}`;
   const { status } = answer;
-  if (status === 404) return new BmcFailure("plug-entity-not-found", `not found (${what})`, true);
-  if (status === 403) return new BmcFailure("plug-unauthorized", `the account may not do this (${what})`, true);
+  if (status === 404) return new PlugFailure("plug-entity-not-found", `not found (${what})`, { refused: true });
+  if (status === 403) return new PlugFailure("plug-unauthorized", `the account may not do this (${what})`, { refused: true });
   if (status >= 300 && status <= 399) {
-    return new BmcFailure("plug-bad-answer", `${what}, a redirect, which is not followed: give the system's Id as /redfish/v1/Systems lists it`, true);
+    return new PlugFailure("plug-bad-answer", `${what}, a redirect, which is not followed: give the system's Id as /redfish/v1/Systems lists it`, { refused: true });
   }
   // 5xx: the BMC is in trouble, worth retrying later; a 4xx is an answer that it did not do it.
-  if (status >= 500) return new BmcFailure("plug-unreachable", `${what} ${sizeOf(answer)}`, false);
-  return new BmcFailure("plug-bad-answer", `${what} ${sizeOf(answer)}`, status >= 400);
-}
-
-/** The options of an error whose cause is what `cleanCause` keeps of `error`. */
-function causeOf(error: unknown): { cause: Error } | undefined {
-  const cause = cleanCause(error);
-  return cause === undefined ? undefined : { cause };
+  if (status >= 500) return new PlugFailure("plug-unreachable", `${what} ${sizeOf(answer)}`);
+  return new PlugFailure("plug-bad-answer", `${what} ${sizeOf(answer)}`, { refused: status >= 400 });
 }
 
 /** "(27 bytes)": how much an answer was, never what it said. */

@@ -7,28 +7,13 @@
 // been carried out. Switching is retried by the domain.
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
+import { PlugFailure } from "../http-device/device-failure.ts";
 import { createDeviceQueue } from "../http-device/device-queue.ts";
 import type { Secret } from "../secret.ts";
 import { createShellyDigestSession, parseShellyChallenge, type ShellyDigestSession } from "./shelly-digest.ts";
 
 /** Shelly answers are a few hundred bytes (Switch.GetStatus, Shelly.GetDeviceInfo); more is not worth the memory. */
 export const MAX_ANSWER_BYTES = 4096;
-
-export type ShellyFailureCode = "plug-unreachable" | "plug-unauthorized" | "plug-entity-not-found" | "plug-bad-answer";
-
-/** A classified failure; `message` is plugpool's own words, never text from the device. */
-export class ShellyFailure extends Error {
-  override readonly name = "ShellyFailure";
-  readonly code: ShellyFailureCode;
-  /** The device answered that it did not carry the call out (401, an RPC error): a Switch.Set sent is known undone. */
-  readonly refused: boolean;
-
-  constructor(code: ShellyFailureCode, detail: string, refused: boolean) {
-    super(detail);
-    this.code = code;
-    this.refused = refused;
-  }
-}
 
 export interface RpcTarget {
   /** Base URL of the device (no trailing slash). */
@@ -50,7 +35,7 @@ export interface RpcRequest {
 }
 
 export interface ShellyRpc {
-  /** The call's result, once every earlier call to the device has finished. Rejects with ShellyFailure, a network error or the signal's reason. */
+  /** The call's result, once every earlier call to the device has finished. Rejects with PlugFailure, a network error or the signal's reason. */
   call(target: RpcTarget, request: RpcRequest, signal: AbortSignal): Promise<unknown>;
   /** Whether the device has asked this client for credentials. */
   authAsked(device: string): boolean;
@@ -81,7 +66,7 @@ function post(url: URL, frame: string, authorization: string | undefined, signal
     };
     req.on("error", fail);
     req.once("response", (res) => {
-      const tooLarge = new ShellyFailure("plug-bad-answer", `the answer to POST /rpc was larger than ${MAX_ANSWER_BYTES} bytes`, false);
+      const tooLarge = new PlugFailure("plug-bad-answer", `the answer to POST /rpc was larger than ${MAX_ANSWER_BYTES} bytes`);
       if (Number(res.headers["content-length"]) > MAX_ANSWER_BYTES) {
         req.destroy();
         fail(tooLarge);
@@ -115,7 +100,7 @@ function errorCode(value: unknown): string {
   return typeof value === "number" && Number.isInteger(value) && Math.abs(value) < 100_000 ? String(value) : "without a code";
 }
 
-/** The result of a frame answered to call `id`, or the ShellyFailure it stands for. */
+/** The result of a frame answered to call `id`, or the PlugFailure it stands for. */
 function resultOf(answer: Answer, id: number, method: string): unknown {
   let frame: unknown;
   try {
@@ -127,15 +112,15 @@ function resultOf(answer: Answer, id: number, method: string): unknown {
     // An error frame: the method ran and failed, or never ran; either way the device did not act.
     const code = frame.error.code;
     const what = `${method} answered RPC error ${errorCode(code)}`;
-    if (code === -105) throw new ShellyFailure("plug-entity-not-found", `${what} (no such switch id on the device)`, true);
-    if (code === 404) throw new ShellyFailure("plug-entity-not-found", `${what} (the device has no such method: not a Shelly Gen2+ switch)`, true);
-    if (code === 401) throw new ShellyFailure("plug-unauthorized", `${what} (unauthenticated)`, true);
-    throw new ShellyFailure("plug-bad-answer", what, true);
+    if (code === -105) throw new PlugFailure("plug-entity-not-found", `${what} (no such switch id on the device)`, { refused: true });
+    if (code === 404) throw new PlugFailure("plug-entity-not-found", `${what} (the device has no such method: not a Shelly Gen2+ switch)`, { refused: true });
+    if (code === 401) throw new PlugFailure("plug-unauthorized", `${what} (unauthenticated)`, { refused: true });
+    throw new PlugFailure("plug-bad-answer", what, { refused: true });
   }
-  if (answer.status >= 500) throw new ShellyFailure("plug-unreachable", `${method} answered HTTP ${answer.status}`, false);
-  if (answer.status !== 200) throw new ShellyFailure("plug-bad-answer", `${method} answered HTTP ${answer.status}`, answer.status >= 400);
+  if (answer.status >= 500) throw new PlugFailure("plug-unreachable", `${method} answered HTTP ${answer.status}`);
+  if (answer.status !== 200) throw new PlugFailure("plug-bad-answer", `${method} answered HTTP ${answer.status}`, { refused: answer.status >= 400 });
   if (!isObject(frame) || frame.id !== id || !("result" in frame)) {
-    throw new ShellyFailure("plug-bad-answer", `${method} answered without a JSON-RPC result (${answer.body.length} bytes)`, false);
+    throw new PlugFailure("plug-bad-answer", `${method} answered without a JSON-RPC result (${answer.body.length} bytes)`);
   }
   return frame.result;
 }
@@ -158,11 +143,11 @@ export function createShellyRpc(): ShellyRpc {
       if (answer.status !== 401) return resultOf(answer, id, request.method);
       asked.add(target.device);
       if (target.password === undefined) {
-        throw new ShellyFailure("plug-unauthorized", "the device asks for a password and none is configured", true);
+        throw new PlugFailure("plug-unauthorized", "the device asks for a password and none is configured", { refused: true });
       }
       const challenge = parseShellyChallenge(answer.challenge);
       if (challenge === undefined) {
-        throw new ShellyFailure("plug-unauthorized", "the device asks for credentials in a way plugpool does not answer (not Digest with SHA-256)", true);
+        throw new PlugFailure("plug-unauthorized", "the device asks for credentials in a way plugpool does not answer (not Digest with SHA-256)", { refused: true });
       }
       // A nonce just handed out and refused means the password is wrong; an older one may just have expired.
       if (session !== undefined && freshNonce) break;
@@ -170,7 +155,7 @@ export function createShellyRpc(): ShellyRpc {
       freshNonce = true;
     }
     sessions.delete(target.device);
-    throw new ShellyFailure("plug-unauthorized", "the device rejected the password", true);
+    throw new PlugFailure("plug-unauthorized", "the device rejected the password", { refused: true });
   }
 
   return {
