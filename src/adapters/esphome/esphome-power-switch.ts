@@ -2,11 +2,12 @@
 import { PlugpoolError } from "../../domain/errors.ts";
 import type { PlugReading } from "../../domain/model.ts";
 import type { CallOptions, CutGuard } from "../../domain/ports.ts";
+import { parseObject, sizeOf } from "../http-device/answer.ts";
 import { causeOf, describeFailure, neverConnected, PlugFailure, type FailureContext } from "../http-device/device-failure.ts";
 import type { BackendSwitch } from "../power-backend.ts";
 import { createUrlStyleMemory, entityPath, type EntityDomain, type UrlStyle } from "./entity-path.ts";
 import type { EsphomePlug } from "./plug.ts";
-import { createPlugHttp, type AuthScheme, type Credentials, type PlugAnswer, type PlugHttp, type PlugTarget, type Send } from "./plug-http.ts";
+import { createPlugHttp, type AuthScheme, type Credentials, type PlugHttp, type PlugTarget, type Send } from "./plug-http.ts";
 import { askGuard, CutRefused, pause } from "../cut-guard.ts";
 
 /** What `doctor` prints about one plug. */
@@ -224,21 +225,6 @@ export function createEsphomePowerSwitch(opts: EsphomePowerSwitchOptions): Espho
         };
       }),
   };
-}
-
-/** "(text/html, 27 bytes)": what an answer was, never what it said. */
-function sizeOf(answer: PlugAnswer): string {
-  const bytes = `${answer.bytes} ${answer.bytes === 1 ? "byte" : "bytes"}`;
-  return answer.contentType === "" ? `(${bytes})` : `(${answer.contentType}, ${bytes})`;
-}
-
-function parseObject(body: string): Record<string, unknown> | undefined {
-  try {
-    const data: unknown = JSON.parse(body);
-    return typeof data === "object" && data !== null ? (data as Record<string, unknown>) : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 /** The plug URL without any user:password part, for messages. */

@@ -4,6 +4,7 @@ import { PlugpoolError } from "../../domain/errors.ts";
 import type { PlugReading } from "../../domain/model.ts";
 import type { CallOptions, CutGuard } from "../../domain/ports.ts";
 import { createDeviceQueue } from "../http-device/device-queue.ts";
+import { parseObject, sizeOf } from "../http-device/answer.ts";
 import { causeOf, describeFailure, isDroppedConnection, neverConnected, PlugFailure, type FailureContext } from "../http-device/device-failure.ts";
 import type { BackendProbe, BackendSwitch } from "../power-backend.ts";
 import type { HomeAssistantEntity } from "./entity.ts";
@@ -231,19 +232,4 @@ function statusFailure(answer: HubAnswer, method: string, path: string): PlugFai
   }
   // 5xx: Home Assistant or a proxy in front of it is in trouble, worth retrying later.
   return new PlugFailure(answer.status >= 500 ? "plug-unreachable" : "plug-bad-answer", `${what} ${sizeOf(answer)}`, { refused });
-}
-
-/** "(text/html, 27 bytes)": what an answer was, never what it said. */
-function sizeOf(answer: HubAnswer): string {
-  const bytes = `${answer.bytes} ${answer.bytes === 1 ? "byte" : "bytes"}`;
-  return answer.contentType === "" ? `(${bytes})` : `(${answer.contentType}, ${bytes})`;
-}
-
-function parseObject(body: string): Record<string, unknown> | undefined {
-  try {
-    const data: unknown = JSON.parse(body);
-    return typeof data === "object" && data !== null && !Array.isArray(data) ? (data as Record<string, unknown>) : undefined;
-  } catch {
-    return undefined;
-  }
 }

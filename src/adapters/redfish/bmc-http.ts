@@ -11,9 +11,11 @@
 // (a Reset then counts as unconfirmed), and BMCs close idle connections on their own schedules. Each BMC has
 // its own Agent, holding its CA and caching TLS sessions, so that a new connection resumes the last one's TLS
 // session instead of a full handshake, which costs a BMC's small CPU most.
-import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
-import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+import { Agent as HttpAgent } from "node:http";
+import { Agent as HttpsAgent } from "node:https";
+import { parseObject } from "../http-device/answer.ts";
 import { PlugFailure } from "../http-device/device-failure.ts";
+import { answerTooLarge, requestOnce } from "../http-device/device-request.ts";
 import { createDeviceQueue } from "../http-device/device-queue.ts";
 
 /** A System resource is a few KB (iDRAC's, with its Oem section, under 20 KB); more is not a Redfish answer worth the memory. */
@@ -49,8 +51,8 @@ export interface BmcRequest {
 
 export interface BmcAnswer {
   readonly status: number;
-  /** The parsed JSON body; undefined when there was none or it was not JSON. */
-  readonly json: unknown;
+  /** The JSON object of the body; undefined when there was none or it was not one. */
+  readonly json: Record<string, unknown> | undefined;
   readonly bytes: number;
 }
 
@@ -147,78 +149,20 @@ interface RawAnswer extends BmcAnswer {
  * Sends one request and reads its whole answer (at most MAX_ANSWER_BYTES). Rejects with the network error, the
  * signal's reason, or `plug-bad-answer` for a larger body; redirects are answers like any other (never followed).
  */
-function transport(target: BmcTarget, agent: HttpAgent, request: BmcRequest, auth: Record<string, string>, signal: AbortSignal): Promise<RawAnswer> {
-  return new Promise<RawAnswer>((resolve, reject) => {
-    signal.throwIfAborted();
-    const what = `${request.method} ${request.path}`;
-    const body = request.body === undefined ? undefined : Buffer.from(JSON.stringify(request.body));
-    // OData-Version: clients should send it (DSP0266, "Request headers").
-    const headers: Record<string, string> = { accept: "application/json", "odata-version": "4.0", ...auth };
-    if (body !== undefined) {
-      headers["content-type"] = "application/json";
-      headers["content-length"] = String(body.byteLength);
-    }
-    const url = new URL(target.url + request.path);
-    const send = url.protocol === "https:" ? httpsRequest : httpRequest;
-    const req = send(url, { method: request.method, headers, agent });
-    // The abort's reason travels as the request's error: Node builds no error of its own for it.
-    const onAbort = (): void => { req.destroy(signal.reason as Error); };
-    signal.addEventListener("abort", onAbort, { once: true });
-    const settle = (): void => { signal.removeEventListener("abort", onAbort); };
-    // `on`, not `once`: a socket may fail again after the first error, and an unheard error would crash.
-    req.on("error", (error) => {
-      settle();
-      reject(error);
-    });
-    req.once("response", (res) => {
-      readBody(res, what).then(
-        ({ text, bytes }) => {
-          settle();
-          const token = res.headers["x-auth-token"];
-          resolve({ status: res.statusCode ?? 0, json: parseJson(text), bytes, token: typeof token === "string" ? token : undefined });
-        },
-        (error: unknown) => {
-          settle();
-          req.destroy();
-          reject(signal.aborted ? (signal.reason as Error) : (error as Error));
-        },
-      );
-    });
-    req.end(body);
+async function transport(target: BmcTarget, agent: HttpAgent, request: BmcRequest, auth: Record<string, string>, signal: AbortSignal): Promise<RawAnswer> {
+  const what = `${request.method} ${request.path}`;
+  // OData-Version: clients should send it (DSP0266, "Request headers").
+  const headers = { accept: "application/json", "odata-version": "4.0", ...auth };
+  const answer = await requestOnce({
+    url: new URL(target.url + request.path),
+    method: request.method,
+    headers,
+    json: request.body,
+    agent,
+    signal,
+    maxBytes: MAX_ANSWER_BYTES,
+    tooLarge: (status) => answerTooLarge(what, status, MAX_ANSWER_BYTES),
   });
-}
-
-function readBody(res: IncomingMessage, what: string): Promise<{ text: string; bytes: number }> {
-  const tooLarge = (): PlugFailure =>
-    new PlugFailure("plug-bad-answer", `${what} answered HTTP ${res.statusCode ?? 0} with more than ${MAX_ANSWER_BYTES} bytes`);
-  return new Promise((resolve, reject) => {
-    if (Number(res.headers["content-length"]) > MAX_ANSWER_BYTES) {
-      reject(tooLarge());
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let bytes = 0;
-    res.on("data", (chunk: Buffer) => {
-      bytes += chunk.byteLength;
-      if (bytes > MAX_ANSWER_BYTES) {
-        res.removeAllListeners("data");
-        res.removeAllListeners("end");
-        reject(tooLarge());
-        return;
-      }
-      chunks.push(chunk);
-    });
-    res.once("end", () => { resolve({ text: Buffer.concat(chunks).toString("utf8"), bytes }); });
-    // Aborted mid-body: the request's destroy reaches the response as its error.
-    res.on("error", reject);
-  });
-}
-
-function parseJson(text: string): unknown {
-  if (text === "") return undefined;
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return undefined;
-  }
+  const token = answer.headers["x-auth-token"];
+  return { status: answer.status, json: parseObject(answer.text), bytes: answer.bytes, token: typeof token === "string" ? token : undefined };
 }

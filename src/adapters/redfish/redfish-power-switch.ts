@@ -5,6 +5,7 @@
 import { PlugpoolError } from "../../domain/errors.ts";
 import type { PlugReading } from "../../domain/model.ts";
 import type { CallOptions, CutGuard } from "../../domain/ports.ts";
+import { isObject, sizeOf } from "../http-device/answer.ts";
 import { causeOf, describeFailure, PlugFailure, type FailureContext } from "../http-device/device-failure.ts";
 import { neverSent, tlsFailure } from "./bmc-failure.ts";
 import { createBmcHttp, type BmcAnswer, type BmcTarget, type Send } from "./bmc-http.ts";
@@ -109,7 +110,7 @@ export function createRedfishPowerSwitch(opts: RedfishPowerSwitchOptions): Redfi
   async function getObject(send: Send, path: string): Promise<Record<string, unknown>> {
     const answer = await send({ method: "GET", path });
     if (answer.status !== 200) throw statusFailure("GET", path, answer);
-    if (!isObject(answer.json)) throw new PlugFailure("plug-bad-answer", `GET ${path} answered HTTP 200 without a JSON object ${sizeOf(answer)}`);
+    if (answer.json === undefined) throw new PlugFailure("plug-bad-answer", `GET ${path} answered HTTP 200 without a JSON object ${sizeOf(answer)}`);
     return answer.json;
   }
 
@@ -245,7 +246,7 @@ async function optionalField(send: Send, path: string, field: string, shape: Reg
     if (error instanceof PlugFailure && error.refused) return undefined;
     throw error;
   }
-  const value = answer.status === 200 && isObject(answer.json) ? answer.json[field] : undefined;
+  const value = answer.status === 200 ? answer.json?.[field] : undefined;
   return typeof value === "string" && shape.test(value) ? value : undefined;
 }
 
@@ -274,15 +275,6 @@ function statusFailure(method: string, path: string, answer: BmcAnswer, suffix =
   // 5xx: the BMC is in trouble, worth retrying later; a 4xx is an answer that it did not do it.
   if (status >= 500) return new PlugFailure("plug-unreachable", `${what} ${sizeOf(answer)}`);
   return new PlugFailure("plug-bad-answer", `${what} ${sizeOf(answer)}`, { refused: status >= 400 });
-}
-
-/** "(27 bytes)": how much an answer was, never what it said. */
-function sizeOf(answer: { readonly bytes: number }): string {
-  return `(${answer.bytes} ${answer.bytes === 1 ? "byte" : "bytes"})`;
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 /** "BMC https://10.0.0.5 system "1"": what and where, for messages. */

@@ -5,6 +5,7 @@
 import { PlugpoolError } from "../../domain/errors.ts";
 import type { PlugReading } from "../../domain/model.ts";
 import type { CallOptions, CutGuard } from "../../domain/ports.ts";
+import { isObject } from "../http-device/answer.ts";
 import { causeOf, describeFailure, neverConnected, PlugFailure, type FailureContext, type VendorFailure } from "../http-device/device-failure.ts";
 import type { Secret } from "../secret.ts";
 import { createShellyRpc, type RpcTarget, type ShellyRpc } from "./shelly-rpc.ts";
@@ -62,8 +63,6 @@ interface Call extends FailureContext {
 
 /** An answer Node's HTTP parser refused: the device (or what answers in its place) does not speak HTTP. */
 const httpParseFailure: VendorFailure = (code) => (code.startsWith("HPE_") ? { code: "plug-bad-answer", detail: "the answer was not valid HTTP" } : undefined);
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
 export function createShellyPowerSwitch(opts: { readonly timeoutMs: number; readonly rpc?: ShellyRpc }): ShellyPowerSwitch {
   const rpc = opts.rpc ?? createShellyRpc();

@@ -5,10 +5,10 @@
 // Retries have one owner: this client sends a request again only after the device refused it for its
 // credentials (401); it never re-sends after a dropped connection or a timeout, since a Switch.Set may have
 // been carried out. Switching is retried by the domain.
-import { request as httpRequest } from "node:http";
-import { request as httpsRequest } from "node:https";
+import { isObject, parseObject } from "../http-device/answer.ts";
 import { PlugFailure } from "../http-device/device-failure.ts";
 import { createDeviceQueue } from "../http-device/device-queue.ts";
+import { requestOnce } from "../http-device/device-request.ts";
 import type { Secret } from "../secret.ts";
 import { createShellyDigestSession, parseShellyChallenge, type ShellyDigestSession } from "./shelly-digest.ts";
 
@@ -50,50 +50,20 @@ interface Answer {
 const MAX_AUTH_ROUNDS = 3; // none, then the challenge's nonce, then a new nonce after an old one was refused
 
 /** One POST of one frame and its whole answer (at most MAX_ANSWER_BYTES). */
-function post(url: URL, frame: string, authorization: string | undefined, signal: AbortSignal): Promise<Answer> {
-  return new Promise<Answer>((resolve, reject) => {
-    signal.throwIfAborted();
-    const headers: Record<string, string | number> = { "content-type": "application/json", "content-length": Buffer.byteLength(frame) };
-    if (authorization !== undefined) headers.authorization = authorization;
+async function post(url: URL, frame: Readonly<Record<string, unknown>>, authorization: string | undefined, signal: AbortSignal): Promise<Answer> {
+  const answer = await requestOnce({
+    url,
+    method: "POST",
+    headers: authorization === undefined ? {} : { authorization },
+    json: frame,
     // The device closes every connection after its answer: there is no socket worth keeping.
-    const send = url.protocol === "https:" ? httpsRequest : httpRequest;
-    const req = send(url, { method: "POST", headers, agent: false });
-    const onAbort = (): void => { req.destroy(signal.reason as Error); };
-    signal.addEventListener("abort", onAbort, { once: true });
-    const fail = (error: unknown): void => {
-      signal.removeEventListener("abort", onAbort);
-      reject(signal.aborted ? (signal.reason as Error) : (error as Error));
-    };
-    req.on("error", fail);
-    req.once("response", (res) => {
-      const tooLarge = new PlugFailure("plug-bad-answer", `the answer to POST /rpc was larger than ${MAX_ANSWER_BYTES} bytes`);
-      if (Number(res.headers["content-length"]) > MAX_ANSWER_BYTES) {
-        req.destroy();
-        fail(tooLarge);
-        return;
-      }
-      const chunks: Buffer[] = [];
-      let bytes = 0;
-      res.on("data", (chunk: Buffer) => {
-        bytes += chunk.byteLength;
-        if (bytes > MAX_ANSWER_BYTES) {
-          req.destroy();
-          fail(tooLarge);
-          return;
-        }
-        chunks.push(chunk);
-      });
-      res.on("error", fail);
-      res.once("end", () => {
-        signal.removeEventListener("abort", onAbort);
-        resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8"), challenge: res.headers["www-authenticate"] ?? null });
-      });
-    });
-    req.end(frame);
+    agent: false,
+    signal,
+    maxBytes: MAX_ANSWER_BYTES,
+    tooLarge: () => new PlugFailure("plug-bad-answer", `the answer to POST /rpc was larger than ${MAX_ANSWER_BYTES} bytes`),
   });
+  return { status: answer.status, body: answer.text, challenge: answer.headers["www-authenticate"] ?? null };
 }
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
 /** An RPC error code fit for a message: a small integer, as Shelly's are (-103, -105, 404…). */
 function errorCode(value: unknown): string {
@@ -102,13 +72,8 @@ function errorCode(value: unknown): string {
 
 /** The result of a frame answered to call `id`, or the PlugFailure it stands for. */
 function resultOf(answer: Answer, id: number, method: string): unknown {
-  let frame: unknown;
-  try {
-    frame = JSON.parse(answer.body) as unknown;
-  } catch {
-    frame = undefined;
-  }
-  if (isObject(frame) && isObject(frame.error)) {
+  const frame = parseObject(answer.body);
+  if (frame !== undefined && isObject(frame.error)) {
     // An error frame: the method ran and failed, or never ran; either way the device did not act.
     const code = frame.error.code;
     const what = `${method} answered RPC error ${errorCode(code)}`;
@@ -119,7 +84,7 @@ function resultOf(answer: Answer, id: number, method: string): unknown {
   }
   if (answer.status >= 500) throw new PlugFailure("plug-unreachable", `${method} answered HTTP ${answer.status}`);
   if (answer.status !== 200) throw new PlugFailure("plug-bad-answer", `${method} answered HTTP ${answer.status}`, { refused: answer.status >= 400 });
-  if (!isObject(frame) || frame.id !== id || !("result" in frame)) {
+  if (frame === undefined || frame.id !== id || !("result" in frame)) {
     throw new PlugFailure("plug-bad-answer", `${method} answered without a JSON-RPC result (${answer.body.length} bytes)`);
   }
   return frame.result;
@@ -133,7 +98,7 @@ export function createShellyRpc(): ShellyRpc {
 
   async function exchange(target: RpcTarget, request: RpcRequest, signal: AbortSignal): Promise<unknown> {
     const id = nextId++;
-    const frame = JSON.stringify({ jsonrpc: "2.0", id, src: "plugpool", method: request.method, params: request.params });
+    const frame = { jsonrpc: "2.0", id, src: "plugpool", method: request.method, params: request.params };
     const url = new URL(`${target.url}/rpc`);
     let freshNonce = false;
     for (let round = 1; round <= MAX_AUTH_ROUNDS; round++) {
