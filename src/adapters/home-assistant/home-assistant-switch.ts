@@ -1,15 +1,15 @@
 // The PowerSwitch rules over Home Assistant's REST API (https://developers.home-assistant.io/docs/api/rest/):
 // read an entity's state, call its domain's turn_on/turn_off service, read it back until it shows the result.
-import { PlugpoolError } from "../../domain/errors.ts";
 import type { PlugReading } from "../../domain/model.ts";
 import type { CallOptions, CutGuard } from "../../domain/ports.ts";
-import { createDeviceQueue } from "../http-device/device-queue.ts";
 import { parseObject, sizeOf } from "../http-device/answer.ts";
-import { causeOf, describeFailure, isDroppedConnection, neverConnected, PlugFailure, type FailureContext } from "../http-device/device-failure.ts";
+import { createBoundedCall, type DeviceCall } from "../http-device/device-call.ts";
+import { describeFailure, isDroppedConnection, neverConnected, PlugFailure } from "../http-device/device-failure.ts";
+import { createDeviceQueue } from "../http-device/device-queue.ts";
 import type { BackendProbe, BackendSwitch } from "../power-backend.ts";
 import type { HomeAssistantEntity } from "./entity.ts";
 import { createHubTransport, type HubAnswer, type HubTransport } from "./http.ts";
-import { askGuard, CutRefused, pause } from "../cut-guard.ts";
+import { askGuard, pause } from "../cut-guard.ts";
 
 /** A state answer is about 400 bytes, a service call's list of changed states a few of those. */
 export const MAX_ANSWER_BYTES = 16 * 1024;
@@ -27,14 +27,8 @@ const CONFIRM_POLL_MS = 100;
 // (https://github.com/home-assistant/core/blob/2025.4.4/homeassistant/components/api/__init__.py).
 const REFUSALS: ReadonlySet<number> = new Set([400, 401, 403, 404, 405]);
 
-/** The reason of every deadline's abort, made once. */
-const TIMED_OUT: Error = new DOMException("the Home Assistant call timed out", "TimeoutError");
-
-interface Call extends FailureContext {
-  readonly signal: AbortSignal;
-  /** A service call was handed to the transport and not refused: from here on its outcome may be unknown. */
-  commandSent: boolean;
-}
+/** A call to one entity; its target is the entity's queue key. */
+type Call = DeviceCall<string>;
 
 export interface HomeAssistantSwitchOptions {
   /** Bound on each call, including its wait behind other calls to the same entity. */
@@ -48,41 +42,17 @@ export function createHomeAssistantSwitch(opts: HomeAssistantSwitchOptions): Bac
   // instance itself serves many requests at once.
   const queue = createDeviceQueue();
 
-  async function bounded<T>(address: HomeAssistantEntity, action: string, options: CallOptions | undefined, work: (call: Call) => Promise<T>): Promise<T> {
-    const deadline = new AbortController();
-    const callerSignal = options?.signal;
-    const both = callerSignal ? new AbortController() : deadline;
-    const onCallerAbort = (): void => {
-      both.abort(callerSignal?.reason);
-    };
-    if (callerSignal?.aborted === true) onCallerAbort();
-    else callerSignal?.addEventListener("abort", onCallerAbort, { once: true });
-    const timer = setTimeout(() => {
-      deadline.abort(TIMED_OUT);
-      if (both !== deadline) both.abort(TIMED_OUT);
-    }, opts.timeoutMs);
-    const call: Call = { signal: both.signal, deadline: deadline.signal, callerSignal, timeoutMs: opts.timeoutMs, commandSent: false };
-    try {
-      return await queue.run(`${address.instance} ${address.entity}`, call.signal, () => work(call));
-    } catch (error) {
-      throw failure(address, action, error, call);
-    } finally {
-      clearTimeout(timer);
-      callerSignal?.removeEventListener("abort", onCallerAbort);
-    }
-  }
+  const calls = createBoundedCall<HomeAssistantEntity, string>({
+    timeoutMs: opts.timeoutMs,
+    target: (address) => `${address.instance} ${address.entity}`,
+    where: (address, action) => `${action} Home Assistant ${address.url} entity ${address.entity}`,
+    unsafe: "the switch-off was refused by the safety check; nothing was sent",
+    command: "the service call",
+  });
 
-  /** The one place a call's error is made: plugpool's own words, never the token or text from the wire. */
-  function failure(address: HomeAssistantEntity, action: string, error: unknown, call: Call): PlugpoolError {
-    const where = `${action} Home Assistant ${address.url} entity ${address.entity}`;
-    if (error instanceof CutRefused) {
-      return new PlugpoolError("unsafe", `${where}: the switch-off was refused by the safety check; nothing was sent`, causeOf(error.cause));
-    }
-    const { code, detail, cause } = describeFailure(error, call);
-    if (call.commandSent && code !== "plug-unconfirmed") {
-      return new PlugpoolError("plug-unconfirmed", `${where}: ${detail}; the service call was sent and its outcome is unknown`, causeOf(cause));
-    }
-    return new PlugpoolError(code, `${where}: ${detail}`, causeOf(cause));
+  /** One call with the entity's slot held throughout. */
+  function bounded<T>(address: HomeAssistantEntity, action: string, options: CallOptions | undefined, work: (call: Call) => Promise<T>): Promise<T> {
+    return calls(address, action, options, (call) => queue.run(call.target, call.signal, () => work(call)));
   }
 
   async function send(address: HomeAssistantEntity, call: Call, method: "GET" | "POST", path: string, body?: unknown, maxBytes = MAX_ANSWER_BYTES): Promise<HubAnswer> {

@@ -2,15 +2,15 @@
 // action to switch (ResetType On, ForceOff, GracefulShutdown), as DMTF's ComputerSystem schema defines them
 // (https://redfish.dmtf.org/schemas/v1/ComputerSystem.json; PowerState and ResetType:
 // https://redfish.dmtf.org/schemas/v1/Resource.json).
-import { PlugpoolError } from "../../domain/errors.ts";
 import type { PlugReading } from "../../domain/model.ts";
 import type { CallOptions, CutGuard } from "../../domain/ports.ts";
 import { isObject, sizeOf } from "../http-device/answer.ts";
-import { causeOf, describeFailure, PlugFailure, type FailureContext } from "../http-device/device-failure.ts";
+import { createBoundedCall, type DeviceCall } from "../http-device/device-call.ts";
+import { describeFailure, PlugFailure } from "../http-device/device-failure.ts";
 import { neverSent, tlsFailure } from "./bmc-failure.ts";
 import { createBmcHttp, type BmcAnswer, type BmcTarget, type Send } from "./bmc-http.ts";
 import type { RedfishSystem } from "./redfish-system.ts";
-import { askGuard, CutRefused, pause } from "../cut-guard.ts";
+import { askGuard, pause } from "../cut-guard.ts";
 
 /** PowerState values of DSP8010's Resource schema. */
 export type PowerState = "On" | "Off" | "PoweringOn" | "PoweringOff" | "Paused";
@@ -47,64 +47,28 @@ export interface RedfishPowerSwitchOptions {
 // The pause between read-backs after a Reset: a BMC takes about that long to answer a GET anyway.
 const CONFIRM_POLL_MS = 500;
 
-interface Call extends FailureContext {
-  /** Aborts on the deadline or the caller's abort, whichever comes first. */
-  readonly signal: AbortSignal;
-  readonly target: BmcTarget;
-  /** A Reset was handed to the transport and not refused: from here on its outcome may be unknown. */
-  commandSent: boolean;
-}
-
-/** The reason of every deadline's abort: made once, since a BMC that never answers is no exception. */
-const TIMED_OUT: Error = new DOMException("the BMC call timed out", "TimeoutError");
+type Call = DeviceCall<BmcTarget>;
 
 type ResetType = "On" | "ForceOff" | "GracefulShutdown";
 
 export function createRedfishPowerSwitch(opts: RedfishPowerSwitchOptions): RedfishPowerSwitch {
   const http = createBmcHttp();
 
-  async function bounded<T>(system: RedfishSystem, action: string, options: CallOptions | undefined, work: (call: Call) => Promise<T>): Promise<T> {
-    const deadline = new AbortController();
-    const callerSignal = options?.signal;
-    const both = callerSignal ? new AbortController() : deadline;
-    const onCallerAbort = (): void => { both.abort(callerSignal?.reason); };
-    if (callerSignal?.aborted === true) onCallerAbort();
-    else callerSignal?.addEventListener("abort", onCallerAbort, { once: true });
-    const timer = setTimeout(() => {
-      deadline.abort(TIMED_OUT);
-      if (both !== deadline) both.abort(TIMED_OUT);
-    }, opts.timeoutMs);
-    const target: BmcTarget = {
+  const bounded = createBoundedCall<RedfishSystem, BmcTarget>({
+    timeoutMs: opts.timeoutMs,
+    target: (system) => ({
       url: system.url,
       device: system.device,
       auth: system.auth,
       username: system.credentials.username,
       password: system.credentials.password,
       ...(system.ca !== undefined && { ca: system.ca.pem }),
-    };
-    const call: Call = { signal: both.signal, deadline: deadline.signal, callerSignal, timeoutMs: opts.timeoutMs, vendorFailure: tlsFailure, target, commandSent: false };
-    try {
-      return await work(call);
-    } catch (error) {
-      throw callError(system, action, error, call);
-    } finally {
-      clearTimeout(timer);
-      callerSignal?.removeEventListener("abort", onCallerAbort);
-    }
-  }
-
-  /** The one place a call's error is made: plugpool's own words, the cause stripped to a name and code. */
-  function callError(system: RedfishSystem, action: string, error: unknown, call: Call): PlugpoolError {
-    const where = `${action} ${labelOf(system)}`;
-    if (error instanceof CutRefused) {
-      return new PlugpoolError("unsafe", `${where}: the power-off was refused at the BMC by the safety check`, causeOf(error.cause));
-    }
-    const { code, detail, cause } = describeFailure(error, call);
-    if (call.commandSent) {
-      return new PlugpoolError("plug-unconfirmed", `${where}: ${detail}; the Reset was sent and its outcome is unknown`, causeOf(cause));
-    }
-    return new PlugpoolError(code, `${where}: ${detail}`, causeOf(cause));
-  }
+    }),
+    where: (system, action) => `${action} ${labelOf(system)}`,
+    unsafe: "the power-off was refused at the BMC by the safety check",
+    command: "the Reset",
+    vendorFailure: tlsFailure,
+  });
 
   /** GETs a resource and returns its JSON object; any answer but 200 with one is a failure. */
   async function getObject(send: Send, path: string): Promise<Record<string, unknown>> {

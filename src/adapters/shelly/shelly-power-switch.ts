@@ -2,14 +2,14 @@
 // Switch.GetStatus to read `output` and `apower`
 // (https://shelly-api-docs.shelly.cloud/gen2/ComponentsAndServices/Switch), Shelly.GetDeviceInfo for doctor
 // (https://shelly-api-docs.shelly.cloud/gen2/ComponentsAndServices/Shelly#shellygetdeviceinfo).
-import { PlugpoolError } from "../../domain/errors.ts";
 import type { PlugReading } from "../../domain/model.ts";
 import type { CallOptions, CutGuard } from "../../domain/ports.ts";
 import { isObject } from "../http-device/answer.ts";
-import { causeOf, describeFailure, neverConnected, PlugFailure, type FailureContext, type VendorFailure } from "../http-device/device-failure.ts";
+import { createBoundedCall, type DeviceCall } from "../http-device/device-call.ts";
+import { describeFailure, neverConnected, PlugFailure, type VendorFailure } from "../http-device/device-failure.ts";
 import type { Secret } from "../secret.ts";
 import { createShellyRpc, type RpcTarget, type ShellyRpc } from "./shelly-rpc.ts";
-import { askGuard, CutRefused, pause } from "../cut-guard.ts";
+import { askGuard, pause } from "../cut-guard.ts";
 
 /** One switch of one Shelly device, as its config section names it. */
 export interface ShellyAddress {
@@ -51,15 +51,7 @@ export interface ShellyPowerSwitch {
 // After Switch.Set the output is read back this often until it shows the state asked for.
 const CONFIRM_POLL_MS = 100;
 
-/** The reason of every deadline's abort: made once, since a device that never answers is no exception. */
-const TIMED_OUT: Error = new DOMException("the Shelly call timed out", "TimeoutError");
-
-interface Call extends FailureContext {
-  readonly signal: AbortSignal;
-  readonly target: RpcTarget;
-  /** A Switch.Set was handed to the transport and not refused: from here on its outcome may be unknown. */
-  sent: boolean;
-}
+type Call = DeviceCall<RpcTarget>;
 
 /** An answer Node's HTTP parser refused: the device (or what answers in its place) does not speak HTTP. */
 const httpParseFailure: VendorFailure = (code) => (code.startsWith("HPE_") ? { code: "plug-bad-answer", detail: "the answer was not valid HTTP" } : undefined);
@@ -67,34 +59,14 @@ const httpParseFailure: VendorFailure = (code) => (code.startsWith("HPE_") ? { c
 export function createShellyPowerSwitch(opts: { readonly timeoutMs: number; readonly rpc?: ShellyRpc }): ShellyPowerSwitch {
   const rpc = opts.rpc ?? createShellyRpc();
 
-  /** Runs one public call under its deadline; every failure leaves as a PlugpoolError made here alone. */
-  async function bounded<T>(address: ShellyAddress, action: string, options: CallOptions | undefined, work: (call: Call) => Promise<T>): Promise<T> {
-    const deadline = new AbortController();
-    const callerSignal = options?.signal;
-    const timer = setTimeout(() => { deadline.abort(TIMED_OUT); }, opts.timeoutMs);
-    const signal = callerSignal ? AbortSignal.any([deadline.signal, callerSignal]) : deadline.signal;
-    const target = { url: address.url, device: address.device, password: address.password };
-    const call: Call = { signal, deadline: deadline.signal, callerSignal, timeoutMs: opts.timeoutMs, vendorFailure: httpParseFailure, target, sent: false };
-    try {
-      return await work(call);
-    } catch (error) {
-      throw failure(address, action, error, call);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  function failure(address: ShellyAddress, action: string, error: unknown, call: Call): PlugpoolError {
-    const where = `${action} Shelly ${address.url} switch ${address.switchId}`;
-    if (error instanceof CutRefused) {
-      return new PlugpoolError("unsafe", `${where}: the switch-off was refused at the plug by the safety check`, causeOf(error.cause));
-    }
-    const { code, detail, cause } = describeFailure(error, call);
-    if (call.sent) {
-      return new PlugpoolError("plug-unconfirmed", `${where}: ${detail}; Switch.Set was sent and its outcome is unknown`, causeOf(cause));
-    }
-    return new PlugpoolError(code, `${where}: ${detail}`, causeOf(cause));
-  }
+  const bounded = createBoundedCall<ShellyAddress, RpcTarget>({
+    timeoutMs: opts.timeoutMs,
+    target: (address) => ({ url: address.url, device: address.device, password: address.password }),
+    where: (address, action) => `${action} Shelly ${address.url} switch ${address.switchId}`,
+    unsafe: "the switch-off was refused at the plug by the safety check",
+    command: "Switch.Set",
+    vendorFailure: httpParseFailure,
+  });
 
   async function status(address: ShellyAddress, call: Call): Promise<{ on: boolean; watts?: number; sensorError?: string }> {
     const result = await rpc.call(call.target, { method: "Switch.GetStatus", params: { id: address.switchId } }, call.signal);
@@ -125,15 +97,15 @@ export function createShellyPowerSwitch(opts: { readonly timeoutMs: number; read
 
   async function command(address: ShellyAddress, on: boolean, call: Call, mayCut?: CutGuard): Promise<PlugReading> {
     const beforeSend = async (): Promise<void> => {
-      call.sent = false; // sent again only after the device refused it (401)
+      call.commandSent = false; // sent again only after the device refused it (401)
       if (mayCut) await askGuard(mayCut, call.signal);
       call.signal.throwIfAborted();
-      call.sent = true;
+      call.commandSent = true;
     };
     try {
       await rpc.call(call.target, { method: "Switch.Set", params: { id: address.switchId, on }, beforeSend }, call.signal);
     } catch (error) {
-      if ((error instanceof PlugFailure && error.refused) || neverConnected(error)) call.sent = false;
+      if ((error instanceof PlugFailure && error.refused) || neverConnected(error)) call.commandSent = false;
       throw error;
     }
     return confirm(address, on, call);
