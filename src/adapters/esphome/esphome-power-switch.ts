@@ -2,13 +2,13 @@
 import type { PlugReading } from "../../domain/model.ts";
 import type { CallOptions, CutGuard } from "../../domain/ports.ts";
 import { parseObject, sizeOf } from "../http-device/answer.ts";
-import { createBoundedCall, type DeviceCall } from "../http-device/device-call.ts";
+import { createBoundedCall, readyToSend, type DeviceCall } from "../http-device/device-call.ts";
 import { describeFailure, neverConnected, PlugFailure } from "../http-device/device-failure.ts";
 import type { BackendSwitch } from "../power-backend.ts";
 import { createUrlStyleMemory, entityPath, type EntityDomain, type UrlStyle } from "./entity-path.ts";
 import type { EsphomePlug } from "./plug.ts";
 import { createPlugHttp, type AuthScheme, type Credentials, type PlugHttp, type PlugTarget, type Send } from "./plug-http.ts";
-import { askGuard, pause } from "../cut-guard.ts";
+import { pause } from "../cut-guard.ts";
 
 /** What `doctor` prints about one plug. */
 export interface PlugProbe {
@@ -119,12 +119,7 @@ export function createEsphomePowerSwitch(opts: EsphomePowerSwitchOptions): Espho
    * with the slot held, so nothing else reaches the device between its yes and the request.
    */
   async function sendCommand(plug: EsphomePlug, on: boolean, call: Call, mayCut?: CutGuard): Promise<void> {
-    const beforeSend = async (): Promise<void> => {
-      call.commandSent = false; // a command is sent again only after the device refused it (401, 404)
-      if (mayCut) await askGuard(mayCut, call.signal);
-      call.signal.throwIfAborted(); // nothing is sent once aborted; the command must not count as sent
-      call.commandSent = true;
-    };
+    const beforeSend = (): Promise<void> => readyToSend(call, mayCut);
     try {
       await http.slot(call.target, call.signal, (sender) => request(sender, plug, "switch", plug.switch, on ? "turn_on" : "turn_off", beforeSend));
     } catch (error) {

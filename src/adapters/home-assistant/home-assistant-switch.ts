@@ -3,13 +3,13 @@
 import type { PlugReading } from "../../domain/model.ts";
 import type { CallOptions, CutGuard } from "../../domain/ports.ts";
 import { parseObject, sizeOf } from "../http-device/answer.ts";
-import { createBoundedCall, type DeviceCall } from "../http-device/device-call.ts";
+import { createBoundedCall, readyToSend, type DeviceCall } from "../http-device/device-call.ts";
 import { describeFailure, isDroppedConnection, neverConnected, PlugFailure } from "../http-device/device-failure.ts";
 import { createDeviceQueue } from "../http-device/device-queue.ts";
 import type { BackendProbe, BackendSwitch } from "../power-backend.ts";
 import type { HomeAssistantEntity } from "./entity.ts";
 import { createHubTransport, type HubAnswer, type HubTransport } from "./http.ts";
-import { askGuard, pause } from "../cut-guard.ts";
+import { pause } from "../cut-guard.ts";
 
 /** A state answer is about 400 bytes, a service call's list of changed states a few of those. */
 export const MAX_ANSWER_BYTES = 16 * 1024;
@@ -119,10 +119,8 @@ export function createHomeAssistantSwitch(opts: HomeAssistantSwitchOptions): Bac
    */
   async function command(address: HomeAssistantEntity, on: boolean, call: Call, mayCut?: CutGuard): Promise<PlugReading> {
     if ((await readSwitch(address, call)) === on) return { on };
-    if (mayCut) await askGuard(mayCut, call.signal);
-    call.signal.throwIfAborted(); // nothing is sent once aborted; the command must not count as sent
+    await readyToSend(call, mayCut);
     const path = `/api/services/${address.domain}/${on ? "turn_on" : "turn_off"}`;
-    call.commandSent = true;
     let answer: HubAnswer;
     try {
       answer = await send(address, call, "POST", path, { entity_id: address.entity });

@@ -2,8 +2,8 @@
 // same device included, ended early by the caller's signal, and failing with a PlugpoolError made here alone,
 // from plugpool's own words (see device-failure.ts).
 import { PlugpoolError } from "../../domain/errors.ts";
-import type { CallOptions } from "../../domain/ports.ts";
-import { CutRefused } from "../cut-guard.ts";
+import type { CallOptions, CutGuard } from "../../domain/ports.ts";
+import { askGuard, CutRefused } from "../cut-guard.ts";
 import { causeOf, describeFailure, type FailureContext, type VendorFailure } from "./device-failure.ts";
 
 /** What a call's work is given. */
@@ -83,4 +83,16 @@ export function createBoundedCall<Control, Target>(rules: CallRules<Control, Tar
       callerSignal?.removeEventListener("abort", onCallerAbort);
     }
   };
+}
+
+/**
+ * Awaited right before each sending of a command's request, with the device's slot held and nothing else awaited
+ * until the request is handed to the transport: asks `mayCut`, when given, so nothing reaches the device between
+ * its yes and the request, and counts the command as sent once nothing more can stop it.
+ */
+export async function readyToSend(call: DeviceCall<unknown>, mayCut?: CutGuard): Promise<void> {
+  call.commandSent = false; // sent again only after the device refused it (a 401, a 404 for one URL spelling)
+  if (mayCut) await askGuard(mayCut, call.signal);
+  call.signal.throwIfAborted(); // nothing is sent once aborted; the command must not count as sent
+  call.commandSent = true;
 }

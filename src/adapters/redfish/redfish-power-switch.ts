@@ -5,12 +5,12 @@
 import type { PlugReading } from "../../domain/model.ts";
 import type { CallOptions, CutGuard } from "../../domain/ports.ts";
 import { isObject, sizeOf } from "../http-device/answer.ts";
-import { createBoundedCall, type DeviceCall } from "../http-device/device-call.ts";
+import { createBoundedCall, readyToSend, type DeviceCall } from "../http-device/device-call.ts";
 import { describeFailure, PlugFailure } from "../http-device/device-failure.ts";
 import { neverSent, tlsFailure } from "./bmc-failure.ts";
 import { createBmcHttp, type BmcAnswer, type BmcTarget, type Send } from "./bmc-http.ts";
 import type { RedfishSystem } from "./redfish-system.ts";
-import { askGuard, pause } from "../cut-guard.ts";
+import { pause } from "../cut-guard.ts";
 
 /** PowerState values of DSP8010's Resource schema. */
 export type PowerState = "On" | "Off" | "PoweringOn" | "PoweringOff" | "Paused";
@@ -101,12 +101,7 @@ export function createRedfishPowerSwitch(opts: RedfishPowerSwitchOptions): Redfi
    */
   async function reset(system: RedfishSystem, type: ResetType, done: (state: PowerState) => boolean, call: Call, mayCut?: CutGuard): Promise<PowerState | undefined> {
     const path = `${systemPath(system)}/Actions/ComputerSystem.Reset`;
-    const beforeSend = async (): Promise<void> => {
-      call.commandSent = false; // sent again only after the BMC refused it (401 on an expired session)
-      if (mayCut) await askGuard(mayCut, call.signal);
-      call.signal.throwIfAborted(); // nothing is sent once aborted; the Reset must not count as sent
-      call.commandSent = true;
-    };
+    const beforeSend = (): Promise<void> => readyToSend(call, mayCut);
     try {
       return await http.slot(call.target, call.signal, async (send) => {
         const { state } = await readState(send, system);

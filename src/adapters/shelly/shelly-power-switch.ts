@@ -5,11 +5,11 @@
 import type { PlugReading } from "../../domain/model.ts";
 import type { CallOptions, CutGuard } from "../../domain/ports.ts";
 import { isObject } from "../http-device/answer.ts";
-import { createBoundedCall, type DeviceCall } from "../http-device/device-call.ts";
+import { createBoundedCall, readyToSend, type DeviceCall } from "../http-device/device-call.ts";
 import { describeFailure, neverConnected, PlugFailure, type VendorFailure } from "../http-device/device-failure.ts";
 import type { Secret } from "../secret.ts";
 import { createShellyRpc, type RpcTarget, type ShellyRpc } from "./shelly-rpc.ts";
-import { askGuard, pause } from "../cut-guard.ts";
+import { pause } from "../cut-guard.ts";
 
 /** One switch of one Shelly device, as its config section names it. */
 export interface ShellyAddress {
@@ -96,12 +96,7 @@ export function createShellyPowerSwitch(opts: { readonly timeoutMs: number; read
   }
 
   async function command(address: ShellyAddress, on: boolean, call: Call, mayCut?: CutGuard): Promise<PlugReading> {
-    const beforeSend = async (): Promise<void> => {
-      call.commandSent = false; // sent again only after the device refused it (401)
-      if (mayCut) await askGuard(mayCut, call.signal);
-      call.signal.throwIfAborted();
-      call.commandSent = true;
-    };
+    const beforeSend = (): Promise<void> => readyToSend(call, mayCut);
     try {
       await rpc.call(call.target, { method: "Switch.Set", params: { id: address.switchId, on }, beforeSend }, call.signal);
     } catch (error) {
