@@ -100,9 +100,7 @@ export const esphomeBackend: PowerBackend<EsphomePlug> = {
       credentialsFor: (plug) => plug.credentials && { username: plug.credentials.username.reveal(), password: plug.credentials.password.reveal() },
     });
     return {
-      read: (plug, options) => plugs.read(plug, options),
-      turnOn: (plug, options) => plugs.turnOn(plug, options),
-      turnOff: (plug, mayCut, options) => plugs.turnOff(plug, mayCut, options),
+      ...plugs,
       async probe(plug, options): Promise<BackendProbe> {
         const p = await plugs.probe(plug, options);
         const style = p.urlStyle === "name" ? "name (ESPHome 2026.1+)" : "object_id (before 2026.1)";

@@ -117,10 +117,7 @@ export const redfishBackend: RedfishBackend = {
   create({ timeoutMs }) {
     const systems = createRedfishPowerSwitch({ timeoutMs });
     return {
-      read: (system, options) => systems.read(system, options),
-      turnOn: (system, options) => systems.turnOn(system, options),
-      turnOff: (system, mayCut, options) => systems.turnOff(system, mayCut, options),
-      shutdown: (system, options) => systems.shutdown(system, options),
+      ...systems,
       async probe(system, options): Promise<BackendProbe> {
         const p = await systems.probe(system, options);
         const versions = [

@@ -93,9 +93,7 @@ export const shellyBackend: PowerBackend<ShellyAddress> = {
   create({ timeoutMs }) {
     const shellies = createShellyPowerSwitch({ timeoutMs });
     return {
-      read: (address, options) => shellies.read(address, options),
-      turnOn: (address, options) => shellies.turnOn(address, options),
-      turnOff: (address, mayCut, options) => shellies.turnOff(address, mayCut, options),
+      ...shellies,
       async probe(address, options): Promise<BackendProbe> {
         const p = await shellies.probe(address, options);
         const device = [p.gen === undefined ? "Gen2+" : `Gen${p.gen}`, p.model, p.firmware === undefined ? undefined : `firmware ${p.firmware}`];
