@@ -1,8 +1,9 @@
 // HTTP exchanges with ESPHome devices: one device at a time per slot of its queue, authenticated the way the
 // device asked for (see device-auth.ts), each answer read within its bounds (see plug-transport.ts), and a GET
 // re-sent once when its connection was dropped under it.
-import { isDroppedConnection, PlugFailure } from "../http-device/device-failure.ts";
+import { PlugFailure } from "../http-device/device-failure.ts";
 import { createDeviceQueue } from "../http-device/device-queue.ts";
+import { resendDroppedGet } from "../http-device/device-request.ts";
 import { createDeviceAuth, type AuthScheme, type Credentials } from "./device-auth.ts";
 import { createFetchTransport, createHttpTransport, type Transport, type TransportAnswer } from "./plug-transport.ts";
 
@@ -67,14 +68,8 @@ export function createPlugHttp(opts: { fetch?: typeof fetch }): PlugHttp {
     await request.beforeSend?.();
     const sent = target.credentials ? auth.scheme(target.device) : "none";
     const what = `${method} ${path}`;
-    let answer: TransportAnswer;
-    try {
-      answer = await transport({ url, method, authorization: authorization(), signal, what });
-    } catch (error) {
-      if (method !== "GET" || signal.aborted || !isDroppedConnection(error)) throw error;
-      // A Digest nonce count may be used once, so the re-sent request gets a fresh Authorization.
-      answer = await transport({ url, method, authorization: authorization(), signal, what });
-    }
+    // Each sending gets a fresh Authorization: a Digest nonce count may be used once.
+    const answer = await resendDroppedGet(method, signal, () => transport({ url, method, authorization: authorization(), signal, what }));
     const { challenge, ...rest } = answer;
     return { answer: rest, sent, challenge };
   }

@@ -4,8 +4,9 @@ import type { PlugReading } from "../../domain/model.ts";
 import type { CallOptions, CutGuard } from "../../domain/ports.ts";
 import { parseObject, sizeOf } from "../http-device/answer.ts";
 import { createBoundedCall, readyToSend, type DeviceCall } from "../http-device/device-call.ts";
-import { describeFailure, isDroppedConnection, neverConnected, PlugFailure } from "../http-device/device-failure.ts";
+import { describeFailure, neverConnected, PlugFailure } from "../http-device/device-failure.ts";
 import { createDeviceQueue } from "../http-device/device-queue.ts";
+import { resendDroppedGet } from "../http-device/device-request.ts";
 import type { BackendProbe, BackendSwitch } from "../power-backend.ts";
 import type { HomeAssistantEntity } from "./entity.ts";
 import { createHubTransport, type HubAnswer, type HubTransport } from "./http.ts";
@@ -57,13 +58,7 @@ export function createHomeAssistantSwitch(opts: HomeAssistantSwitchOptions): Bac
 
   async function send(address: HomeAssistantEntity, call: Call, method: "GET" | "POST", path: string, body?: unknown, maxBytes = MAX_ANSWER_BYTES): Promise<HubAnswer> {
     const request = { method, path, body, signal: call.signal, maxBytes };
-    try {
-      return await transport(address.url, address.token.reveal(), request);
-    } catch (error) {
-      // A kept-alive socket the server closed meanwhile: a read is sent once more, a service call never.
-      if (method !== "GET" || !isDroppedConnection(error) || call.signal.aborted) throw error;
-      return transport(address.url, address.token.reveal(), request);
-    }
+    return resendDroppedGet(method, call.signal, () => transport(address.url, address.token.reveal(), request));
   }
 
   /** The state object of an entity; throws for any answer but 200 with one. */

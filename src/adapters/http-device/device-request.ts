@@ -4,7 +4,7 @@
 // trust), headers and bound.
 import { request as httpRequest, type Agent, type IncomingHttpHeaders, type IncomingMessage } from "node:http";
 import { request as httpsRequest } from "node:https";
-import { PlugFailure } from "./device-failure.ts";
+import { isDroppedConnection, PlugFailure } from "./device-failure.ts";
 
 export interface DeviceRequest {
   readonly url: URL;
@@ -70,6 +70,19 @@ export function requestOnce(request: DeviceRequest): Promise<DeviceAnswer> {
     });
     req.end(body);
   });
+}
+
+/**
+ * `send()`, and once more when a GET's connection was dropped under it (a kept-alive socket the device closed
+ * meanwhile): a read may be repeated, a command never, and nothing is re-sent once `signal` aborted.
+ */
+export async function resendDroppedGet<T>(method: "GET" | "POST", signal: AbortSignal, send: () => Promise<T>): Promise<T> {
+  try {
+    return await send();
+  } catch (error) {
+    if (method !== "GET" || signal.aborted || !isDroppedConnection(error)) throw error;
+    return send();
+  }
 }
 
 /** "GET /switch/Relay answered HTTP 200 with more than 4096 bytes": an answer refused for its size. */
