@@ -15,8 +15,8 @@ import { Agent as HttpAgent } from "node:http";
 import { Agent as HttpsAgent } from "node:https";
 import { parseObject } from "../http-device/answer.ts";
 import { PlugFailure } from "../http-device/device-failure.ts";
-import { answerTooLarge, requestOnce } from "../http-device/device-request.ts";
 import { createDeviceQueue } from "../http-device/device-queue.ts";
+import { answerTooLarge, requestOnce } from "../http-device/device-request.ts";
 
 /** A System resource is a few KB (iDRAC's, with its Oem section, under 20 KB); more is not a Redfish answer worth the memory. */
 export const MAX_ANSWER_BYTES = 128 * 1024;
