@@ -1,7 +1,7 @@
 // Reads a device's answer within a bound on size and on time. ESPHome answers are about 100 bytes; anything
 // much larger is not a web_server answer (a captive portal, a proxy, a device in trouble) and is not worth the
 // memory, and a body that trickles in must not hold the device's queue past the call's deadline.
-import { PlugFailure } from "./plug-failure.ts";
+import { answerTooLarge } from "../http-device/device-request.ts";
 
 /** The largest body read; more is refused unread. */
 export const MAX_ANSWER_BYTES = 4096;
@@ -17,8 +17,7 @@ export interface AnswerBody {
  * cancelled, which closes the connection under it.
  */
 export async function readAnswerBody(response: Response, signal: AbortSignal, what: string): Promise<AnswerBody> {
-  const tooLarge = (): PlugFailure =>
-    new PlugFailure("plug-bad-answer", `${what} answered HTTP ${response.status} with more than ${MAX_ANSWER_BYTES} bytes`);
+  const tooLarge = (): Error => answerTooLarge(what, response.status, MAX_ANSWER_BYTES);
   const body = response.body;
   if (body === null) return { text: "", bytes: 0 };
   const reader: ReadableStreamDefaultReader<Uint8Array> = body.getReader();
@@ -47,15 +46,4 @@ export async function readAnswerBody(response: Response, signal: AbortSignal, wh
   } finally {
     signal.removeEventListener("abort", cancel);
   }
-}
-
-const MEDIA_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,63}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,63}$/u;
-
-/**
- * The media type of a `Content-Type` value, for messages: only when it has the shape of one (`text/html`),
- * since the value is whatever the device sent; "" otherwise.
- */
-export function mediaType(header: string | null): string {
-  const type = (header ?? "").split(";", 1)[0]?.trim().toLowerCase() ?? "";
-  return MEDIA_TYPE.test(type) ? type : "";
 }

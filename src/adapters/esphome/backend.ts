@@ -1,13 +1,12 @@
 // ESPHome plugs as a power backend: a node's `plug` section, the rule that a device has one login, and the
 // switch over the device's web_server REST API (https://esphome.io/web-api/).
-import { formatPath, type BackendProbe, type ParsedControl, type PowerBackend, type SectionContext, type SectionPath } from "../power-backend.ts";
-import { Secret } from "../secret.ts";
+import { checkOneWayPerDevice, checkVariablePair, credentialsFromEnvironment, credentialsFromFiles, FROM_ENVIRONMENT, sectionUrl } from "../backend-section.ts";
+import type { BackendProbe, ParsedControl, PowerBackend, SectionContext } from "../power-backend.ts";
 import { createEsphomePowerSwitch } from "./esphome-power-switch.ts";
-import { parsePlugUrl, switchObjectId, type EsphomePlug, type PlugCredentials } from "./plug.ts";
+import { parsePlugUrl, switchObjectId, type EsphomePlug } from "./plug.ts";
 
 const USERNAME_VARIABLE = "PLUGPOOL_PLUG_USERNAME";
 const PASSWORD_VARIABLE = "PLUGPOOL_PLUG_PASSWORD";
-const ENVIRONMENT = "environment";
 
 /** The section as the schema accepts it. */
 interface PlugSection {
@@ -59,13 +58,13 @@ export const esphomeBackend: PowerBackend<EsphomePlug> = {
 
   parse(section: unknown, context: SectionContext): ParsedControl<EsphomePlug> | undefined {
     const plug = section as PlugSection;
-    const url = parsePlugUrl(plug.url);
-    if (!url.ok) {
-      context.report([...context.path, "url"], url.expected);
-      return undefined;
-    }
-    const credentials = plug.credentials === undefined ? sharedCredentials(context.env) : ownCredentials(plug.credentials, context);
-    if (credentials === null) return undefined;
+    const url = sectionUrl(parsePlugUrl(plug.url), context);
+    if (url === undefined) return undefined;
+    const credentials = plug.credentials === undefined
+      ? credentialsFromEnvironment(context.env, USERNAME_VARIABLE, PASSWORD_VARIABLE)
+      : credentialsFromFiles(plug.credentials, [...context.path, "credentials"], context);
+    // Files named but unreadable were reported: no falling back to the environment's pair.
+    if (credentials === undefined && plug.credentials !== undefined) return undefined;
     const address: EsphomePlug = {
       url: url.url,
       device: url.device,
@@ -85,26 +84,14 @@ export const esphomeBackend: PowerBackend<EsphomePlug> = {
 
   check(controls, { report, env }) {
     // A device has one web_server login: every plug on it must name the same credentials files, or none.
-    const first = new Map<string, { readonly files: string; readonly path: SectionPath }>();
-    for (const { control, path } of controls) {
-      const from = control.address.credentials?.from;
-      const files = from === undefined || from === ENVIRONMENT ? "" : from;
-      const seen = first.get(control.device);
-      if (seen === undefined) first.set(control.device, { files, path });
-      else if (seen.files !== files) {
-        report(
-          [...path, "credentials"],
-          `differ from those of ${formatPath(seen.path)}, on the same device ${control.device}; a device has one login, so name the same files (or none) for both`,
-        );
-      }
-    }
-    const username = set(env[USERNAME_VARIABLE]);
-    const password = set(env[PASSWORD_VARIABLE]);
-    if ((username === undefined) !== (password === undefined)) {
-      // Names the variables only: their values never go into a message.
-      const [missing, present] = username === undefined ? [USERNAME_VARIABLE, PASSWORD_VARIABLE] : [PASSWORD_VARIABLE, USERNAME_VARIABLE];
-      report([missing], `is not set but ${present} is; plug credentials need both variables, or neither`);
-    }
+    const files = (plug: EsphomePlug): string => {
+      const from = plug.credentials?.from;
+      return from === undefined || from === FROM_ENVIRONMENT ? "" : from;
+    };
+    checkOneWayPerDevice(controls, files, (path, first, device) => {
+      report([...path, "credentials"], `differ from those of ${first}, on the same device ${device}; a device has one login, so name the same files (or none) for both`);
+    });
+    checkVariablePair(env, report, USERNAME_VARIABLE, PASSWORD_VARIABLE, "plug credentials");
   },
 
   create({ timeoutMs }) {
@@ -113,9 +100,7 @@ export const esphomeBackend: PowerBackend<EsphomePlug> = {
       credentialsFor: (plug) => plug.credentials && { username: plug.credentials.username.reveal(), password: plug.credentials.password.reveal() },
     });
     return {
-      read: (plug, options) => plugs.read(plug, options),
-      turnOn: (plug, options) => plugs.turnOn(plug, options),
-      turnOff: (plug, mayCut, options) => plugs.turnOff(plug, mayCut, options),
+      ...plugs,
       async probe(plug, options): Promise<BackendProbe> {
         const p = await plugs.probe(plug, options);
         const style = p.urlStyle === "name" ? "name (ESPHome 2026.1+)" : "object_id (before 2026.1)";
@@ -129,25 +114,3 @@ export const esphomeBackend: PowerBackend<EsphomePlug> = {
     };
   },
 };
-
-/** An empty variable counts as unset: `env:` entries in a manifest often default to "". */
-function set(value: string | undefined): string | undefined {
-  return value === "" ? undefined : value;
-}
-
-/** The pair from the environment, when both variables are set (one alone is reported by `check`). */
-function sharedCredentials(env: Readonly<Record<string, string | undefined>>): PlugCredentials | undefined {
-  const username = set(env[USERNAME_VARIABLE]);
-  const password = set(env[PASSWORD_VARIABLE]);
-  return username === undefined || password === undefined
-    ? undefined
-    : { username: new Secret(username), password: new Secret(password), from: ENVIRONMENT };
-}
-
-/** The plug's own pair from its files; null when a file cannot be read (reported). */
-function ownCredentials(files: NonNullable<PlugSection["credentials"]>, context: SectionContext): PlugCredentials | null {
-  const at = [...context.path, "credentials"];
-  const username = context.secretFile(files.usernameFile, [...at, "usernameFile"]);
-  const password = context.secretFile(files.passwordFile, [...at, "passwordFile"]);
-  return username === undefined || password === undefined ? null : { username, password, from: `${files.usernameFile}, ${files.passwordFile}` };
-}

@@ -1,13 +1,14 @@
 // PowerSwitch over the ESPHome web_server REST API (https://esphome.io/web-api/).
-import { PlugpoolError } from "../../domain/errors.ts";
 import type { PlugReading } from "../../domain/model.ts";
 import type { CallOptions, CutGuard } from "../../domain/ports.ts";
+import { parseObject, sizeOf } from "../http-device/answer.ts";
+import { createBoundedCall, readyToSend, type DeviceCall } from "../http-device/device-call.ts";
+import { describeFailure, neverConnected, PlugFailure } from "../http-device/device-failure.ts";
 import type { BackendSwitch } from "../power-backend.ts";
 import { createUrlStyleMemory, entityPath, type EntityDomain, type UrlStyle } from "./entity-path.ts";
-import { cleanCause, describeFailure, neverConnected, PlugFailure, type FailureContext } from "./plug-failure.ts";
 import type { EsphomePlug } from "./plug.ts";
-import { createPlugHttp, type AuthScheme, type Credentials, type PlugAnswer, type PlugHttp, type PlugTarget, type Send } from "./plug-http.ts";
-import { askGuard, CutRefused, pause } from "../cut-guard.ts";
+import { createPlugHttp, type AuthScheme, type Credentials, type PlugHttp, type PlugTarget, type Send } from "./plug-http.ts";
+import { pause } from "../cut-guard.ts";
 
 /** What `doctor` prints about one plug. */
 export interface PlugProbe {
@@ -43,65 +44,19 @@ const CONFIRM_POLL_MS = 100;
 // Content-Length (411). After any other answer, or none, a command sent may have been carried out.
 const REFUSALS: ReadonlySet<number> = new Set([400, 401, 403, 404, 405, 411, 413, 414, 431]);
 
-interface Call extends FailureContext {
-  /** Aborts on the deadline or the caller's abort, whichever comes first. */
-  readonly signal: AbortSignal;
-  readonly target: PlugTarget;
-  /** A switch command was handed to the transport and not refused: from here on its outcome may be unknown. */
-  commandSent: boolean;
-}
-
-/** The reason of every deadline's abort: made once, since a plug that never answers is no exception. */
-const TIMED_OUT: Error = new DOMException("the plug call timed out", "TimeoutError");
+type Call = DeviceCall<PlugTarget>;
 
 export function createEsphomePowerSwitch(opts: EsphomePowerSwitchOptions): EsphomePowerSwitch {
   const http: PlugHttp = createPlugHttp(opts);
   const styles = createUrlStyleMemory();
 
-  /**
-   * Runs one public call under its deadline; every failure leaves as a PlugpoolError built here alone. A plug
-   * that does not answer is the expected case at every Refresh, so its path builds no other error: the deadline
-   * aborts with one shared reason (not the DOMException AbortSignal.timeout makes each time), which the
-   * transport hands on as the request's error.
-   */
-  async function bounded<T>(plug: EsphomePlug, action: string, options: CallOptions | undefined, work: (call: Call) => Promise<T>): Promise<T> {
-    const deadline = new AbortController();
-    const callerSignal = options?.signal;
-    const both = callerSignal ? new AbortController() : deadline;
-    const onCallerAbort = (): void => { both.abort(callerSignal?.reason); };
-    if (callerSignal?.aborted === true) onCallerAbort();
-    else callerSignal?.addEventListener("abort", onCallerAbort, { once: true });
-    const timer = setTimeout(() => {
-      deadline.abort(TIMED_OUT);
-      if (both !== deadline) both.abort(TIMED_OUT);
-    }, opts.timeoutMs);
-    const target = { url: plug.url, device: plug.device, credentials: opts.credentialsFor?.(plug) };
-    const call: Call = { signal: both.signal, deadline: deadline.signal, callerSignal, timeoutMs: opts.timeoutMs, target, commandSent: false };
-    try {
-      return await work(call);
-    } catch (error) {
-      throw plugError(plug, action, error, call);
-    } finally {
-      clearTimeout(timer);
-      callerSignal?.removeEventListener("abort", onCallerAbort);
-    }
-  }
-
-  /**
-   * The one place a call's error is made: the message from plugpool's own words (plug URL, entity, action,
-   * status, sizes), the cause stripped to a name and code (see `cleanCause`).
-   */
-  function plugError(plug: EsphomePlug, action: string, error: unknown, call: Call): PlugpoolError {
-    const where = `${action} plug ${safeUrl(plug.url)} switch ${JSON.stringify(plug.switch)}`;
-    if (error instanceof CutRefused) {
-      return new PlugpoolError("unsafe", `${where}: the switch-off was refused at the plug by the safety check`, causeOf(error.cause));
-    }
-    const { code, detail, cause } = describeFailure(error, call);
-    if (call.commandSent && code !== "plug-unconfirmed") {
-      return new PlugpoolError("plug-unconfirmed", `${where}: ${detail}; the command was sent and its outcome is unknown`, causeOf(cause));
-    }
-    return new PlugpoolError(code, `${where}: ${detail}`, causeOf(cause));
-  }
+  const bounded = createBoundedCall<EsphomePlug, PlugTarget>({
+    timeoutMs: opts.timeoutMs,
+    target: (plug) => ({ url: plug.url, device: plug.device, credentials: opts.credentialsFor?.(plug) }),
+    where: (plug, action) => `${action} plug ${safeUrl(plug.url)} switch ${JSON.stringify(plug.switch)}`,
+    unsafe: "the switch-off was refused at the plug by the safety check",
+    command: "the command",
+  });
 
   /** Requests an entity by its remembered spelling, falling back to the other one on 404. */
   async function request(send: Send, plug: EsphomePlug, domain: EntityDomain, name: string, action?: string, beforeSend?: () => Promise<void>) {
@@ -164,12 +119,7 @@ export function createEsphomePowerSwitch(opts: EsphomePowerSwitchOptions): Espho
    * with the slot held, so nothing else reaches the device between its yes and the request.
    */
   async function sendCommand(plug: EsphomePlug, on: boolean, call: Call, mayCut?: CutGuard): Promise<void> {
-    const beforeSend = async (): Promise<void> => {
-      call.commandSent = false; // a command is sent again only after the device refused it (401, 404)
-      if (mayCut) await askGuard(mayCut, call.signal);
-      call.signal.throwIfAborted(); // nothing is sent once aborted; the command must not count as sent
-      call.commandSent = true;
-    };
+    const beforeSend = (): Promise<void> => readyToSend(call, mayCut);
     try {
       await http.slot(call.target, call.signal, (sender) => request(sender, plug, "switch", plug.switch, on ? "turn_on" : "turn_off", beforeSend));
     } catch (error) {
@@ -224,27 +174,6 @@ export function createEsphomePowerSwitch(opts: EsphomePowerSwitchOptions): Espho
         };
       }),
   };
-}
-
-/** The options of an error whose cause is what `cleanCause` keeps of `error`. */
-function causeOf(error: unknown): { cause: Error } | undefined {
-  const cause = cleanCause(error);
-  return cause === undefined ? undefined : { cause };
-}
-
-/** "(text/html, 27 bytes)": what an answer was, never what it said. */
-function sizeOf(answer: PlugAnswer): string {
-  const bytes = `${answer.bytes} ${answer.bytes === 1 ? "byte" : "bytes"}`;
-  return answer.contentType === "" ? `(${bytes})` : `(${answer.contentType}, ${bytes})`;
-}
-
-function parseObject(body: string): Record<string, unknown> | undefined {
-  try {
-    const data: unknown = JSON.parse(body);
-    return typeof data === "object" && data !== null ? (data as Record<string, unknown>) : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 /** The plug URL without any user:password part, for messages. */

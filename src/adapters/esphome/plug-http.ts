@@ -1,9 +1,10 @@
 // HTTP exchanges with ESPHome devices: one device at a time per slot of its queue, authenticated the way the
 // device asked for (see device-auth.ts), each answer read within its bounds (see plug-transport.ts), and a GET
 // re-sent once when its connection was dropped under it.
+import { PlugFailure } from "../http-device/device-failure.ts";
+import { createDeviceQueue } from "../http-device/device-queue.ts";
+import { resendDroppedGet } from "../http-device/device-request.ts";
 import { createDeviceAuth, type AuthScheme, type Credentials } from "./device-auth.ts";
-import { createDeviceQueue } from "./device-queue.ts";
-import { isDroppedConnection, PlugFailure } from "./plug-failure.ts";
 import { createFetchTransport, createHttpTransport, type Transport, type TransportAnswer } from "./plug-transport.ts";
 
 export type { AuthScheme, Credentials } from "./device-auth.ts";
@@ -48,6 +49,8 @@ const MAX_AUTH_ROUNDS = 3; // none, then what the device asked for, then Digest 
 
 /** `fetch`: tests hand one in to play the device; plugpool itself uses node:http (see plug-transport.ts). */
 export function createPlugHttp(opts: { fetch?: typeof fetch }): PlugHttp {
+  // At most one request in flight per ESPHome device: the IDF httpd serves one request at a time and the
+  // ESP8266 stack has crashed under parallel requests (esphome/issues#5676).
   const queue = createDeviceQueue();
   const auth = createDeviceAuth();
   const transport: Transport = opts.fetch ? createFetchTransport(opts.fetch) : createHttpTransport();
@@ -65,14 +68,8 @@ export function createPlugHttp(opts: { fetch?: typeof fetch }): PlugHttp {
     await request.beforeSend?.();
     const sent = target.credentials ? auth.scheme(target.device) : "none";
     const what = `${method} ${path}`;
-    let answer: TransportAnswer;
-    try {
-      answer = await transport({ url, method, authorization: authorization(), signal, what });
-    } catch (error) {
-      if (method !== "GET" || signal.aborted || !isDroppedConnection(error)) throw error;
-      // A Digest nonce count may be used once, so the re-sent request gets a fresh Authorization.
-      answer = await transport({ url, method, authorization: authorization(), signal, what });
-    }
+    // Each sending gets a fresh Authorization: a Digest nonce count may be used once.
+    const answer = await resendDroppedGet(method, signal, () => transport({ url, method, authorization: authorization(), signal, what }));
     const { challenge, ...rest } = answer;
     return { answer: rest, sent, challenge };
   }

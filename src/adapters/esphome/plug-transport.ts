@@ -1,4 +1,5 @@
-// One HTTP request to a device and its answer, read within its bounds (see answer-body.ts).
+// One HTTP request to an ESPHome device and its answer, read within its bounds (see answer-body.ts, and
+// ../http-device/device-request.ts for node:http).
 //
 // Why node:http rather than fetch: cluster-autoscaler calls Refresh every 10 s (its --scan-interval), and
 // fetch's built-in pool (undici) closes idle sockets after 4 s (its keepAliveTimeout) with no way to change
@@ -9,10 +10,11 @@
 // https://github.com/esphome/esphome/pull/14067) for longer than the scan interval; ESP-IDF keeps idle
 // sockets open and may purge one when it runs short (https://github.com/esphome/esphome/pull/12481), which
 // the GET retry in plug-http.ts covers; ESP8266 devices close after each answer.
-import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
-import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
-import { mediaType, MAX_ANSWER_BYTES, readAnswerBody } from "./answer-body.ts";
-import { PlugFailure } from "./plug-failure.ts";
+import { Agent as HttpAgent } from "node:http";
+import { Agent as HttpsAgent } from "node:https";
+import { mediaType } from "../http-device/answer.ts";
+import { answerTooLarge, requestOnce } from "../http-device/device-request.ts";
+import { MAX_ANSWER_BYTES, readAnswerBody } from "./answer-body.ts";
 
 export interface TransportRequest {
   readonly url: URL;
@@ -46,74 +48,21 @@ export function createHttpTransport(): Transport {
   const options = { keepAlive: true, maxSockets: 1, maxFreeSockets: 1, timeout: IDLE_SOCKET_MS, scheduling: "lifo" as const };
   const http = new HttpAgent(options);
   const https = new HttpsAgent(options);
-  return (request) =>
-    new Promise<TransportAnswer>((resolve, reject) => {
-      const { url, signal } = request;
-      signal.throwIfAborted();
-      const secure = url.protocol === "https:";
-      const headers: Record<string, string> = request.method === "POST" ? { "content-length": "0" } : {};
-      if (request.authorization !== undefined) headers.authorization = request.authorization;
-      const send = secure ? httpsRequest : httpRequest;
-      const req = send(url, { method: request.method, headers, agent: secure ? https : http });
-      // The abort's reason travels as the request's error: Node builds no error of its own for it.
-      const onAbort = (): void => { req.destroy(signal.reason as Error); };
-      signal.addEventListener("abort", onAbort, { once: true });
-      const settle = (): void => { signal.removeEventListener("abort", onAbort); };
-      // `on`, not `once`: a socket may fail again after the first error, and an unheard error would crash.
-      req.on("error", (error) => {
-        settle();
-        reject(error);
-      });
-      req.once("response", (res) => {
-        readBody(res, request.what).then(
-          ({ text, bytes }) => {
-            settle();
-            resolve({
-              status: res.statusCode ?? 0,
-              body: text,
-              contentType: mediaType(res.headers["content-type"] ?? null),
-              bytes,
-              challenge: res.headers["www-authenticate"] ?? null,
-            });
-          },
-          (error: unknown) => {
-            settle();
-            // An answer not read to its end leaves the socket unusable for the next request.
-            req.destroy();
-            reject(signal.aborted ? (signal.reason as Error) : (error as Error));
-          },
-        );
-      });
-      req.end();
-    });
-}
-
-function readBody(res: IncomingMessage, what: string): Promise<{ text: string; bytes: number }> {
-  const tooLarge = (): PlugFailure =>
-    new PlugFailure("plug-bad-answer", `${what} answered HTTP ${res.statusCode ?? 0} with more than ${MAX_ANSWER_BYTES} bytes`);
-  return new Promise((resolve, reject) => {
-    if (Number(res.headers["content-length"]) > MAX_ANSWER_BYTES) {
-      reject(tooLarge());
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let bytes = 0;
-    res.on("data", (chunk: Buffer) => {
-      bytes += chunk.byteLength;
-      if (bytes > MAX_ANSWER_BYTES) {
-        res.removeAllListeners("data");
-        res.removeAllListeners("end");
-        reject(tooLarge());
-        return;
-      }
-      chunks.push(chunk);
-    });
-    res.once("end", () => {
-      resolve({ text: chunks.length === 1 ? (chunks[0] ?? Buffer.alloc(0)).toString("utf8") : Buffer.concat(chunks).toString("utf8"), bytes });
-    });
-    // Aborted mid-body: the request's destroy reaches the response as its error.
-    res.on("error", reject);
-  });
+  return async (request) => {
+    const { url, method, signal, what } = request;
+    const headers: Record<string, string> = method === "POST" ? { "content-length": "0" } : {};
+    if (request.authorization !== undefined) headers.authorization = request.authorization;
+    const agent = url.protocol === "https:" ? https : http;
+    const tooLarge = (status: number): Error => answerTooLarge(what, status, MAX_ANSWER_BYTES);
+    const answer = await requestOnce({ url, method, headers, agent, signal, maxBytes: MAX_ANSWER_BYTES, tooLarge });
+    return {
+      status: answer.status,
+      body: answer.text,
+      contentType: mediaType(answer.headers["content-type"]),
+      bytes: answer.bytes,
+      challenge: answer.headers["www-authenticate"] ?? null,
+    };
+  };
 }
 
 /** A fetch-based transport, for tests that hand the adapter a fetch of their own. */

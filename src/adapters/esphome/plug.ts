@@ -1,14 +1,6 @@
 // An ESPHome plug as its adapter knows it: one relay (switch entity) of one device's web_server.
-import type { Secret } from "../secret.ts";
+import type { SecretCredentials } from "../backend-section.ts";
 import { normaliseDeviceUrl, type DeviceUrl } from "../device-url.ts";
-
-/** A username and password for a device's web_server, never shown. */
-export interface PlugCredentials {
-  readonly username: Secret;
-  readonly password: Secret;
-  /** Where they were read: "environment", or the two files' paths (never a value). */
-  readonly from: string;
-}
 
 /** One relay (switch entity) of one ESPHome device. */
 export interface EsphomePlug {
@@ -25,7 +17,7 @@ export interface EsphomePlug {
   /** Name of a sensor entity reporting the plug's power draw in watts, when the plug has one. */
   readonly powerSensor?: string;
   /** Sent once the device asks for them: the plug's own, else the pair every plug shares; absent: none. */
-  readonly credentials?: PlugCredentials;
+  readonly credentials?: SecretCredentials;
 }
 
 /** A plug's base URL checked and normalised (see normaliseDeviceUrl). */

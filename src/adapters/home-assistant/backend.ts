@@ -1,6 +1,7 @@
 // Home Assistant as a power backend: a node's `homeAssistant` section names a switch (or input_boolean)
 // entity of a Home Assistant instance, switched through its REST API with a long-lived access token
 // (https://developers.home-assistant.io/docs/api/rest/).
+import { envValue, sectionUrl } from "../backend-section.ts";
 import { normaliseDeviceUrl } from "../device-url.ts";
 import { formatPath, type ParsedControl, type PowerBackend, type SectionContext, type SectionPath } from "../power-backend.ts";
 import { Secret } from "../secret.ts";
@@ -53,12 +54,8 @@ export const homeAssistantBackend: PowerBackend<HomeAssistantEntity> = {
   parse(section: unknown, context: SectionContext): ParsedControl<HomeAssistantEntity> | undefined {
     const ha = section as HomeAssistantSection;
     const at = (key: string): SectionPath => [...context.path, key];
+    const url = sectionUrl(normaliseDeviceUrl(ha.url, "e.g. http://homeassistant.local:8123", `put the token in tokenFile or ${TOKEN_VARIABLE} instead`), context);
     let ok = true;
-    const url = normaliseDeviceUrl(ha.url, "e.g. http://homeassistant.local:8123", `put the token in tokenFile or ${TOKEN_VARIABLE} instead`);
-    if (!url.ok) {
-      context.report(at("url"), url.expected);
-      ok = false;
-    }
     const domain = entityDomain(ha.entity, ["switch", "input_boolean"] as const);
     if (domain === undefined) {
       context.report(at("entity"), "must be the entity id of a switch.* or input_boolean.* entity (e.g. switch.gpu_box)");
@@ -69,7 +66,7 @@ export const homeAssistantBackend: PowerBackend<HomeAssistantEntity> = {
       ok = false;
     }
     const token = tokenOf(ha, context);
-    if (!ok || token === undefined || !url.ok || domain === undefined) return undefined;
+    if (!ok || token === undefined || url === undefined || domain === undefined) return undefined;
     return {
       key: `home-assistant ${url.device} ${ha.entity}`,
       device: url.device,
@@ -121,8 +118,8 @@ function tokenOf(section: HomeAssistantSection, context: SectionContext): Secret
     }
     return token;
   }
-  const value = context.env[TOKEN_VARIABLE];
-  if (value === undefined || value === "") {
+  const value = envValue(context.env, TOKEN_VARIABLE);
+  if (value === undefined) {
     context.report(context.path, `needs a Home Assistant token: set tokenFile, or the environment variable ${TOKEN_VARIABLE}`);
     return undefined;
   }

@@ -1,14 +1,16 @@
 // The PowerSwitch rules over Home Assistant's REST API (https://developers.home-assistant.io/docs/api/rest/):
 // read an entity's state, call its domain's turn_on/turn_off service, read it back until it shows the result.
-import { PlugpoolError } from "../../domain/errors.ts";
 import type { PlugReading } from "../../domain/model.ts";
 import type { CallOptions, CutGuard } from "../../domain/ports.ts";
-import { createDeviceQueue } from "../esphome/device-queue.ts";
-import { cleanCause, describeFailure, isDroppedConnection, neverConnected, PlugFailure, type FailureContext } from "../esphome/plug-failure.ts";
+import { parseObject, sizeOf } from "../http-device/answer.ts";
+import { createBoundedCall, readyToSend, type DeviceCall } from "../http-device/device-call.ts";
+import { describeFailure, neverConnected, PlugFailure } from "../http-device/device-failure.ts";
+import { createDeviceQueue } from "../http-device/device-queue.ts";
+import { resendDroppedGet } from "../http-device/device-request.ts";
 import type { BackendProbe, BackendSwitch } from "../power-backend.ts";
 import type { HomeAssistantEntity } from "./entity.ts";
 import { createHubTransport, type HubAnswer, type HubTransport } from "./http.ts";
-import { askGuard, CutRefused, pause } from "../cut-guard.ts";
+import { pause } from "../cut-guard.ts";
 
 /** A state answer is about 400 bytes, a service call's list of changed states a few of those. */
 export const MAX_ANSWER_BYTES = 16 * 1024;
@@ -26,14 +28,8 @@ const CONFIRM_POLL_MS = 100;
 // (https://github.com/home-assistant/core/blob/2025.4.4/homeassistant/components/api/__init__.py).
 const REFUSALS: ReadonlySet<number> = new Set([400, 401, 403, 404, 405]);
 
-/** The reason of every deadline's abort, made once. */
-const TIMED_OUT: Error = new DOMException("the Home Assistant call timed out", "TimeoutError");
-
-interface Call extends FailureContext {
-  readonly signal: AbortSignal;
-  /** A service call was handed to the transport and not refused: from here on its outcome may be unknown. */
-  commandSent: boolean;
-}
+/** A call to one entity; its target is the entity's queue key. */
+type Call = DeviceCall<string>;
 
 export interface HomeAssistantSwitchOptions {
   /** Bound on each call, including its wait behind other calls to the same entity. */
@@ -47,52 +43,22 @@ export function createHomeAssistantSwitch(opts: HomeAssistantSwitchOptions): Bac
   // instance itself serves many requests at once.
   const queue = createDeviceQueue();
 
-  async function bounded<T>(address: HomeAssistantEntity, action: string, options: CallOptions | undefined, work: (call: Call) => Promise<T>): Promise<T> {
-    const deadline = new AbortController();
-    const callerSignal = options?.signal;
-    const both = callerSignal ? new AbortController() : deadline;
-    const onCallerAbort = (): void => {
-      both.abort(callerSignal?.reason);
-    };
-    if (callerSignal?.aborted === true) onCallerAbort();
-    else callerSignal?.addEventListener("abort", onCallerAbort, { once: true });
-    const timer = setTimeout(() => {
-      deadline.abort(TIMED_OUT);
-      if (both !== deadline) both.abort(TIMED_OUT);
-    }, opts.timeoutMs);
-    const call: Call = { signal: both.signal, deadline: deadline.signal, callerSignal, timeoutMs: opts.timeoutMs, commandSent: false };
-    try {
-      return await queue.run(`${address.instance} ${address.entity}`, call.signal, () => work(call));
-    } catch (error) {
-      throw failure(address, action, error, call);
-    } finally {
-      clearTimeout(timer);
-      callerSignal?.removeEventListener("abort", onCallerAbort);
-    }
-  }
+  const calls = createBoundedCall<HomeAssistantEntity, string>({
+    timeoutMs: opts.timeoutMs,
+    target: (address) => `${address.instance} ${address.entity}`,
+    where: (address, action) => `${action} Home Assistant ${address.url} entity ${address.entity}`,
+    unsafe: "the switch-off was refused by the safety check; nothing was sent",
+    command: "the service call",
+  });
 
-  /** The one place a call's error is made: plugpool's own words, never the token or text from the wire. */
-  function failure(address: HomeAssistantEntity, action: string, error: unknown, call: Call): PlugpoolError {
-    const where = `${action} Home Assistant ${address.url} entity ${address.entity}`;
-    if (error instanceof CutRefused) {
-      return new PlugpoolError("unsafe", `${where}: the switch-off was refused by the safety check; nothing was sent`, causeOf(error.cause));
-    }
-    const { code, detail, cause } = describeFailure(error, call);
-    if (call.commandSent && code !== "plug-unconfirmed") {
-      return new PlugpoolError("plug-unconfirmed", `${where}: ${detail}; the service call was sent and its outcome is unknown`, causeOf(cause));
-    }
-    return new PlugpoolError(code, `${where}: ${detail}`, causeOf(cause));
+  /** One call with the entity's slot held throughout. */
+  function bounded<T>(address: HomeAssistantEntity, action: string, options: CallOptions | undefined, work: (call: Call) => Promise<T>): Promise<T> {
+    return calls(address, action, options, (call) => queue.run(call.target, call.signal, () => work(call)));
   }
 
   async function send(address: HomeAssistantEntity, call: Call, method: "GET" | "POST", path: string, body?: unknown, maxBytes = MAX_ANSWER_BYTES): Promise<HubAnswer> {
     const request = { method, path, body, signal: call.signal, maxBytes };
-    try {
-      return await transport(address.url, address.token.reveal(), request);
-    } catch (error) {
-      // A kept-alive socket the server closed meanwhile: a read is sent once more, a service call never.
-      if (method !== "GET" || !isDroppedConnection(error) || call.signal.aborted) throw error;
-      return transport(address.url, address.token.reveal(), request);
-    }
+    return resendDroppedGet(method, call.signal, () => transport(address.url, address.token.reveal(), request));
   }
 
   /** The state object of an entity; throws for any answer but 200 with one. */
@@ -148,10 +114,8 @@ export function createHomeAssistantSwitch(opts: HomeAssistantSwitchOptions): Bac
    */
   async function command(address: HomeAssistantEntity, on: boolean, call: Call, mayCut?: CutGuard): Promise<PlugReading> {
     if ((await readSwitch(address, call)) === on) return { on };
-    if (mayCut) await askGuard(mayCut, call.signal);
-    call.signal.throwIfAborted(); // nothing is sent once aborted; the command must not count as sent
+    await readyToSend(call, mayCut);
     const path = `/api/services/${address.domain}/${on ? "turn_on" : "turn_off"}`;
-    call.commandSent = true;
     let answer: HubAnswer;
     try {
       answer = await send(address, call, "POST", path, { entity_id: address.entity });
@@ -231,24 +195,4 @@ function statusFailure(answer: HubAnswer, method: string, path: string): PlugFai
   }
   // 5xx: Home Assistant or a proxy in front of it is in trouble, worth retrying later.
   return new PlugFailure(answer.status >= 500 ? "plug-unreachable" : "plug-bad-answer", `${what} ${sizeOf(answer)}`, { refused });
-}
-
-function causeOf(error: unknown): { cause: Error } | undefined {
-  const cause = cleanCause(error);
-  return cause === undefined ? undefined : { cause };
-}
-
-/** "(text/html, 27 bytes)": what an answer was, never what it said. */
-function sizeOf(answer: HubAnswer): string {
-  const bytes = `${answer.bytes} ${answer.bytes === 1 ? "byte" : "bytes"}`;
-  return answer.contentType === "" ? `(${bytes})` : `(${answer.contentType}, ${bytes})`;
-}
-
-function parseObject(body: string): Record<string, unknown> | undefined {
-  try {
-    const data: unknown = JSON.parse(body);
-    return typeof data === "object" && data !== null && !Array.isArray(data) ? (data as Record<string, unknown>) : undefined;
-  } catch {
-    return undefined;
-  }
 }

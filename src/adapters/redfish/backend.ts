@@ -1,14 +1,13 @@
 // Servers' BMCs as a power backend over Redfish (https://www.dmtf.org/standards/redfish): a node's `redfish`
 // section, the rule that a BMC is reached one way, and the switch over its ComputerSystem.
 import { X509Certificate } from "node:crypto";
-import { formatPath, type BackendOptions, type BackendProbe, type BackendSwitch, type ParsedControl, type PowerBackend, type SectionContext, type SectionPath } from "../power-backend.ts";
-import { Secret } from "../secret.ts";
+import { checkOneWayPerDevice, checkVariablePair, credentialsFromEnvironment, credentialsFromFiles, envValue, sectionUrl, type SecretCredentials } from "../backend-section.ts";
+import type { BackendOptions, BackendProbe, BackendSwitch, ParsedControl, PowerBackend, SectionContext } from "../power-backend.ts";
 import { createRedfishPowerSwitch, labelOf, type RedfishPowerSwitch } from "./redfish-power-switch.ts";
-import { parseBmcUrl, type RedfishCredentials, type RedfishSystem } from "./redfish-system.ts";
+import { parseBmcUrl, type RedfishSystem } from "./redfish-system.ts";
 
 const USERNAME_VARIABLE = "PLUGPOOL_REDFISH_USERNAME";
 const PASSWORD_VARIABLE = "PLUGPOOL_REDFISH_PASSWORD";
-const ENVIRONMENT = "environment";
 
 /** The section as the schema accepts it. */
 interface RedfishSection {
@@ -83,11 +82,10 @@ export const redfishBackend: RedfishBackend = {
 
   parse(section: unknown, context: SectionContext): ParsedControl<RedfishSystem> | undefined {
     const config = section as RedfishSection;
-    const url = parseBmcUrl(config.url);
-    if (!url.ok) context.report([...context.path, "url"], url.expected);
-    const ca = config.caFile === undefined ? undefined : readCa(config.caFile, url.ok && url.url.startsWith("http:"), context);
+    const url = sectionUrl(parseBmcUrl(config.url), context);
+    const ca = config.caFile === undefined ? undefined : readCa(config.caFile, url?.url.startsWith("http:") === true, context);
     const credentials = readCredentials(config, context);
-    if (!url.ok || ca === null || credentials === undefined) return undefined;
+    if (url === undefined || ca === null || credentials === undefined) return undefined;
     const system: RedfishSystem = {
       url: url.url,
       device: url.device,
@@ -109,32 +107,17 @@ export const redfishBackend: RedfishBackend = {
   check(controls, { report, env }) {
     // One BMC has one certificate and is logged in to once: every system on it names the same CA file, auth
     // and credentials files (or none).
-    const first = new Map<string, { readonly way: string; readonly path: SectionPath }>();
-    for (const { control, path } of controls) {
-      const { auth, ca, credentials } = control.address;
-      const way = JSON.stringify([auth, ca?.file ?? "", credentials.from]);
-      const seen = first.get(control.device);
-      if (seen === undefined) first.set(control.device, { way, path });
-      else if (seen.way !== way) {
-        report(path, `reaches BMC ${control.device} differently from ${formatPath(seen.path)} (auth, caFile or credentials files); a BMC is reached one way, so name the same for both`);
-      }
-    }
-    const username = set(env[USERNAME_VARIABLE]);
-    const password = set(env[PASSWORD_VARIABLE]);
-    if ((username === undefined) !== (password === undefined)) {
-      // Names the variables only: their values never go into a message.
-      const [missing, present] = username === undefined ? [USERNAME_VARIABLE, PASSWORD_VARIABLE] : [PASSWORD_VARIABLE, USERNAME_VARIABLE];
-      report([missing], `is not set but ${present} is; Redfish credentials need both variables, or neither`);
-    }
+    const way = ({ auth, ca, credentials }: RedfishSystem): string => JSON.stringify([auth, ca?.file ?? "", credentials.from]);
+    checkOneWayPerDevice(controls, way, (path, first, device) => {
+      report(path, `reaches BMC ${device} differently from ${first} (auth, caFile or credentials files); a BMC is reached one way, so name the same for both`);
+    });
+    checkVariablePair(env, report, USERNAME_VARIABLE, PASSWORD_VARIABLE, "Redfish credentials");
   },
 
   create({ timeoutMs }) {
     const systems = createRedfishPowerSwitch({ timeoutMs });
     return {
-      read: (system, options) => systems.read(system, options),
-      turnOn: (system, options) => systems.turnOn(system, options),
-      turnOff: (system, mayCut, options) => systems.turnOff(system, mayCut, options),
-      shutdown: (system, options) => systems.shutdown(system, options),
+      ...systems,
       async probe(system, options): Promise<BackendProbe> {
         const p = await systems.probe(system, options);
         const versions = [
@@ -149,11 +132,6 @@ export const redfishBackend: RedfishBackend = {
     };
   },
 };
-
-/** An empty variable counts as unset: `env:` entries in a manifest often default to "". */
-function set(value: string | undefined): string | undefined {
-  return value === "" ? undefined : value;
-}
 
 /** The CA file's PEM; null when it cannot be used (reported). */
 function readCa(file: string, plainHttp: boolean, context: SectionContext): RedfishSystem["ca"] | null {
@@ -175,26 +153,17 @@ function readCa(file: string, plainHttp: boolean, context: SectionContext): Redf
 }
 
 /** The section's files, else the environment's pair; undefined when neither is there or a file is unreadable (reported). */
-function readCredentials(config: RedfishSection, context: SectionContext): RedfishCredentials | undefined {
+function readCredentials(config: RedfishSection, context: SectionContext): SecretCredentials | undefined {
   const { usernameFile, passwordFile } = config;
-  if (usernameFile !== undefined && passwordFile !== undefined) {
-    const username = context.secretFile(usernameFile, [...context.path, "usernameFile"]);
-    const password = context.secretFile(passwordFile, [...context.path, "passwordFile"]);
-    return username === undefined || password === undefined ? undefined : { username, password, from: `${usernameFile}, ${passwordFile}` };
-  }
+  if (usernameFile !== undefined && passwordFile !== undefined) return credentialsFromFiles({ usernameFile, passwordFile }, context.path, context);
   if (usernameFile !== undefined || passwordFile !== undefined) {
     const [given, missing] = usernameFile === undefined ? ["passwordFile", "usernameFile"] : ["usernameFile", "passwordFile"];
     context.report([...context.path, missing], `is missing: ${given} is set, and a BMC login needs both files (or neither, for ${USERNAME_VARIABLE} and ${PASSWORD_VARIABLE})`);
     return undefined;
   }
-  const username = set(context.env[USERNAME_VARIABLE]);
-  const password = set(context.env[PASSWORD_VARIABLE]);
-  if (username === undefined || password === undefined) {
-    // One variable without the other is reported once, by `check`.
-    if (username === undefined && password === undefined) {
-      context.report(context.path, `has no credentials: a BMC needs a login; set usernameFile and passwordFile, or ${USERNAME_VARIABLE} and ${PASSWORD_VARIABLE}`);
-    }
-    return undefined;
+  // Neither variable set: no login at all. One without the other is reported once, by `check`.
+  if (envValue(context.env, USERNAME_VARIABLE) === undefined && envValue(context.env, PASSWORD_VARIABLE) === undefined) {
+    context.report(context.path, `has no credentials: a BMC needs a login; set usernameFile and passwordFile, or ${USERNAME_VARIABLE} and ${PASSWORD_VARIABLE}`);
   }
-  return { username: new Secret(username), password: new Secret(password), from: ENVIRONMENT };
+  return credentialsFromEnvironment(context.env, USERNAME_VARIABLE, PASSWORD_VARIABLE);
 }

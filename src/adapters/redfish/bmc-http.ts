@@ -11,9 +11,12 @@
 // (a Reset then counts as unconfirmed), and BMCs close idle connections on their own schedules. Each BMC has
 // its own Agent, holding its CA and caching TLS sessions, so that a new connection resumes the last one's TLS
 // session instead of a full handshake, which costs a BMC's small CPU most.
-import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
-import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
-import { BmcFailure } from "./bmc-failure.ts";
+import { Agent as HttpAgent } from "node:http";
+import { Agent as HttpsAgent } from "node:https";
+import { parseObject } from "../http-device/answer.ts";
+import { PlugFailure } from "../http-device/device-failure.ts";
+import { createDeviceQueue } from "../http-device/device-queue.ts";
+import { answerTooLarge, requestOnce } from "../http-device/device-request.ts";
 
 /** A System resource is a few KB (iDRAC's, with its Oem section, under 20 KB); more is not a Redfish answer worth the memory. */
 export const MAX_ANSWER_BYTES = 128 * 1024;
@@ -48,8 +51,8 @@ export interface BmcRequest {
 
 export interface BmcAnswer {
   readonly status: number;
-  /** The parsed JSON body; undefined when there was none or it was not JSON. */
-  readonly json: unknown;
+  /** The JSON object of the body; undefined when there was none or it was not one. */
+  readonly json: Record<string, unknown> | undefined;
   readonly bytes: number;
 }
 
@@ -71,26 +74,9 @@ export const SESSIONS_PATH = "/redfish/v1/SessionService/Sessions";
 const TOKEN = /^[\x21-\x7e]{1,1024}$/u;
 
 export function createBmcHttp(): BmcHttp {
-  const tails = new Map<string, Promise<void>>();
+  const queue = createDeviceQueue();
   const tokens = new Map<string, string>();
   const agents = new Map<string, HttpAgent>();
-
-  /** FIFO per BMC: each task starts once the one before has settled. */
-  async function queued<T>(device: string, signal: AbortSignal, task: () => Promise<T>): Promise<T> {
-    signal.throwIfAborted();
-    const before = tails.get(device) ?? Promise.resolve();
-    let release = (): void => undefined;
-    const mine = new Promise<void>((resolve) => { release = resolve; });
-    const tail = before.then(() => mine);
-    tails.set(device, tail);
-    try {
-      await waitOrAbort(before, signal);
-      return await task();
-    } finally {
-      release();
-      if (tails.get(device) === tail) tails.delete(device);
-    }
-  }
 
   function agentFor(target: BmcTarget): HttpAgent {
     const key = `${target.url}\n${target.ca ?? ""}`;
@@ -112,15 +98,15 @@ export function createBmcHttp(): BmcHttp {
     const where = `the session login (POST ${SESSIONS_PATH})`;
     if (answer.status === 401 || answer.status === 403) {
       // A BMC that guards every path with Basic and has no session service answers so too (sushy-emulator).
-      throw new BmcFailure("plug-unauthorized", `the BMC refused ${where} with HTTP ${answer.status}: wrong credentials, or no session service (then use auth: basic)`, true);
+      throw new PlugFailure("plug-unauthorized", `the BMC refused ${where} with HTTP ${answer.status}: wrong credentials, or no session service (then use auth: basic)`, { refused: true });
     }
     if (answer.status === 404 || answer.status === 405 || answer.status === 501) {
-      throw new BmcFailure("plug-bad-answer", `the BMC has no Redfish session service (${where} answered HTTP ${answer.status}); use auth: basic`, true);
+      throw new PlugFailure("plug-bad-answer", `the BMC has no Redfish session service (${where} answered HTTP ${answer.status}); use auth: basic`, { refused: true });
     }
-    if (answer.status >= 500) throw new BmcFailure("plug-unreachable", `${where} answered HTTP ${answer.status}`, false);
+    if (answer.status >= 500) throw new PlugFailure("plug-unreachable", `${where} answered HTTP ${answer.status}`);
     const token = answer.token;
     if (answer.status < 200 || answer.status > 299 || token === undefined || !TOKEN.test(token)) {
-      throw new BmcFailure("plug-bad-answer", `${where} answered HTTP ${answer.status} without an X-Auth-Token`, true);
+      throw new PlugFailure("plug-bad-answer", `${where} answered HTTP ${answer.status} without an X-Auth-Token`, { refused: true });
     }
     tokens.set(sessionKey(target), token);
     return token;
@@ -146,25 +132,13 @@ export function createBmcHttp(): BmcHttp {
         tokens.delete(sessionKey(target));
         continue;
       }
-      throw new BmcFailure("plug-unauthorized", `the BMC rejected the credentials (${request.method} ${request.path} answered HTTP 401)`, true);
+      throw new PlugFailure("plug-unauthorized", `the BMC rejected the credentials (${request.method} ${request.path} answered HTTP 401)`, { refused: true });
     }
   }
 
   return {
-    slot: (target, signal, task) => queued(target.device, signal, () => task((request) => exchange(target, request, signal))),
+    slot: (target, signal, task) => queue.run(target.device, signal, () => task((request) => exchange(target, request, signal))),
   };
-}
-
-/** Resolves when `promise` does, or rejects with the signal's reason when it aborts first. */
-function waitOrAbort(promise: Promise<void>, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const onAbort = (): void => { reject(signal.reason as Error); };
-    signal.addEventListener("abort", onAbort, { once: true });
-    void promise.then(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve();
-    });
-  });
 }
 
 interface RawAnswer extends BmcAnswer {
@@ -175,78 +149,20 @@ interface RawAnswer extends BmcAnswer {
  * Sends one request and reads its whole answer (at most MAX_ANSWER_BYTES). Rejects with the network error, the
  * signal's reason, or `plug-bad-answer` for a larger body; redirects are answers like any other (never followed).
  */
-function transport(target: BmcTarget, agent: HttpAgent, request: BmcRequest, auth: Record<string, string>, signal: AbortSignal): Promise<RawAnswer> {
-  return new Promise<RawAnswer>((resolve, reject) => {
-    signal.throwIfAborted();
-    const what = `${request.method} ${request.path}`;
-    const body = request.body === undefined ? undefined : Buffer.from(JSON.stringify(request.body));
-    // OData-Version: clients should send it (DSP0266, "Request headers").
-    const headers: Record<string, string> = { accept: "application/json", "odata-version": "4.0", ...auth };
-    if (body !== undefined) {
-      headers["content-type"] = "application/json";
-      headers["content-length"] = String(body.byteLength);
-    }
-    const url = new URL(target.url + request.path);
-    const send = url.protocol === "https:" ? httpsRequest : httpRequest;
-    const req = send(url, { method: request.method, headers, agent });
-    // The abort's reason travels as the request's error: Node builds no error of its own for it.
-    const onAbort = (): void => { req.destroy(signal.reason as Error); };
-    signal.addEventListener("abort", onAbort, { once: true });
-    const settle = (): void => { signal.removeEventListener("abort", onAbort); };
-    // `on`, not `once`: a socket may fail again after the first error, and an unheard error would crash.
-    req.on("error", (error) => {
-      settle();
-      reject(error);
-    });
-    req.once("response", (res) => {
-      readBody(res, what).then(
-        ({ text, bytes }) => {
-          settle();
-          const token = res.headers["x-auth-token"];
-          resolve({ status: res.statusCode ?? 0, json: parseJson(text), bytes, token: typeof token === "string" ? token : undefined });
-        },
-        (error: unknown) => {
-          settle();
-          req.destroy();
-          reject(signal.aborted ? (signal.reason as Error) : (error as Error));
-        },
-      );
-    });
-    req.end(body);
+async function transport(target: BmcTarget, agent: HttpAgent, request: BmcRequest, auth: Record<string, string>, signal: AbortSignal): Promise<RawAnswer> {
+  const what = `${request.method} ${request.path}`;
+  // OData-Version: clients should send it (DSP0266, "Request headers").
+  const headers = { accept: "application/json", "odata-version": "4.0", ...auth };
+  const answer = await requestOnce({
+    url: new URL(target.url + request.path),
+    method: request.method,
+    headers,
+    json: request.body,
+    agent,
+    signal,
+    maxBytes: MAX_ANSWER_BYTES,
+    tooLarge: (status) => answerTooLarge(what, status, MAX_ANSWER_BYTES),
   });
-}
-
-function readBody(res: IncomingMessage, what: string): Promise<{ text: string; bytes: number }> {
-  const tooLarge = (): BmcFailure =>
-    new BmcFailure("plug-bad-answer", `${what} answered HTTP ${res.statusCode ?? 0} with more than ${MAX_ANSWER_BYTES} bytes`, false);
-  return new Promise((resolve, reject) => {
-    if (Number(res.headers["content-length"]) > MAX_ANSWER_BYTES) {
-      reject(tooLarge());
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let bytes = 0;
-    res.on("data", (chunk: Buffer) => {
-      bytes += chunk.byteLength;
-      if (bytes > MAX_ANSWER_BYTES) {
-        res.removeAllListeners("data");
-        res.removeAllListeners("end");
-        reject(tooLarge());
-        return;
-      }
-      chunks.push(chunk);
-    });
-    res.once("end", () => { resolve({ text: Buffer.concat(chunks).toString("utf8"), bytes }); });
-    // Aborted mid-body: the request's destroy reaches the response as its error.
-    res.on("error", reject);
-  });
-}
-
-function parseJson(text: string): unknown {
-  if (text === "") return undefined;
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return undefined;
-  }
+  const token = answer.headers["x-auth-token"];
+  return { status: answer.status, json: parseObject(answer.text), bytes: answer.bytes, token: typeof token === "string" ? token : undefined };
 }

@@ -2,13 +2,15 @@
 // action to switch (ResetType On, ForceOff, GracefulShutdown), as DMTF's ComputerSystem schema defines them
 // (https://redfish.dmtf.org/schemas/v1/ComputerSystem.json; PowerState and ResetType:
 // https://redfish.dmtf.org/schemas/v1/Resource.json).
-import { PlugpoolError } from "../../domain/errors.ts";
 import type { PlugReading } from "../../domain/model.ts";
 import type { CallOptions, CutGuard } from "../../domain/ports.ts";
-import { BmcFailure, cleanCause, describeFailure, neverSent, type FailureContext } from "./bmc-failure.ts";
+import { isObject, sizeOf } from "../http-device/answer.ts";
+import { createBoundedCall, readyToSend, type DeviceCall } from "../http-device/device-call.ts";
+import { describeFailure, PlugFailure } from "../http-device/device-failure.ts";
+import { neverSent, tlsFailure } from "./bmc-failure.ts";
 import { createBmcHttp, type BmcAnswer, type BmcTarget, type Send } from "./bmc-http.ts";
 import type { RedfishSystem } from "./redfish-system.ts";
-import { askGuard, CutRefused, pause } from "../cut-guard.ts";
+import { pause } from "../cut-guard.ts";
 
 /** PowerState values of DSP8010's Resource schema. */
 export type PowerState = "On" | "Off" | "PoweringOn" | "PoweringOff" | "Paused";
@@ -45,70 +47,34 @@ export interface RedfishPowerSwitchOptions {
 // The pause between read-backs after a Reset: a BMC takes about that long to answer a GET anyway.
 const CONFIRM_POLL_MS = 500;
 
-interface Call extends FailureContext {
-  /** Aborts on the deadline or the caller's abort, whichever comes first. */
-  readonly signal: AbortSignal;
-  readonly target: BmcTarget;
-  /** A Reset was handed to the transport and not refused: from here on its outcome may be unknown. */
-  commandSent: boolean;
-}
-
-/** The reason of every deadline's abort: made once, since a BMC that never answers is no exception. */
-const TIMED_OUT: Error = new DOMException("the BMC call timed out", "TimeoutError");
+type Call = DeviceCall<BmcTarget>;
 
 type ResetType = "On" | "ForceOff" | "GracefulShutdown";
 
 export function createRedfishPowerSwitch(opts: RedfishPowerSwitchOptions): RedfishPowerSwitch {
   const http = createBmcHttp();
 
-  async function bounded<T>(system: RedfishSystem, action: string, options: CallOptions | undefined, work: (call: Call) => Promise<T>): Promise<T> {
-    const deadline = new AbortController();
-    const callerSignal = options?.signal;
-    const both = callerSignal ? new AbortController() : deadline;
-    const onCallerAbort = (): void => { both.abort(callerSignal?.reason); };
-    if (callerSignal?.aborted === true) onCallerAbort();
-    else callerSignal?.addEventListener("abort", onCallerAbort, { once: true });
-    const timer = setTimeout(() => {
-      deadline.abort(TIMED_OUT);
-      if (both !== deadline) both.abort(TIMED_OUT);
-    }, opts.timeoutMs);
-    const target: BmcTarget = {
+  const bounded = createBoundedCall<RedfishSystem, BmcTarget>({
+    timeoutMs: opts.timeoutMs,
+    target: (system) => ({
       url: system.url,
       device: system.device,
       auth: system.auth,
       username: system.credentials.username,
       password: system.credentials.password,
       ...(system.ca !== undefined && { ca: system.ca.pem }),
-    };
-    const call: Call = { signal: both.signal, deadline: deadline.signal, callerSignal, timeoutMs: opts.timeoutMs, target, commandSent: false };
-    try {
-      return await work(call);
-    } catch (error) {
-      throw callError(system, action, error, call);
-    } finally {
-      clearTimeout(timer);
-      callerSignal?.removeEventListener("abort", onCallerAbort);
-    }
-  }
-
-  /** The one place a call's error is made: plugpool's own words, the cause stripped to a name and code. */
-  function callError(system: RedfishSystem, action: string, error: unknown, call: Call): PlugpoolError {
-    const where = `${action} ${labelOf(system)}`;
-    if (error instanceof CutRefused) {
-      return new PlugpoolError("unsafe", `${where}: the power-off was refused at the BMC by the safety check`, causeOf(error.cause));
-    }
-    const { code, detail, cause } = describeFailure(error, call);
-    if (call.commandSent) {
-      return new PlugpoolError("plug-unconfirmed", `${where}: ${detail}; the Reset was sent and its outcome is unknown`, causeOf(cause));
-    }
-    return new PlugpoolError(code, `${where}: ${detail}`, causeOf(cause));
-  }
+    }),
+    where: (system, action) => `${action} ${labelOf(system)}`,
+    unsafe: "the power-off was refused at the BMC by the safety check",
+    command: "the Reset",
+    vendorFailure: tlsFailure,
+  });
 
   /** GETs a resource and returns its JSON object; any answer but 200 with one is a failure. */
   async function getObject(send: Send, path: string): Promise<Record<string, unknown>> {
     const answer = await send({ method: "GET", path });
     if (answer.status !== 200) throw statusFailure("GET", path, answer);
-    if (!isObject(answer.json)) throw new BmcFailure("plug-bad-answer", `GET ${path} answered HTTP 200 without a JSON object ${sizeOf(answer)}`, false);
+    if (answer.json === undefined) throw new PlugFailure("plug-bad-answer", `GET ${path} answered HTTP 200 without a JSON object ${sizeOf(answer)}`);
     return answer.json;
   }
 
@@ -118,7 +84,7 @@ export function createRedfishPowerSwitch(opts: RedfishPowerSwitchOptions): Redfi
     const state = resource.PowerState;
     // A state the BMC cannot tell (none, null, or one this client does not know) is a failed read, never "off".
     if (typeof state !== "string" || !POWER_STATES.has(state)) {
-      throw new BmcFailure("plug-bad-answer", `GET ${path} answered without a PowerState plugpool knows`, false);
+      throw new PlugFailure("plug-bad-answer", `GET ${path} answered without a PowerState plugpool knows`);
     }
     return { state: state as PowerState, resource };
   }
@@ -135,12 +101,7 @@ export function createRedfishPowerSwitch(opts: RedfishPowerSwitchOptions): Redfi
    */
   async function reset(system: RedfishSystem, type: ResetType, done: (state: PowerState) => boolean, call: Call, mayCut?: CutGuard): Promise<PowerState | undefined> {
     const path = `${systemPath(system)}/Actions/ComputerSystem.Reset`;
-    const beforeSend = async (): Promise<void> => {
-      call.commandSent = false; // sent again only after the BMC refused it (401 on an expired session)
-      if (mayCut) await askGuard(mayCut, call.signal);
-      call.signal.throwIfAborted(); // nothing is sent once aborted; the Reset must not count as sent
-      call.commandSent = true;
-    };
+    const beforeSend = (): Promise<void> => readyToSend(call, mayCut);
     try {
       return await http.slot(call.target, call.signal, async (send) => {
         const { state } = await readState(send, system);
@@ -151,7 +112,7 @@ export function createRedfishPowerSwitch(opts: RedfishPowerSwitchOptions): Redfi
         return undefined;
       });
     } catch (error) {
-      if ((error instanceof BmcFailure && error.refused) || neverSent(error)) call.commandSent = false;
+      if ((error instanceof PlugFailure && error.refused) || neverSent(error)) call.commandSent = false;
       throw error;
     }
   }
@@ -171,14 +132,14 @@ export function createRedfishPowerSwitch(opts: RedfishPowerSwitchOptions): Redfi
         // Unreachable moments are waited out until the deadline; a 404, bad credentials or a bad answer end the wait.
         const failure = describeFailure(error, call);
         if (failure.code !== "plug-unreachable") {
-          throw new BmcFailure("plug-bad-answer", `state not confirmed (reading it back: ${failure.detail})`, false);
+          throw new PlugFailure("plug-bad-answer", `state not confirmed (reading it back: ${failure.detail})`);
         }
         if (!call.signal.aborted) lastProblem = `: ${failure.detail}`;
       }
       if (!(await pause(CONFIRM_POLL_MS, call.signal))) break;
     }
     const seen = lastState === undefined ? `no read-back succeeded${lastProblem}` : `PowerState still ${lastState}`;
-    throw new BmcFailure("plug-unreachable", `state not confirmed within ${opts.timeoutMs} ms (${seen})`, false);
+    throw new PlugFailure("plug-unreachable", `state not confirmed within ${opts.timeoutMs} ms (${seen})`);
   }
 
   return {
@@ -241,10 +202,10 @@ async function optionalField(send: Send, path: string, field: string, shape: Reg
   try {
     answer = await send({ method: "GET", path });
   } catch (error) {
-    if (error instanceof BmcFailure && error.refused) return undefined;
+    if (error instanceof PlugFailure && error.refused) return undefined;
     throw error;
   }
-  const value = answer.status === 200 && isObject(answer.json) ? answer.json[field] : undefined;
+  const value = answer.status === 200 ? answer.json?.[field] : undefined;
   return typeof value === "string" && shape.test(value) ? value : undefined;
 }
 
@@ -262,32 +223,17 @@ function systemPath(system: RedfishSystem): string {
 }
 
 /** What a status other than the expected one means, in plugpool's words. */
-function statusFailure(method: string, path: string, answer: BmcAnswer, suffix = ""): BmcFailure {
+function statusFailure(method: string, path: string, answer: BmcAnswer, suffix = ""): PlugFailure {
   const what = `${method} ${path}${suffix} answered HTTP ${answer.status}`;
   const { status } = answer;
-  if (status === 404) return new BmcFailure("plug-entity-not-found", `not found (${what})`, true);
-  if (status === 403) return new BmcFailure("plug-unauthorized", `the account may not do this (${what})`, true);
+  if (status === 404) return new PlugFailure("plug-entity-not-found", `not found (${what})`, { refused: true });
+  if (status === 403) return new PlugFailure("plug-unauthorized", `the account may not do this (${what})`, { refused: true });
   if (status >= 300 && status <= 399) {
-    return new BmcFailure("plug-bad-answer", `${what}, a redirect, which is not followed: give the system's Id as /redfish/v1/Systems lists it`, true);
+    return new PlugFailure("plug-bad-answer", `${what}, a redirect, which is not followed: give the system's Id as /redfish/v1/Systems lists it`, { refused: true });
   }
   // 5xx: the BMC is in trouble, worth retrying later; a 4xx is an answer that it did not do it.
-  if (status >= 500) return new BmcFailure("plug-unreachable", `${what} ${sizeOf(answer)}`, false);
-  return new BmcFailure("plug-bad-answer", `${what} ${sizeOf(answer)}`, status >= 400);
-}
-
-/** The options of an error whose cause is what `cleanCause` keeps of `error`. */
-function causeOf(error: unknown): { cause: Error } | undefined {
-  const cause = cleanCause(error);
-  return cause === undefined ? undefined : { cause };
-}
-
-/** "(27 bytes)": how much an answer was, never what it said. */
-function sizeOf(answer: { readonly bytes: number }): string {
-  return `(${answer.bytes} ${answer.bytes === 1 ? "byte" : "bytes"})`;
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
+  if (status >= 500) return new PlugFailure("plug-unreachable", `${what} ${sizeOf(answer)}`);
+  return new PlugFailure("plug-bad-answer", `${what} ${sizeOf(answer)}`, { refused: status >= 400 });
 }
 
 /** "BMC https://10.0.0.5 system "1"": what and where, for messages. */

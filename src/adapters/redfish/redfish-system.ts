@@ -1,14 +1,7 @@
 // A Redfish ComputerSystem as the adapter knows it: the BMC that manages it, its Id there, and how to reach
 // and log in to that BMC.
+import type { SecretCredentials } from "../backend-section.ts";
 import { normaliseDeviceUrl, type DeviceUrl } from "../device-url.ts";
-import type { Secret } from "../secret.ts";
-
-export interface RedfishCredentials {
-  readonly username: Secret;
-  readonly password: Secret;
-  /** Where they were read: "environment", or the two files' paths (never a value). */
-  readonly from: string;
-}
 
 export interface RedfishSystem {
   /** Base URL of the BMC, normalised (lower-case scheme and host, no trailing slash). */
@@ -21,7 +14,7 @@ export interface RedfishSystem {
   readonly auth: "basic" | "session";
   /** The CA the BMC's certificate must chain to, read at start; absent: the system's trust roots. */
   readonly ca?: { readonly file: string; readonly pem: string };
-  readonly credentials: RedfishCredentials;
+  readonly credentials: SecretCredentials;
 }
 
 /**

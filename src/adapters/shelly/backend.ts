@@ -1,8 +1,9 @@
 // Shelly Gen2+ switches (Plus, Pro, Gen3, Gen4) as a power backend: a node's `shelly` section, the rule that a
 // device has one password, and the switch over the device's local RPC
 // (https://shelly-api-docs.shelly.cloud/gen2/ComponentsAndServices/Switch).
+import { checkOneWayPerDevice, envValue, sectionUrl } from "../backend-section.ts";
 import { normaliseDeviceUrl } from "../device-url.ts";
-import { formatPath, type BackendProbe, type ParsedControl, type PowerBackend, type SectionPath } from "../power-backend.ts";
+import type { BackendProbe, ParsedControl, PowerBackend } from "../power-backend.ts";
 import { Secret } from "../secret.ts";
 import { createShellyPowerSwitch, type ShellyAddress } from "./shelly-power-switch.ts";
 
@@ -55,19 +56,15 @@ export const shellyBackend: PowerBackend<ShellyAddress> = {
 
   parse(section, context): ParsedControl<ShellyAddress> | undefined {
     const shelly = section as ShellySection;
-    const url = normaliseDeviceUrl(shelly.url, "e.g. http://192.168.1.52", `set passwordFile or ${PASSWORD_VARIABLE} instead`);
-    if (!url.ok) {
-      context.report([...context.path, "url"], url.expected);
-      return undefined;
-    }
+    const url = sectionUrl(normaliseDeviceUrl(shelly.url, "e.g. http://192.168.1.52", `set passwordFile or ${PASSWORD_VARIABLE} instead`), context);
+    if (url === undefined) return undefined;
     let password: Secret | undefined;
     if (shelly.passwordFile !== undefined) {
       password = context.secretFile(shelly.passwordFile, [...context.path, "passwordFile"]);
       if (password === undefined) return undefined;
     } else {
-      const shared = context.env[PASSWORD_VARIABLE];
-      // An empty variable counts as unset: `env:` entries in a manifest often default to "".
-      if (shared !== undefined && shared !== "") password = new Secret(shared);
+      const shared = envValue(context.env, PASSWORD_VARIABLE);
+      if (shared !== undefined) password = new Secret(shared);
     }
     const address: ShellyAddress = {
       url: url.url,
@@ -88,26 +85,15 @@ export const shellyBackend: PowerBackend<ShellyAddress> = {
 
   check(controls, { report }) {
     // A device has one password: every switch on it must name the same file, or none.
-    const first = new Map<string, { readonly file: string; readonly path: SectionPath }>();
-    for (const { control, path } of controls) {
-      const file = control.address.passwordFile ?? "";
-      const seen = first.get(control.device);
-      if (seen === undefined) first.set(control.device, { file, path });
-      else if (seen.file !== file) {
-        report(
-          [...path, "passwordFile"],
-          `differs from that of ${formatPath(seen.path)}, on the same device ${control.device}; a device has one password, so name the same file (or none) for both`,
-        );
-      }
-    }
+    checkOneWayPerDevice(controls, (address) => address.passwordFile ?? "", (path, first, device) => {
+      report([...path, "passwordFile"], `differs from that of ${first}, on the same device ${device}; a device has one password, so name the same file (or none) for both`);
+    });
   },
 
   create({ timeoutMs }) {
     const shellies = createShellyPowerSwitch({ timeoutMs });
     return {
-      read: (address, options) => shellies.read(address, options),
-      turnOn: (address, options) => shellies.turnOn(address, options),
-      turnOff: (address, mayCut, options) => shellies.turnOff(address, mayCut, options),
+      ...shellies,
       async probe(address, options): Promise<BackendProbe> {
         const p = await shellies.probe(address, options);
         const device = [p.gen === undefined ? "Gen2+" : `Gen${p.gen}`, p.model, p.firmware === undefined ? undefined : `firmware ${p.firmware}`];

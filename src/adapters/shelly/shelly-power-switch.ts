@@ -2,12 +2,14 @@
 // Switch.GetStatus to read `output` and `apower`
 // (https://shelly-api-docs.shelly.cloud/gen2/ComponentsAndServices/Switch), Shelly.GetDeviceInfo for doctor
 // (https://shelly-api-docs.shelly.cloud/gen2/ComponentsAndServices/Shelly#shellygetdeviceinfo).
-import { isPlugpoolError, PlugpoolError } from "../../domain/errors.ts";
 import type { PlugReading } from "../../domain/model.ts";
 import type { CallOptions, CutGuard } from "../../domain/ports.ts";
+import { isObject } from "../http-device/answer.ts";
+import { createBoundedCall, readyToSend, type DeviceCall } from "../http-device/device-call.ts";
+import { describeFailure, neverConnected, PlugFailure, type VendorFailure } from "../http-device/device-failure.ts";
 import type { Secret } from "../secret.ts";
-import { createShellyRpc, ShellyFailure, type RpcTarget, type ShellyRpc } from "./shelly-rpc.ts";
-import { askGuard, CutRefused, pause } from "../cut-guard.ts";
+import { createShellyRpc, type RpcTarget, type ShellyRpc } from "./shelly-rpc.ts";
+import { pause } from "../cut-guard.ts";
 
 /** One switch of one Shelly device, as its config section names it. */
 export interface ShellyAddress {
@@ -49,95 +51,27 @@ export interface ShellyPowerSwitch {
 // After Switch.Set the output is read back this often until it shows the state asked for.
 const CONFIRM_POLL_MS = 100;
 
-/** The reason of every deadline's abort: made once, since a device that never answers is no exception. */
-const TIMED_OUT: Error = new DOMException("the Shelly call timed out", "TimeoutError");
+type Call = DeviceCall<RpcTarget>;
 
-interface Call {
-  readonly signal: AbortSignal;
-  readonly deadline: AbortSignal;
-  readonly callerSignal: AbortSignal | undefined;
-  readonly target: RpcTarget;
-  /** A Switch.Set was handed to the transport and not refused: from here on its outcome may be unknown. */
-  sent: boolean;
-}
-
-const NETWORK: Readonly<Record<string, string>> = {
-  ECONNREFUSED: "connection refused",
-  ENOTFOUND: "host not found",
-  EAI_AGAIN: "host not found",
-  EHOSTUNREACH: "host unreachable",
-  ENETUNREACH: "host unreachable",
-  ETIMEDOUT: "connection timed out",
-  ECONNRESET: "connection dropped",
-  EPIPE: "connection dropped",
-};
-// Failures that prove the request never left: no connection was made.
-const NEVER_CONNECTED: ReadonlySet<string> = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN"]);
-
-const identifier = (text: unknown): string | undefined => (typeof text === "string" && /^[A-Za-z_][A-Za-z0-9_]{0,63}$/u.test(text) ? text : undefined);
-
-function codeOf(error: unknown): string | undefined {
-  for (let e: unknown = error; e instanceof Error; e = e.cause) {
-    const code = identifier((e as { code?: unknown }).code);
-    if (code !== undefined) return code;
-  }
-  return undefined;
-}
-
-/** Code and detail of what ended a call, in plugpool's words; the cause keeps only an error's name and code. */
-function describe(error: unknown, call: Call): { code: ShellyFailure["code"]; detail: string; cause?: Error } {
-  if (call.callerSignal?.aborted === true) return { code: "plug-unreachable", detail: "aborted" };
-  if (error instanceof ShellyFailure) return { code: error.code, detail: error.message };
-  if (call.deadline.aborted) return { code: "plug-unreachable", detail: "timed out" };
-  const code = codeOf(error);
-  const name = (error instanceof Error ? identifier(error.name) : undefined) ?? typeof error;
-  const cause = Object.assign(new Error(code === undefined ? name : `${name} ${code}`), code === undefined ? {} : { code });
-  if (code?.startsWith("HPE_") === true) return { code: "plug-bad-answer", detail: "the answer was not valid HTTP", cause };
-  if (/socket hang up/iu.test(error instanceof Error ? error.message : "")) return { code: "plug-unreachable", detail: "connection dropped", cause };
-  const known = code === undefined ? undefined : NETWORK[code];
-  return { code: "plug-unreachable", detail: known ?? `request failed (${code ?? name})`, cause };
-}
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+/** An answer Node's HTTP parser refused: the device (or what answers in its place) does not speak HTTP. */
+const httpParseFailure: VendorFailure = (code) => (code.startsWith("HPE_") ? { code: "plug-bad-answer", detail: "the answer was not valid HTTP" } : undefined);
 
 export function createShellyPowerSwitch(opts: { readonly timeoutMs: number; readonly rpc?: ShellyRpc }): ShellyPowerSwitch {
   const rpc = opts.rpc ?? createShellyRpc();
 
-  /** Runs one public call under its deadline; every failure leaves as a PlugpoolError made here alone. */
-  async function bounded<T>(address: ShellyAddress, action: string, options: CallOptions | undefined, work: (call: Call) => Promise<T>): Promise<T> {
-    const deadline = new AbortController();
-    const callerSignal = options?.signal;
-    const timer = setTimeout(() => { deadline.abort(TIMED_OUT); }, opts.timeoutMs);
-    const signal = callerSignal ? AbortSignal.any([deadline.signal, callerSignal]) : deadline.signal;
-    const target = { url: address.url, device: address.device, password: address.password };
-    const call: Call = { signal, deadline: deadline.signal, callerSignal, target, sent: false };
-    try {
-      return await work(call);
-    } catch (error) {
-      throw failure(address, action, error, call);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  function failure(address: ShellyAddress, action: string, error: unknown, call: Call): PlugpoolError {
-    const where = `${action} Shelly ${address.url} switch ${address.switchId}`;
-    if (error instanceof CutRefused) {
-      const guardError = isPlugpoolError(error.cause) ? { cause: new PlugpoolError(error.cause.code, error.cause.message) } : undefined;
-      return new PlugpoolError("unsafe", `${where}: the switch-off was refused at the plug by the safety check`, guardError);
-    }
-    const { code, detail, cause } = describe(error, call);
-    const timing = detail === "timed out" ? ` after ${opts.timeoutMs} ms` : "";
-    if (call.sent) {
-      return new PlugpoolError("plug-unconfirmed", `${where}: ${detail}${timing}; Switch.Set was sent and its outcome is unknown`, cause && { cause });
-    }
-    return new PlugpoolError(code, `${where}: ${detail}${timing}`, cause && { cause });
-  }
+  const bounded = createBoundedCall<ShellyAddress, RpcTarget>({
+    timeoutMs: opts.timeoutMs,
+    target: (address) => ({ url: address.url, device: address.device, password: address.password }),
+    where: (address, action) => `${action} Shelly ${address.url} switch ${address.switchId}`,
+    unsafe: "the switch-off was refused at the plug by the safety check",
+    command: "Switch.Set",
+    vendorFailure: httpParseFailure,
+  });
 
   async function status(address: ShellyAddress, call: Call): Promise<{ on: boolean; watts?: number; sensorError?: string }> {
     const result = await rpc.call(call.target, { method: "Switch.GetStatus", params: { id: address.switchId } }, call.signal);
     const output = isObject(result) ? result.output : undefined;
-    if (typeof output !== "boolean") throw new ShellyFailure("plug-bad-answer", "Switch.GetStatus answered without a boolean output", false);
+    if (typeof output !== "boolean") throw new PlugFailure("plug-bad-answer", "Switch.GetStatus answered without a boolean output");
     if (!address.measure) return { on: output };
     const apower = isObject(result) ? result.apower : undefined;
     if (typeof apower === "number" && Number.isFinite(apower)) return { on: output, watts: apower };
@@ -153,26 +87,20 @@ export function createShellyPowerSwitch(opts: { readonly timeoutMs: number; read
         if (read.on === on) return read.watts === undefined ? { on } : { on, watts: read.watts };
       } catch (error) {
         // A moment without an answer (a busy device, a dropped socket) is waited out until the deadline.
-        if (describe(error, call).code !== "plug-unreachable") throw error;
+        if (describeFailure(error, call).code !== "plug-unreachable") throw error;
       }
       if (!(await pause(CONFIRM_POLL_MS, call.signal))) break;
     }
     const seen = last === undefined ? "no read-back answered" : `it still reads ${last ? "on" : "off"}`;
-    throw new ShellyFailure("plug-unreachable", `state not confirmed within ${opts.timeoutMs} ms (${seen})`, false);
+    throw new PlugFailure("plug-unreachable", `state not confirmed within ${opts.timeoutMs} ms (${seen})`);
   }
 
   async function command(address: ShellyAddress, on: boolean, call: Call, mayCut?: CutGuard): Promise<PlugReading> {
-    const beforeSend = async (): Promise<void> => {
-      call.sent = false; // sent again only after the device refused it (401)
-      if (mayCut) await askGuard(mayCut, call.signal);
-      call.signal.throwIfAborted();
-      call.sent = true;
-    };
+    const beforeSend = (): Promise<void> => readyToSend(call, mayCut);
     try {
       await rpc.call(call.target, { method: "Switch.Set", params: { id: address.switchId, on }, beforeSend }, call.signal);
     } catch (error) {
-      const code = codeOf(error);
-      if ((error instanceof ShellyFailure && error.refused) || (code !== undefined && NEVER_CONNECTED.has(code))) call.sent = false;
+      if ((error instanceof PlugFailure && error.refused) || neverConnected(error)) call.commandSent = false;
       throw error;
     }
     return confirm(address, on, call);

@@ -5,29 +5,15 @@
 // Retries have one owner: this client sends a request again only after the device refused it for its
 // credentials (401); it never re-sends after a dropped connection or a timeout, since a Switch.Set may have
 // been carried out. Switching is retried by the domain.
-import { request as httpRequest } from "node:http";
-import { request as httpsRequest } from "node:https";
+import { isObject, parseObject } from "../http-device/answer.ts";
+import { PlugFailure } from "../http-device/device-failure.ts";
+import { createDeviceQueue } from "../http-device/device-queue.ts";
+import { requestOnce } from "../http-device/device-request.ts";
 import type { Secret } from "../secret.ts";
 import { createShellyDigestSession, parseShellyChallenge, type ShellyDigestSession } from "./shelly-digest.ts";
 
 /** Shelly answers are a few hundred bytes (Switch.GetStatus, Shelly.GetDeviceInfo); more is not worth the memory. */
 export const MAX_ANSWER_BYTES = 4096;
-
-export type ShellyFailureCode = "plug-unreachable" | "plug-unauthorized" | "plug-entity-not-found" | "plug-bad-answer";
-
-/** A classified failure; `message` is plugpool's own words, never text from the device. */
-export class ShellyFailure extends Error {
-  override readonly name = "ShellyFailure";
-  readonly code: ShellyFailureCode;
-  /** The device answered that it did not carry the call out (401, an RPC error): a Switch.Set sent is known undone. */
-  readonly refused: boolean;
-
-  constructor(code: ShellyFailureCode, detail: string, refused: boolean) {
-    super(detail);
-    this.code = code;
-    this.refused = refused;
-  }
-}
 
 export interface RpcTarget {
   /** Base URL of the device (no trailing slash). */
@@ -49,7 +35,7 @@ export interface RpcRequest {
 }
 
 export interface ShellyRpc {
-  /** The call's result, once every earlier call to the device has finished. Rejects with ShellyFailure, a network error or the signal's reason. */
+  /** The call's result, once every earlier call to the device has finished. Rejects with PlugFailure, a network error or the signal's reason. */
   call(target: RpcTarget, request: RpcRequest, signal: AbortSignal): Promise<unknown>;
   /** Whether the device has asked this client for credentials. */
   authAsked(device: string): boolean;
@@ -64,114 +50,55 @@ interface Answer {
 const MAX_AUTH_ROUNDS = 3; // none, then the challenge's nonce, then a new nonce after an old one was refused
 
 /** One POST of one frame and its whole answer (at most MAX_ANSWER_BYTES). */
-function post(url: URL, frame: string, authorization: string | undefined, signal: AbortSignal): Promise<Answer> {
-  return new Promise<Answer>((resolve, reject) => {
-    signal.throwIfAborted();
-    const headers: Record<string, string | number> = { "content-type": "application/json", "content-length": Buffer.byteLength(frame) };
-    if (authorization !== undefined) headers.authorization = authorization;
+async function post(url: URL, frame: Readonly<Record<string, unknown>>, authorization: string | undefined, signal: AbortSignal): Promise<Answer> {
+  const answer = await requestOnce({
+    url,
+    method: "POST",
+    headers: authorization === undefined ? {} : { authorization },
+    json: frame,
     // The device closes every connection after its answer: there is no socket worth keeping.
-    const send = url.protocol === "https:" ? httpsRequest : httpRequest;
-    const req = send(url, { method: "POST", headers, agent: false });
-    const onAbort = (): void => { req.destroy(signal.reason as Error); };
-    signal.addEventListener("abort", onAbort, { once: true });
-    const fail = (error: unknown): void => {
-      signal.removeEventListener("abort", onAbort);
-      reject(signal.aborted ? (signal.reason as Error) : (error as Error));
-    };
-    req.on("error", fail);
-    req.once("response", (res) => {
-      const tooLarge = new ShellyFailure("plug-bad-answer", `the answer to POST /rpc was larger than ${MAX_ANSWER_BYTES} bytes`, false);
-      if (Number(res.headers["content-length"]) > MAX_ANSWER_BYTES) {
-        req.destroy();
-        fail(tooLarge);
-        return;
-      }
-      const chunks: Buffer[] = [];
-      let bytes = 0;
-      res.on("data", (chunk: Buffer) => {
-        bytes += chunk.byteLength;
-        if (bytes > MAX_ANSWER_BYTES) {
-          req.destroy();
-          fail(tooLarge);
-          return;
-        }
-        chunks.push(chunk);
-      });
-      res.on("error", fail);
-      res.once("end", () => {
-        signal.removeEventListener("abort", onAbort);
-        resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8"), challenge: res.headers["www-authenticate"] ?? null });
-      });
-    });
-    req.end(frame);
+    agent: false,
+    signal,
+    maxBytes: MAX_ANSWER_BYTES,
+    tooLarge: () => new PlugFailure("plug-bad-answer", `the answer to POST /rpc was larger than ${MAX_ANSWER_BYTES} bytes`),
   });
+  return { status: answer.status, body: answer.text, challenge: answer.headers["www-authenticate"] ?? null };
 }
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
 /** An RPC error code fit for a message: a small integer, as Shelly's are (-103, -105, 404…). */
 function errorCode(value: unknown): string {
   return typeof value === "number" && Number.isInteger(value) && Math.abs(value) < 100_000 ? String(value) : "without a code";
 }
 
-/** The result of a frame answered to call `id`, or the ShellyFailure it stands for. */
+/** The result of a frame answered to call `id`, or the PlugFailure it stands for. */
 function resultOf(answer: Answer, id: number, method: string): unknown {
-  let frame: unknown;
-  try {
-    frame = JSON.parse(answer.body) as unknown;
-  } catch {
-    frame = undefined;
-  }
-  if (isObject(frame) && isObject(frame.error)) {
+  const frame = parseObject(answer.body);
+  if (frame !== undefined && isObject(frame.error)) {
     // An error frame: the method ran and failed, or never ran; either way the device did not act.
     const code = frame.error.code;
     const what = `${method} answered RPC error ${errorCode(code)}`;
-    if (code === -105) throw new ShellyFailure("plug-entity-not-found", `${what} (no such switch id on the device)`, true);
-    if (code === 404) throw new ShellyFailure("plug-entity-not-found", `${what} (the device has no such method: not a Shelly Gen2+ switch)`, true);
-    if (code === 401) throw new ShellyFailure("plug-unauthorized", `${what} (unauthenticated)`, true);
-    throw new ShellyFailure("plug-bad-answer", what, true);
+    if (code === -105) throw new PlugFailure("plug-entity-not-found", `${what} (no such switch id on the device)`, { refused: true });
+    if (code === 404) throw new PlugFailure("plug-entity-not-found", `${what} (the device has no such method: not a Shelly Gen2+ switch)`, { refused: true });
+    if (code === 401) throw new PlugFailure("plug-unauthorized", `${what} (unauthenticated)`, { refused: true });
+    throw new PlugFailure("plug-bad-answer", what, { refused: true });
   }
-  if (answer.status >= 500) throw new ShellyFailure("plug-unreachable", `${method} answered HTTP ${answer.status}`, false);
-  if (answer.status !== 200) throw new ShellyFailure("plug-bad-answer", `${method} answered HTTP ${answer.status}`, answer.status >= 400);
-  if (!isObject(frame) || frame.id !== id || !("result" in frame)) {
-    throw new ShellyFailure("plug-bad-answer", `${method} answered without a JSON-RPC result (${answer.body.length} bytes)`, false);
+  if (answer.status >= 500) throw new PlugFailure("plug-unreachable", `${method} answered HTTP ${answer.status}`);
+  if (answer.status !== 200) throw new PlugFailure("plug-bad-answer", `${method} answered HTTP ${answer.status}`, { refused: answer.status >= 400 });
+  if (frame === undefined || frame.id !== id || !("result" in frame)) {
+    throw new PlugFailure("plug-bad-answer", `${method} answered without a JSON-RPC result (${answer.body.length} bytes)`);
   }
   return frame.result;
 }
 
 export function createShellyRpc(): ShellyRpc {
-  const queues = new Map<string, Promise<unknown>>();
+  const queue = createDeviceQueue();
   const sessions = new Map<string, ShellyDigestSession>();
   const asked = new Set<string>();
   let nextId = 1;
 
-  /** Runs `task` after every earlier task of `device`; waiting ends early when `signal` aborts. */
-  async function queued<T>(device: string, signal: AbortSignal, task: () => Promise<T>): Promise<T> {
-    const before = queues.get(device) ?? Promise.resolve();
-    let release = (): void => undefined;
-    const mine = new Promise<void>((resolve) => { release = resolve; });
-    const tail = before.then(() => mine);
-    queues.set(device, tail);
-    try {
-      await new Promise<void>((resolve, reject) => {
-        const onAbort = (): void => { reject(signal.reason as Error); };
-        if (signal.aborted) onAbort();
-        signal.addEventListener("abort", onAbort, { once: true });
-        void before.then(() => {
-          signal.removeEventListener("abort", onAbort);
-          resolve();
-        });
-      });
-      return await task();
-    } finally {
-      release();
-      if (queues.get(device) === tail) queues.delete(device);
-    }
-  }
-
   async function exchange(target: RpcTarget, request: RpcRequest, signal: AbortSignal): Promise<unknown> {
     const id = nextId++;
-    const frame = JSON.stringify({ jsonrpc: "2.0", id, src: "plugpool", method: request.method, params: request.params });
+    const frame = { jsonrpc: "2.0", id, src: "plugpool", method: request.method, params: request.params };
     const url = new URL(`${target.url}/rpc`);
     let freshNonce = false;
     for (let round = 1; round <= MAX_AUTH_ROUNDS; round++) {
@@ -181,11 +108,11 @@ export function createShellyRpc(): ShellyRpc {
       if (answer.status !== 401) return resultOf(answer, id, request.method);
       asked.add(target.device);
       if (target.password === undefined) {
-        throw new ShellyFailure("plug-unauthorized", "the device asks for a password and none is configured", true);
+        throw new PlugFailure("plug-unauthorized", "the device asks for a password and none is configured", { refused: true });
       }
       const challenge = parseShellyChallenge(answer.challenge);
       if (challenge === undefined) {
-        throw new ShellyFailure("plug-unauthorized", "the device asks for credentials in a way plugpool does not answer (not Digest with SHA-256)", true);
+        throw new PlugFailure("plug-unauthorized", "the device asks for credentials in a way plugpool does not answer (not Digest with SHA-256)", { refused: true });
       }
       // A nonce just handed out and refused means the password is wrong; an older one may just have expired.
       if (session !== undefined && freshNonce) break;
@@ -193,11 +120,11 @@ export function createShellyRpc(): ShellyRpc {
       freshNonce = true;
     }
     sessions.delete(target.device);
-    throw new ShellyFailure("plug-unauthorized", "the device rejected the password", true);
+    throw new PlugFailure("plug-unauthorized", "the device rejected the password", { refused: true });
   }
 
   return {
-    call: (target, request, signal) => queued(target.device, signal, () => exchange(target, request, signal)),
+    call: (target, request, signal) => queue.run(target.device, signal, () => exchange(target, request, signal)),
     authAsked: (device) => asked.has(device),
   };
 }

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { createDeviceQueue } from "../../../src/adapters/esphome/device-queue.ts";
+import { createDeviceQueue } from "../../../src/adapters/http-device/device-queue.ts";
 
 /** A task the test finishes by hand, recording when it started. */
 function gate(log: string[], name: string) {

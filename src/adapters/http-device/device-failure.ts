@@ -1,14 +1,14 @@
-// Turns whatever ended a plug call into a PlugpoolError code and a short detail. Details are built from what
-// plugpool knows (method, path, status, sizes), never from anything the device sent: a device, a captive
-// portal or a proxy can echo the request, Authorization header included, into its answer.
+// Turns whatever ended a device call into a PlugpoolError code and a short detail. Details are built from what
+// plugpool knows (method, path, status, sizes, Node's error codes), never from anything the device sent: a
+// device, a captive portal or a proxy can echo the request, Authorization header included, into its answer.
 import type { ErrorCode } from "../../domain/errors.ts";
 import { isPlugpoolError, PlugpoolError } from "../../domain/errors.ts";
 
-/** A classified failure; `message` is the detail that follows "<action> plug <url> <entity>: ". */
+/** A classified failure; `message` is the detail that follows "<action> <control>: ". */
 export class PlugFailure extends Error {
   override readonly name = "PlugFailure";
   readonly code: Extract<ErrorCode, `plug-${string}`>;
-  /** The device answered that it did not carry the request out (401, 404, 405…): a command sent is known undone. */
+  /** The device answered that it did not carry the request out (401, 404, an RPC error…): a command sent is known undone. */
   readonly refused: boolean;
 
   constructor(code: PlugFailure["code"], detail: string, options: { refused?: boolean } = {}) {
@@ -18,8 +18,8 @@ export class PlugFailure extends Error {
   }
 }
 
-// Errors that mean the connection went away under the request: an ESP32 purging an idle keep-alive
-// socket, an ESP8266 closing after each answer, a reboot.
+// Errors that mean the connection went away under the request: a device purging an idle keep-alive socket,
+// closing after each answer, or rebooting.
 const DROPPED_CODES: ReadonlySet<string> = new Set(["ECONNRESET", "EPIPE", "UND_ERR_SOCKET"]);
 
 export function isDroppedConnection(error: unknown): boolean {
@@ -31,12 +31,17 @@ export function isDroppedConnection(error: unknown): boolean {
   return false;
 }
 
+/** A failure a backend names in its own words, by the error's code (e.g. a BMC's TLS certificate). */
+export type VendorFailure = (code: string) => { readonly code: PlugFailure["code"]; readonly detail: string } | undefined;
+
 export interface FailureContext {
-  /** The caller's signal: its abort means "stop", not a plug fault. */
+  /** The caller's signal: its abort means "stop", not a device fault. */
   readonly callerSignal: AbortSignal | undefined;
   /** Aborted once the call's time is up. */
   readonly deadline: AbortSignal;
   readonly timeoutMs: number;
+  /** What the backend reads in an error's code before the network errors every device shares. */
+  readonly vendorFailure?: VendorFailure | undefined;
 }
 
 export interface FailureDescription {
@@ -64,7 +69,8 @@ export function neverConnected(error: unknown): boolean {
   return code !== undefined && NOT_CONNECTED_CODES.has(code);
 }
 
-function errorCode(error: unknown): string | undefined {
+/** The first string `code` along the error's chain of causes (Node's and undici's errors carry one). */
+export function errorCode(error: unknown): string | undefined {
   for (let e: unknown = error; e instanceof Error; e = e.cause) {
     const code = (e as { code?: unknown }).code;
     if (typeof code === "string") return code;
@@ -82,8 +88,10 @@ export function describeFailure(error: unknown, ctx: FailureContext): FailureDes
   if (error instanceof PlugFailure) return { code: error.code, detail: error.message };
   // No cause: the detail says all there is, and a timeout is the common case (no error is built for it).
   if (ctx.deadline.aborted) return { code: "plug-unreachable", detail: `timed out after ${ctx.timeoutMs} ms` };
-  if (isDroppedConnection(error)) return { code: "plug-unreachable", detail: "connection dropped", cause: error };
   const code = identifier(errorCode(error));
+  const vendor = code === undefined ? undefined : ctx.vendorFailure?.(code);
+  if (vendor !== undefined) return { ...vendor, cause: error };
+  if (isDroppedConnection(error)) return { code: "plug-unreachable", detail: "connection dropped", cause: error };
   const known = code === undefined ? undefined : NETWORK_DETAILS[code];
   if (known !== undefined) return { code: "plug-unreachable", detail: known, cause: error };
   const name = error instanceof Error ? identifier(error.name) : typeof error;
@@ -103,4 +111,10 @@ export function cleanCause(error: unknown): Error | undefined {
   const code = identifier(errorCode(error));
   const clean = new Error(code === undefined ? name : `${name} ${code}`);
   return code === undefined ? clean : Object.assign(clean, { code });
+}
+
+/** The options of an error whose cause is what `cleanCause` keeps of `error`. */
+export function causeOf(error: unknown): { cause: Error } | undefined {
+  const cause = cleanCause(error);
+  return cause === undefined ? undefined : { cause };
 }

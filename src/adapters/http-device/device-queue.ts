@@ -1,7 +1,7 @@
-// At most one request in flight per ESPHome device: the IDF httpd serves one request at a time and the
-// ESP8266 stack has crashed under parallel requests (esphome/issues#5676). Devices are
-// independent of each other, so only requests to the same key wait.
+// One task at a time per device, first come first served: every backend serialises the calls to one device
+// (each says why its devices need it). Devices are independent of each other, so only tasks of the same key wait.
 
+/** Serialises tasks per device key. */
 export interface DeviceQueue {
   /**
    * Runs `task` once every earlier task for `device` has finished (FIFO). Waiting ends early, and the
@@ -10,6 +10,7 @@ export interface DeviceQueue {
   run<T>(device: string, signal: AbortSignal, task: () => Promise<T>): Promise<T>;
 }
 
+/** An empty queue: a key's first task runs at once. */
 export function createDeviceQueue(): DeviceQueue {
   // A key is present while a task of that device runs; its array holds the waiters' wake-up calls.
   const waiting = new Map<string, (() => void)[]>();

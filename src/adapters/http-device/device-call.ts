@@ -1,0 +1,98 @@
+// One public call of a backend's switch: bounded by the backend's timeout, its wait behind other calls to the
+// same device included, ended early by the caller's signal, and failing with a PlugpoolError made here alone,
+// from plugpool's own words (see device-failure.ts).
+import { PlugpoolError } from "../../domain/errors.ts";
+import type { CallOptions, CutGuard } from "../../domain/ports.ts";
+import { askGuard, CutRefused } from "../cut-guard.ts";
+import { causeOf, describeFailure, type FailureContext, type VendorFailure } from "./device-failure.ts";
+
+/** What a call's work is given. */
+export interface DeviceCall<Target> extends FailureContext {
+  /** Aborts on the deadline or the caller's abort, whichever comes first. */
+  readonly signal: AbortSignal;
+  /** What the backend's client needs to reach the device, made once per call. */
+  readonly target: Target;
+  /** A command was handed to the transport and not refused: from here on its outcome may be unknown. */
+  commandSent: boolean;
+}
+
+export interface CallRules<Control, Target> {
+  /** Bound on each call, including its wait behind other calls to the same device. */
+  readonly timeoutMs: number;
+  readonly target: (control: Control) => Target;
+  /** What was attempted on what, first in every message: "turning off plug http://plug-1.local switch "Relay"". */
+  readonly where: (control: Control, action: string) => string;
+  /** What follows `where` when the cut guard said no, e.g. "the switch-off was refused at the plug by the safety check". */
+  readonly unsafe: string;
+  /** The command in "…; the command was sent and its outcome is unknown". */
+  readonly command: string;
+  readonly vendorFailure?: VendorFailure;
+}
+
+/** Runs `work` on `control` as one call; every failure leaves as a PlugpoolError. */
+export type BoundedCall<Control, Target> = <T>(
+  control: Control,
+  action: string,
+  options: CallOptions | undefined,
+  work: (call: DeviceCall<Target>) => Promise<T>,
+) => Promise<T>;
+
+/**
+ * The reason of every deadline's abort. A device that does not answer is the expected case at every Refresh, so
+ * its path builds no other error: the deadline aborts with this one reason (not the DOMException
+ * AbortSignal.timeout makes each time), which the transport hands on as the request's error.
+ */
+const TIMED_OUT: Error = new DOMException("the device call timed out", "TimeoutError");
+
+export function createBoundedCall<Control, Target>(rules: CallRules<Control, Target>): BoundedCall<Control, Target> {
+  function callError(where: string, error: unknown, call: DeviceCall<Target>): PlugpoolError {
+    if (error instanceof CutRefused) return new PlugpoolError("unsafe", `${where}: ${rules.unsafe}`, causeOf(error.cause));
+    const { code, detail, cause } = describeFailure(error, call);
+    if (call.commandSent && code !== "plug-unconfirmed") {
+      return new PlugpoolError("plug-unconfirmed", `${where}: ${detail}; ${rules.command} was sent and its outcome is unknown`, causeOf(cause));
+    }
+    return new PlugpoolError(code, `${where}: ${detail}`, causeOf(cause));
+  }
+
+  return async (control, action, options, work) => {
+    const deadline = new AbortController();
+    const callerSignal = options?.signal;
+    const both = callerSignal ? new AbortController() : deadline;
+    const onCallerAbort = (): void => { both.abort(callerSignal?.reason); };
+    if (callerSignal?.aborted === true) onCallerAbort();
+    else callerSignal?.addEventListener("abort", onCallerAbort, { once: true });
+    const timer = setTimeout(() => {
+      deadline.abort(TIMED_OUT);
+      if (both !== deadline) both.abort(TIMED_OUT);
+    }, rules.timeoutMs);
+    const call: DeviceCall<Target> = {
+      signal: both.signal,
+      deadline: deadline.signal,
+      callerSignal,
+      timeoutMs: rules.timeoutMs,
+      vendorFailure: rules.vendorFailure,
+      target: rules.target(control),
+      commandSent: false,
+    };
+    try {
+      return await work(call);
+    } catch (error) {
+      throw callError(rules.where(control, action), error, call);
+    } finally {
+      clearTimeout(timer);
+      callerSignal?.removeEventListener("abort", onCallerAbort);
+    }
+  };
+}
+
+/**
+ * Awaited right before each sending of a command's request, with the device's slot held and nothing else awaited
+ * until the request is handed to the transport: asks `mayCut`, when given, so nothing reaches the device between
+ * its yes and the request, and counts the command as sent once nothing more can stop it.
+ */
+export async function readyToSend(call: DeviceCall<unknown>, mayCut?: CutGuard): Promise<void> {
+  call.commandSent = false; // sent again only after the device refused it (a 401, a 404 for one URL spelling)
+  if (mayCut) await askGuard(mayCut, call.signal);
+  call.signal.throwIfAborted(); // nothing is sent once aborted; the command must not count as sent
+  call.commandSent = true;
+}

@@ -1,0 +1,123 @@
+// One HTTP request to a device and its whole answer, read within a bound on size and stopped by the call's
+// signal: a device that answers too much is not worth the memory, and a body that trickles in must not hold the
+// device's queue past the call's deadline. Each backend brings its own agent (keep-alive or not, the CA to
+// trust), headers and bound.
+import { request as httpRequest, type Agent, type IncomingHttpHeaders, type IncomingMessage } from "node:http";
+import { request as httpsRequest } from "node:https";
+import { isDroppedConnection, PlugFailure } from "./device-failure.ts";
+
+export interface DeviceRequest {
+  readonly url: URL;
+  readonly method: "GET" | "POST";
+  readonly headers: Readonly<Record<string, string>>;
+  /** Sent as the body, as JSON with its Content-Type and Content-Length; absent: no body. */
+  readonly json?: unknown;
+  /** The agent for the URL's scheme (an https.Agent for https://), or false for a connection of the request's own. */
+  readonly agent: Agent | false;
+  /** Aborts the request, and the reading of its answer, with the signal's reason. */
+  readonly signal: AbortSignal;
+  /** The largest body read; a larger one, declared or counted, is refused unread with `tooLarge(status)`. */
+  readonly maxBytes: number;
+  readonly tooLarge: (status: number) => Error;
+}
+
+export interface DeviceAnswer {
+  readonly status: number;
+  readonly headers: IncomingHttpHeaders;
+  readonly text: string;
+  readonly bytes: number;
+}
+
+/**
+ * Sends one request and reads its whole answer. Rejects with the network error, the signal's reason or
+ * `tooLarge`; redirects are answers like any other (never followed).
+ */
+export function requestOnce(request: DeviceRequest): Promise<DeviceAnswer> {
+  return new Promise<DeviceAnswer>((resolve, reject) => {
+    const { url, signal } = request;
+    signal.throwIfAborted();
+    const body = request.json === undefined ? undefined : JSON.stringify(request.json);
+    const headers: Record<string, string> = { ...request.headers };
+    if (body !== undefined) {
+      headers["content-type"] = "application/json";
+      headers["content-length"] = String(Buffer.byteLength(body));
+    }
+    const send = url.protocol === "https:" ? httpsRequest : httpRequest;
+    const req = send(url, { method: request.method, headers, agent: request.agent });
+    // The abort's reason travels as the request's error: Node builds no error of its own for it.
+    const onAbort = (): void => { req.destroy(signal.reason as Error); };
+    signal.addEventListener("abort", onAbort, { once: true });
+    const settle = (): void => { signal.removeEventListener("abort", onAbort); };
+    // `on`, not `once`: a socket may fail again after the first error, and an unheard error would crash.
+    req.on("error", (error) => {
+      settle();
+      reject(error);
+    });
+    req.once("response", (res) => {
+      const status = res.statusCode ?? 0;
+      readCappedBody(res, request.maxBytes, () => request.tooLarge(status)).then(
+        ({ text, bytes }) => {
+          settle();
+          resolve({ status, headers: res.headers, text, bytes });
+        },
+        (error: unknown) => {
+          settle();
+          // An answer not read to its end leaves the socket unusable for the next request.
+          req.destroy();
+          reject(signal.aborted ? (signal.reason as Error) : (error as Error));
+        },
+      );
+    });
+    req.end(body);
+  });
+}
+
+/**
+ * `send()`, and once more when a GET's connection was dropped under it (a kept-alive socket the device closed
+ * meanwhile): a read may be repeated, a command never, and nothing is re-sent once `signal` aborted.
+ */
+export async function resendDroppedGet<T>(method: "GET" | "POST", signal: AbortSignal, send: () => Promise<T>): Promise<T> {
+  try {
+    return await send();
+  } catch (error) {
+    if (method !== "GET" || signal.aborted || !isDroppedConnection(error)) throw error;
+    return send();
+  }
+}
+
+/** "GET /switch/Relay answered HTTP 200 with more than 4096 bytes": an answer refused for its size. */
+export function answerTooLarge(what: string, status: number, maxBytes: number): PlugFailure {
+  return new PlugFailure("plug-bad-answer", `${what} answered HTTP ${status} with more than ${maxBytes} bytes`);
+}
+
+function readCappedBody(res: IncomingMessage, maxBytes: number, tooLarge: () => Error): Promise<{ text: string; bytes: number }> {
+  return new Promise((resolve, reject) => {
+    if (Number(res.headers["content-length"]) > maxBytes) {
+      reject(tooLarge());
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    let ended = false;
+    res.on("data", (chunk: Buffer) => {
+      bytes += chunk.byteLength;
+      if (bytes > maxBytes) {
+        res.removeAllListeners("data");
+        res.removeAllListeners("end");
+        reject(tooLarge());
+        return;
+      }
+      chunks.push(chunk);
+    });
+    res.once("end", () => {
+      ended = true;
+      resolve({ text: chunks.length === 1 ? (chunks[0] ?? Buffer.alloc(0)).toString("utf8") : Buffer.concat(chunks).toString("utf8"), bytes });
+    });
+    // Aborted mid-body: the request's destroy reaches the response as its error.
+    res.on("error", reject);
+    // A connection closed before the whole body came, without an error, ends the read too.
+    res.once("close", () => {
+      if (!ended) reject(Object.assign(new Error("socket hang up"), { code: "ECONNRESET" }));
+    });
+  });
+}
