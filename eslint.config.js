@@ -3,7 +3,7 @@ import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["dist/**", "gen/**", "node_modules/**", ".stryker-tmp/**", "reports/**"] },
+  { ignores: ["dist/**", "gen/**", "node_modules/**", ".bench/**", ".stryker-tmp/**", "reports/**"] },
   js.configs.recommended,
   ...tseslint.configs.strictTypeChecked,
   {
