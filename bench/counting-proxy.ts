@@ -71,6 +71,8 @@ export async function startCountingProxy(upstream: string, caPem: string): Promi
       },
       (upstreamRes) => {
         res.writeHead(upstreamRes.statusCode ?? 502, forwardable(upstreamRes.headers));
+        // Node sends headers with the first body byte; the apiserver sends a watch's at once, before any event.
+        res.flushHeaders();
         upstreamRes.pipe(res);
       },
     );

@@ -130,6 +130,9 @@ export function createReflector<V>(source: ReflectorSource<V>, deps: ReflectorDe
         }
         resolve(end);
       };
+      // stop() must not wait for the watch: a proxy that holds back the headers of a quiet watch would keep
+      // client-node's call (and so its controller) pending for up to its 30 s idle timeout.
+      signal.addEventListener("abort", () => { resolve(end); }, { once: true });
       const params = {
         resourceVersion,
         allowWatchBookmarks: true,
