@@ -5,7 +5,7 @@ import type { Machine } from "./model.ts";
 import type { MachineState, PoolContext, PowerOffJob } from "./state.ts";
 import type { StepOutcome } from "./power-off-steps.ts";
 import { POWER_OFF_ANNOTATION } from "./model.ts";
-import { beginMarking, beginPowerOff, endMarking, endPowerOff, jobOf, nodesOf, poweredByPlugpool, stateOf } from "./state.ts";
+import { beginPowerOff, endPowerOff, jobOf, nodesOf, poweredByPlugpool, stateOf } from "./state.ts";
 import { messageOf } from "./errors.ts";
 import { POWER_OFF_STEPS } from "./power-off-steps.ts";
 import { clearBootFailures } from "./quarantine.ts";
@@ -56,20 +56,15 @@ function newJob(node: string, startedAt: number): PowerOffJob {
 /**
  * Records a power-off of the machine on its Nodes (the annotation), the way DeleteNodes begins one, so that a
  * restart resumes it instead of losing it. Starts no job: the caller does, once the whole call has succeeded.
- * While it runs, the runner does not take the record for an earlier run's.
+ * The caller marks the machine (`beginMarking`) for the whole call, so the runner does not take a record that
+ * landed for one of an earlier run while the call may still fail.
  */
 export async function recordPowerOff(ctx: PoolContext, machine: Machine, startedAt: number, options?: CallOptions): Promise<void> {
-  const nodes = nodesOf(ctx, machine);
-  beginMarking(ctx, machine);
-  try {
-    await Promise.all(
-      nodes
-        .filter((n) => n.annotations[POWER_OFF_ANNOTATION] === undefined)
-        .map((n) => ctx.deps.teardown.markPowerOff(n.name, startedAt, options)),
-    );
-  } finally {
-    endMarking(stateOf(ctx, machine));
-  }
+  await Promise.all(
+    nodesOf(ctx, machine)
+      .filter((n) => n.annotations[POWER_OFF_ANNOTATION] === undefined)
+      .map((n) => ctx.deps.teardown.markPowerOff(n.name, startedAt, options)),
+  );
 }
 
 /**

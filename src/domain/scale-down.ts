@@ -4,7 +4,7 @@ import type { CallOptions } from "./ports.ts";
 import type { Machine, NodeGroupSpec, NodeRef } from "./model.ts";
 import type { SafetyRule } from "./events.ts";
 import type { PoolContext } from "./state.ts";
-import { dropQueued, jobOf, nodesOf, poweredByPlugpool, queuedPosition, stateOf } from "./state.ts";
+import { beginMarking, dropQueued, endMarking, jobOf, nodesOf, poweredByPlugpool, queuedPosition, stateOf } from "./state.ts";
 import { messageOf, PlugpoolError } from "./errors.ts";
 import { instanceOf, targetSizeOf } from "./instances.ts";
 import { hasDeletionTaint, isHeld, resolveRef } from "./matching.ts";
@@ -58,6 +58,27 @@ export async function deleteNodes(
     else if (instanceOf(ctx, machine) !== undefined) toCut.push(machine);
   }
   const startedAt = ctx.deps.clock.now();
+  // Until the call's outcome is known, a record that already landed on one machine's Node is this call's.
+  for (const m of toPowerOff) beginMarking(ctx, m);
+  try {
+    await recordAll(ctx, what, toPowerOff, toCut, startedAt, options);
+  } finally {
+    for (const m of toPowerOff) endMarking(stateOf(ctx, m));
+  }
+}
+
+/**
+ * The writes of one DeleteNodes: each power-off recorded, each unregistered machine cut. The power-offs start once
+ * all succeeded; otherwise every record is undone and the first failure thrown.
+ */
+async function recordAll(
+  ctx: PoolContext,
+  what: string,
+  toPowerOff: readonly Machine[],
+  toCut: readonly Machine[],
+  startedAt: number,
+  options?: CallOptions,
+): Promise<void> {
   const signal = options?.signal;
   const failed = new Map<string, string>();
   const recorded = toPowerOff.map((m) =>

@@ -2,8 +2,9 @@
 // now keeps the machine's power.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { TO_BE_DELETED_TAINT, isPlugpoolError } from "../../src/domain/index.ts";
+import { POWER_OFF_ANNOTATION, TO_BE_DELETED_TAINT, isPlugpoolError } from "../../src/domain/index.ts";
 import { World, deletingWorker1 } from "../fakes/world.ts";
+import { rejectsWith } from "../fakes/assertions.ts";
 
 const TAINT = { key: TO_BE_DELETED_TAINT, value: "1", effect: "NoSchedule" as const };
 
@@ -100,6 +101,34 @@ describe("safety reproductions", () => {
     assert.deepEqual(w.cluster.callsOf("createPowerOffPod"), []);
     assert.equal(w.cluster.nodeNamed("worker-1")?.annotations["plugpool.io/power-off-started-at"], undefined);
     assert.equal(w.reporter.of("power-off-started").length, 0);
+  });
+
+  it("4b: a DeleteNodes whose record fails on one machine starts nothing on another whose record landed, even if the runner passes meanwhile", async () => {
+    const w = new World({ on: ["worker-1", "worker-2"] });
+    w.register("worker-1");
+    w.register("worker-2");
+    await w.pool.refresh();
+    w.cluster.taint("worker-1");
+    w.cluster.taint("worker-2");
+    const release = w.cluster.hold("markPowerOff", "worker-2");
+    const call = w.pool.deleteNodes("workers", [w.ref("worker-1"), w.ref("worker-2")]);
+    await new Promise((resolve) => setImmediate(resolve));
+    // worker-1's record is on its Node; worker-2's write is still out. The runner must not take worker-1's
+    // record for one an earlier run left (it would start the power-off of a call that may yet fail).
+    assert.equal(w.cluster.nodeNamed("worker-1")?.annotations[POWER_OFF_ANNOTATION], String(w.clock.now()));
+    await w.pool.reconcile();
+    w.cluster.failNext("markPowerOff");
+    release();
+    await rejectsWith(call, "cluster-refused", /worker-2/);
+    await w.drive();
+    assert.deepEqual(w.reporter.of("power-off-started"), []);
+    assert.equal(w.cluster.callsOf("createPowerOffPod").length, 0);
+    assert.equal(w.power.callsOf("turnOff").length, 0);
+    assert.equal(w.cluster.nodeNamed("worker-1")?.annotations[POWER_OFF_ANNOTATION], undefined, "its record undone");
+    assert.deepEqual(
+      w.pool.instances("workers").map((i) => i.state),
+      ["running", "running"],
+    );
   });
 
   it("5a: a failed or stuck power-off pod is replaced, a bounded number of times, then the power is kept", async () => {

@@ -41,6 +41,7 @@ export class FakeCluster implements ClusterView, NodeTeardown, NodeLookup {
   readonly #pods = new Map<string, PowerOffPodView>();
   readonly #slices = new Map<string, readonly DeviceSlice[]>();
   readonly #failNext = new Map<TeardownOp, Error[]>();
+  readonly #held = new Map<string, Promise<void>>();
 
   addNode(spec: NodeSpec): NodeView {
     const node: NodeView = { providerID: "", ready: true, taints: [], annotations: {}, labels: {}, ...spec };
@@ -106,6 +107,16 @@ export class FakeCluster implements ClusterView, NodeTeardown, NodeLookup {
 
   failNext(op: TeardownOp, error: Error = new PlugpoolError("cluster-refused", `${op}: the apiserver said no`)): void {
     this.#failNext.set(op, [...(this.#failNext.get(op) ?? []), error]);
+  }
+
+  /**
+   * The next `op` on `target` waits until the returned function is called (an apiserver slow to answer one
+   * write while others land).
+   */
+  hold(op: TeardownOp, target: string): () => void {
+    let release = (): void => undefined;
+    this.#held.set(`${op} ${target}`, new Promise<void>((resolve) => { release = resolve; }));
+    return () => { release(); };
   }
 
   /** Pending one-shot failures are dropped. */
@@ -175,6 +186,9 @@ export class FakeCluster implements ClusterView, NodeTeardown, NodeLookup {
     this.calls.push(call);
     this.onCall?.(call);
     await Promise.resolve();
+    const held = this.#held.get(`${op} ${target}`);
+    this.#held.delete(`${op} ${target}`);
+    if (held !== undefined) await held;
     const next = this.#failNext.get(op)?.shift();
     if (next !== undefined) throw next;
   }

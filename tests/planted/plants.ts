@@ -86,6 +86,16 @@ export const PLANTS: readonly Plant[] = [
     ],
   },
   {
+    name: "resume a power-off whose DeleteNodes is still recording it",
+    edits: [
+      {
+        file: "src/domain/power-off.ts",
+        find: '    if (kind === "powering-off" || kind === "marking") continue;',
+        replace: '    if (kind === "powering-off") continue;',
+      },
+    ],
+  },
+  {
     name: "cut an unregistered machine plugpool did not power on",
     edits: [
       { file: "src/domain/safety.ts", find: "  if (!poweredByPlugpool(ctx, machine)) {\n    return { allowed: false, rule: \"powered-outside\"", replace: "  if (poweredByPlugpool(ctx, machine) && false) {\n    return { allowed: false, rule: \"powered-outside\"" },
