@@ -103,6 +103,7 @@ export function createReflector<V>(source: ReflectorSource<V>, deps: ReflectorDe
     return new Promise((resolve) => {
       let ended = false;
       let end: WatchEnd = { kind: "closed" };
+      const onStop = (): void => { resolve(end); };
       const onEvent = (type: string, object: unknown): void => {
         heard();
         if (type === "ERROR") {
@@ -121,6 +122,7 @@ export function createReflector<V>(source: ReflectorSource<V>, deps: ReflectorDe
         if (type !== "BOOKMARK") deps.onChange();
       };
       const onDone = (error: unknown): void => {
+        signal.removeEventListener("abort", onStop);
         ended = true;
         abortWatch = undefined;
         // Ended by the apiserver. Not client-node's idle timeout: that one means nothing was heard for 30 s.
@@ -131,8 +133,9 @@ export function createReflector<V>(source: ReflectorSource<V>, deps: ReflectorDe
         resolve(end);
       };
       // stop() must not wait for the watch: a proxy that holds back the headers of a quiet watch would keep
-      // client-node's call (and so its controller) pending for up to its 30 s idle timeout.
-      signal.addEventListener("abort", () => { resolve(end); }, { once: true });
+      // client-node's call (and so its controller) pending for up to its 30 s idle timeout. Removed when the
+      // watch ends: the signal lives as long as the reflector, across every renewal.
+      signal.addEventListener("abort", onStop, { once: true });
       const params = {
         resourceVersion,
         allowWatchBookmarks: true,
