@@ -29,9 +29,9 @@ export function startPowerOff(ctx: PoolContext, machine: Machine, node: string, 
  * A DeleteNodes that failed towards cluster-autoscaler leaves nothing behind: the power-off it had begun to
  * record is a job that only undoes that record (and is forgotten once the view shows it gone).
  */
-export function undoPowerOffRecord(ctx: PoolContext, machine: Machine, startedAt: number, reason: string): void {
+export function undoPowerOffRecord(ctx: PoolContext, machine: Machine, node: string, startedAt: number, reason: string): void {
   if (jobOf(stateOf(ctx, machine)) !== undefined) return;
-  const job = newJob(nodesOf(ctx, machine)[0]?.name ?? "", startedAt);
+  const job = newJob(node, startedAt);
   job.aborting = { step: "check-taint", reason };
   beginPowerOff(ctx, machine, job);
   ctx.deps.wake?.();

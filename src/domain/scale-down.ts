@@ -51,20 +51,31 @@ export async function deleteNodes(
     throw refusal(ctx, chosen[0], "min-size", `${what}: ${detail}`);
   }
   const toCut: Machine[] = [];
-  const toPowerOff: Machine[] = [];
+  const toPowerOff: PowerOffTarget[] = [];
   for (const machine of chosen) {
     if (jobOf(stateOf(ctx, machine)) !== undefined) continue;
-    if (nodesOf(ctx, machine).length > 0) toPowerOff.push(machine);
+    const node = nodesOf(ctx, machine)[0];
+    if (node !== undefined) toPowerOff.push({ machine, node: node.name });
     else if (instanceOf(ctx, machine) !== undefined) toCut.push(machine);
   }
   const startedAt = ctx.deps.clock.now();
   // Until the call's outcome is known, a record that already landed on one machine's Node is this call's.
-  for (const m of toPowerOff) beginMarking(ctx, m);
+  for (const { machine } of toPowerOff) beginMarking(ctx, machine);
   try {
     await recordAll(ctx, what, toPowerOff, toCut, startedAt, options);
   } finally {
-    for (const m of toPowerOff) endMarking(stateOf(ctx, m));
+    for (const { machine } of toPowerOff) endMarking(stateOf(ctx, machine));
   }
+}
+
+/**
+ * A registered machine to power off, with the Node it was validated on: its power-off begins on that Node even
+ * when the view has lost it by the time the call's writes land (a Node deleted meanwhile is no sign of a
+ * shutdown, and a power-off begun without a Node would take the machine for one that never registered).
+ */
+interface PowerOffTarget {
+  readonly machine: Machine;
+  readonly node: string;
 }
 
 /**
@@ -74,16 +85,16 @@ export async function deleteNodes(
 async function recordAll(
   ctx: PoolContext,
   what: string,
-  toPowerOff: readonly Machine[],
+  toPowerOff: readonly PowerOffTarget[],
   toCut: readonly Machine[],
   startedAt: number,
   options?: CallOptions,
 ): Promise<void> {
   const signal = options?.signal;
   const failed = new Map<string, string>();
-  const recorded = toPowerOff.map((m) =>
-    recordPowerOff(ctx, m, startedAt, options).catch((e: unknown) => {
-      failed.set(m.name, `recording the power-off: ${messageOf(e)}`);
+  const recorded = toPowerOff.map(({ machine }) =>
+    recordPowerOff(ctx, machine, startedAt, options).catch((e: unknown) => {
+      failed.set(machine.name, `recording the power-off: ${messageOf(e)}`);
     }),
   );
   let failure: Error | undefined;
@@ -100,10 +111,10 @@ async function recordAll(
   }
   if (failure !== undefined) {
     // Nothing may start from a call that failed towards cluster-autoscaler: undo every record it made.
-    for (const m of toPowerOff) undoPowerOffRecord(ctx, m, startedAt, `${what} failed`);
+    for (const { machine, node } of toPowerOff) undoPowerOffRecord(ctx, machine, node, startedAt, `${what} failed`);
     throw failure;
   }
-  for (const m of toPowerOff) startPowerOff(ctx, m, nodesOf(ctx, m)[0]?.name ?? "", startedAt, false);
+  for (const { machine, node } of toPowerOff) startPowerOff(ctx, machine, node, startedAt, false);
 }
 
 function validateDeletion(ctx: PoolContext, machine: Machine, what: string): void {

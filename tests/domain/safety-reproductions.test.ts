@@ -152,6 +152,22 @@ describe("safety reproductions", () => {
     assert.equal(w.reporter.of("power-off-aborted").length, 1);
   });
 
+  it("5c: a Node deleted while its DeleteNodes is being recorded still counts as registered: no cut without a shutdown", async () => {
+    const w = new World({ on: ["worker-1"] });
+    w.registerTainted("worker-1");
+    await w.pool.refresh();
+    // The Node goes while the power-off's record is out; the view has caught up by the time the call ends.
+    w.cluster.onCall = (c) => {
+      if (c.op === "markPowerOff") w.cluster.removeNode("worker-1");
+    };
+    await w.pool.deleteNodes("workers", [w.ref("worker-1")]);
+    assert.equal(w.reporter.of("power-off-started")[0]?.node, "worker-1", "begun on the Node it was asked for");
+    await w.drive(200);
+    assert.deepEqual(w.power.callsOf("turnOff"), []);
+    assert.match(w.reporter.of("power-off-aborted")[0]?.reason ?? "", /did not go NotReady/);
+    assert.ok(w.power.isOn(w.machine("worker-1").power));
+  });
+
   it("6: two Nodes claiming one machine must both allow the power-off; the duplicate is reported", async () => {
     const w = new World({ on: ["worker-1"] });
     w.cluster.addNode({ name: "worker-1", providerID: "k3s://worker-1", taints: [TAINT] });

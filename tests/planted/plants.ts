@@ -96,6 +96,16 @@ export const PLANTS: readonly Plant[] = [
     ],
   },
   {
+    name: "begin a DeleteNodes' power-off on the Node the view shows when the call ends",
+    edits: [
+      {
+        file: "src/domain/scale-down.ts",
+        find: "  for (const { machine, node } of toPowerOff) startPowerOff(ctx, machine, node, startedAt, false);",
+        replace: "  for (const { machine } of toPowerOff) startPowerOff(ctx, machine, nodesOf(ctx, machine)[0]?.name ?? \"\", startedAt, false);",
+      },
+    ],
+  },
+  {
     name: "cut an unregistered machine plugpool did not power on",
     edits: [
       { file: "src/domain/safety.ts", find: "  if (!poweredByPlugpool(ctx, machine)) {\n    return { allowed: false, rule: \"powered-outside\"", replace: "  if (poweredByPlugpool(ctx, machine) && false) {\n    return { allowed: false, rule: \"powered-outside\"" },
