@@ -10,6 +10,8 @@ import { PREFIX, World } from "../fakes/world.ts";
 /** Inrush limits a run may use: none (the default), or a tight one that queues most scale-ups. */
 export const LIMITS = [0, 1, 2] as const;
 const INTERVAL_MS = 10_000;
+/** Registered at the start: two in one group, so one DeleteNodes can name two running machines. */
+const RUNNING = ["a-1", "a-3", "b-1"];
 /** Short enough for the walks' ticks to end quarantines. */
 const QUARANTINE: QuarantineSettings = { initialMs: 60_000, maxMs: 240_000 };
 
@@ -24,7 +26,7 @@ interface InFlight {
 }
 
 /**
- * A world under test, starting with a-1 and b-1 running: the fakes record every breach of an invariant at the
+ * A world under test, starting with RUNNING running: the fakes record every breach of an invariant at the
  * moment it happens.
  */
 export class Model {
@@ -33,18 +35,23 @@ export class Model {
 
   static async create(limit = 0, latencySeed = 1): Promise<Model> {
     const model = new Model(limit, latencySeed);
-    model.w.register("a-1");
-    model.w.register("b-1");
+    for (const name of RUNNING) model.w.register(name);
     model.#sync();
     await model.w.pool.refresh();
     return model;
   }
 
   readonly violations: string[] = [];
+  /** Draws 0–3 from the walk's latency sequence. */
+  readonly #draw: () => number;
+  /** A runner pass started between cluster writes, until it ends. */
+  #between: Promise<void> | undefined;
   #armed: { machine: Machine; event: NodeEvent } | undefined;
   readonly #inFlight: InFlight = { delete: new Map(), decrease: new Map(), increase: new Map(), run: 0 };
   /** Machines CA asked to delete since their plug last went on: only their power-offs may cut. */
   readonly #deleteRequested = new Set<string>();
+  /** For each machine, how many events had been reported when a DeleteNodes naming it last succeeded. */
+  readonly #deleteSucceeded = new Map<string, number>();
   /** When each turnOn was sent. */
   readonly #powerOns: number[] = [];
 
@@ -62,18 +69,24 @@ export class Model {
     this.limit = limit;
     const scaleUp: ScaleUpSettings | undefined =
       limit === 0 ? undefined : { maxPowerOnsPerInterval: limit, powerOnIntervalMs: INTERVAL_MS };
-    this.w = new World({ groups: GROUPS, on: ["a-1", "b-1"], quarantine: QUARANTINE, lagging: true, ...(scaleUp && { scaleUp }) });
-    // Each command waits a few turns at its device, so others act (and the world changes) meanwhile.
+    this.w = new World({ groups: GROUPS, on: [...RUNNING], quarantine: QUARANTINE, lagging: true, ...(scaleUp && { scaleUp }) });
+    // Each command waits a few turns at its device, and each cluster write a few turns before it lands, so
+    // others act (and the world changes) meanwhile: one call's writes land apart, in any order.
     let state = latencySeed;
-    this.w.power.latency = () => {
+    const turns = (): number => {
       state = (state * 1_103_515_245 + 12_345) % 2_147_483_648;
-      return state % 4;
+      return (state >>> 16) % 4; // the high bits: an LCG's low bits repeat every few draws
     };
+    this.w.power.latency = turns;
+    this.w.cluster.latency = turns;
+    this.#draw = turns;
     this.w.power.onCall = (call) => {
-      if (this.#machineOf(call.control) === undefined) this.violations.push(`${call.op} of an unconfigured plug ${call.control.key}`);
+      const machine = this.#machineOf(call.control);
+      if (machine === undefined) this.violations.push(`${call.op} of an unconfigured plug ${call.control.key}`);
+      else if (call.op === "turnOn") this.#checkOnSent(machine);
       this.#fireArmed();
     };
-    // The rules are judged when a command reaches the plug, not when it is called.
+    // The rules of a cut are judged when it reaches the plug, not when it is called.
     this.w.power.onArrival = (arrival) => {
       const machine = this.#machineOf(arrival.control);
       if (machine === undefined) return;
@@ -105,7 +118,27 @@ export class Model {
         }
       }
       this.#fireArmed();
+      this.#maybeRunBetween();
     };
+  }
+
+  /**
+   * Now and then, while a cluster write is out, the watch delivers and the runner's timer fires: a pass falls
+   * between one call's writes, seeing those that landed (as the runner of a real process may).
+   */
+  #maybeRunBetween(): void {
+    if (this.#between !== undefined || this.#draw() !== 0) return;
+    const turns = this.#draw() + 1;
+    this.#between = (async () => {
+      for (let t = turns; t > 0; t--) await new Promise((r) => setImmediate(r));
+      this.#sync();
+      await this.#ca({ kind: "run" });
+    })().finally(() => { this.#between = undefined; });
+  }
+
+  /** Waits for a runner pass started between writes, so each step ends quiet. */
+  async #quiet(): Promise<void> {
+    while (this.#between !== undefined) await this.#between;
   }
 
   #machineOf(control: PowerControl): Machine | undefined {
@@ -133,10 +166,15 @@ export class Model {
   }
 
   async apply(o: Op): Promise<void> {
+    await this.#step(o);
+    await this.#quiet();
+  }
+
+  async #step(o: Op): Promise<void> {
     const { w } = this;
     switch (o.kind) {
       case "parallel":
-        await Promise.all([this.#ca(o.a), this.#ca(o.b)]);
+        await Promise.all([this.#ca(o.a), this.#staggered(o.stagger, o.synced, o.b)]);
         return;
       case "increase":
       case "delete":
@@ -175,7 +213,7 @@ export class Model {
         return;
       }
       case "cluster-fail-next":
-        w.cluster.failNext(o.op);
+        w.cluster.failNext(o.op, undefined, o.after);
         return;
       case "tick":
         w.clock.advance(o.ms);
@@ -296,7 +334,41 @@ export class Model {
     if (o.seen) this.#sync();
     const names = machines.map((x) => x.name);
     for (const name of names) this.#deleteRequested.add(name);
-    await this.#during(this.#inFlight.delete, names, () => this.w.pool.deleteNodes(machines[0]?.group ?? "a", refs));
+    const from = this.w.reporter.events.length;
+    // A power-off recorded before this call (by an earlier one, maybe an earlier run of plugpool) is not its.
+    const recordedBefore = machines
+      .filter((x) => this.w.cluster.powerOffPod(x.name) !== undefined || this.#nodesOf(x).some((n) => n.annotations[POWER_OFF_ANNOTATION] !== undefined))
+      .map((x) => x.name);
+    try {
+      await this.#during(this.#inFlight.delete, names, () => this.w.pool.deleteNodes(machines[0]?.group ?? "a", refs));
+      for (const name of names) this.#deleteSucceeded.set(name, this.w.reporter.events.length);
+    } catch (e) {
+      this.#checkFailedDelete(names.filter((name) => !recordedBefore.includes(name)), from);
+      throw e;
+    }
+  }
+
+  /**
+   * A DeleteNodes that failed towards CA started no power-off of its machines, neither itself nor by a runner
+   * pass that fell between its writes: CA takes them for still running. (A power-off started by another
+   * DeleteNodes in flight or succeeded meanwhile is not this call's.)
+   */
+  #checkFailedDelete(names: readonly string[], from: number): void {
+    const started = this.w.reporter.events.slice(from).filter((e) => e.type === "power-off-started");
+    for (const name of names) {
+      if ((this.#inFlight.delete.get(name) ?? 0) > 0 || (this.#deleteSucceeded.get(name) ?? -1) >= from) continue;
+      if (started.some((e) => e.machine === name)) this.violations.push(`a power-off of ${name} started from a DeleteNodes that failed`);
+    }
+  }
+
+  /**
+   * A CA call sent `turns` turns of the event loop from now, after the view caught up when `synced`: it falls
+   * between the writes of a call made before, and may see some of them.
+   */
+  async #staggered(turns: number, synced: boolean, o: CaOp): Promise<void> {
+    for (let t = turns; t > 0; t--) await new Promise((r) => setImmediate(r));
+    if (synced) this.#sync();
+    await this.#ca(o);
   }
 
   /** Runs a CA call with its keys counted as in flight meanwhile. */
@@ -394,9 +466,12 @@ export class Model {
    * A plug goes on only for IncreaseSize or the runner, for a machine that may be powered, within the inrush
    * limit. Switching on is not the irreversible act: its conditions are judged on what the view showed.
    */
-  #checkOn(machine: Machine): void {
+  /**
+   * A plug-on is judged on what plugpool could see when it sent it: nothing at the plug checks a plug-on again
+   * (one never loses a running machine), so a taint that lands while it is on its way is a race, not a breach.
+   */
+  #checkOnSent(machine: Machine): void {
     const { w } = this;
-    const now = w.clock.now();
     const name = machine.name;
     if ((this.#inFlight.increase.get(machine.group) ?? 0) === 0 && this.#inFlight.run === 0) {
       this.violations.push(`turnOn of ${name} outside IncreaseSize and the runner`);
@@ -411,6 +486,12 @@ export class Model {
     if (nodes.length === 0 && w.pool.quarantine().some((q) => q.machine === name)) {
       this.violations.push(`turnOn of quarantined ${name}`);
     }
+  }
+
+  /** A plug-on that reached its plug: counted against the inrush limit. */
+  #checkOn(machine: Machine): void {
+    const now = this.w.clock.now();
+    const name = machine.name;
     this.#powerOns.push(now);
     const inWindow = this.#powerOns.filter((t) => t > now - INTERVAL_MS).length;
     if (this.limit > 0 && inWindow > this.limit) {

@@ -46,7 +46,11 @@ export type CaOp =
 
 export type Op =
   | CaOp
-  | { readonly kind: "parallel"; readonly a: CaOp; readonly b: CaOp }
+  /**
+   * Two CA calls at once, the second sent `stagger` turns of the event loop after the first; with `synced`, the
+   * watch delivers what has landed by then (the first call's writes among it) just before the second.
+   */
+  | { readonly kind: "parallel"; readonly a: CaOp; readonly b: CaOp; readonly stagger: number; readonly synced: boolean }
   | { readonly kind: "register"; readonly m: number; readonly mode: "normal" | "name-only" | "foreign" }
   | { readonly kind: "node"; readonly m: number; readonly event: NodeEvent }
   | { readonly kind: "ready"; readonly m: number; readonly ready: boolean }
@@ -55,7 +59,8 @@ export type Op =
   | { readonly kind: "plug-fail-next"; readonly op: PowerOp }
   | { readonly kind: "plug-fault"; readonly m: number; readonly on: boolean }
   | { readonly kind: "flip"; readonly m: number; readonly on: boolean }
-  | { readonly kind: "cluster-fail-next"; readonly op: TeardownOp }
+  /** Of the next writes of `op`, `after` land and the one after them fails. */
+  | { readonly kind: "cluster-fail-next"; readonly op: TeardownOp; readonly after: number }
   | { readonly kind: "tick"; readonly ms: number }
   | { readonly kind: "pods-go" }
   | { readonly kind: "shutdowns" }
@@ -92,7 +97,7 @@ const caOp: fc.Arbitrary<CaOp> = fc.oneof(
 
 export const op: fc.Arbitrary<Op> = fc.oneof(
   { weight: 14, arbitrary: caOp },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant("parallel"), a: caOp, b: caOp }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant("parallel"), a: caOp, b: caOp, stagger: fc.integer({ min: 0, max: 4 }), synced: fc.boolean() }) },
   {
     weight: 8,
     arbitrary: fc.record({
@@ -117,6 +122,7 @@ export const op: fc.Arbitrary<Op> = fc.oneof(
     arbitrary: fc.record({
       kind: fc.constant("cluster-fail-next"),
       op: fc.constantFrom<TeardownOp>("markPowerOff", "clearPowerOffMark", "createPowerOffPod", "deletePowerOffPod", "deleteNode"),
+      after: fc.constantFrom(0, 0, 1),
     }),
   },
   {

@@ -30,17 +30,21 @@ export type NodeSpec = Partial<NodeView> & { readonly name: string };
  * The cluster as plugpool sees it, with real state: Nodes, power-off pods, template slices. Teardown writes
  * change that state at once (a deleted pod turns terminating until `finishPodDeletion`). Every write and fresh
  * read is logged and passed to `onCall` at the moment it is made (a fresh read answers what the state is after
- * `onCall`). As a ClusterView it shows the truth; `LaggingView` shows it late.
+ * `onCall`). Each call lands after `latency()` turns of the event loop (default: one microtask), so calls made
+ * together may land in any order with other work between them. As a ClusterView it shows the truth;
+ * `LaggingView` shows it late.
  */
 export class FakeCluster implements ClusterView, NodeTeardown, NodeLookup {
   readonly calls: TeardownCall[] = [];
   onCall: ((call: TeardownCall) => void) | undefined;
   /** What `current()` answers: false plays watches that have not heard from the apiserver for too long. */
   viewCurrent = true;
+  /** Event-loop turns each call takes to land (0: one microtask). */
+  latency: () => number = () => 0;
   readonly #nodes = new Map<string, NodeView>();
   readonly #pods = new Map<string, PowerOffPodView>();
   readonly #slices = new Map<string, readonly DeviceSlice[]>();
-  readonly #failNext = new Map<TeardownOp, Error[]>();
+  readonly #failNext = new Map<TeardownOp, (Error | undefined)[]>();
   readonly #held = new Map<string, Promise<void>>();
 
   addNode(spec: NodeSpec): NodeView {
@@ -105,8 +109,9 @@ export class FakeCluster implements ClusterView, NodeTeardown, NodeLookup {
     for (const [machine, pod] of this.#pods) if (pod.terminating) this.#pods.delete(machine);
   }
 
-  failNext(op: TeardownOp, error: Error = new PlugpoolError("cluster-refused", `${op}: the apiserver said no`)): void {
-    this.#failNext.set(op, [...(this.#failNext.get(op) ?? []), error]);
+  /** Of the next calls of `op` (after any failures already planned), `after` land and the one after them fails. */
+  failNext(op: TeardownOp, error: Error = new PlugpoolError("cluster-refused", `${op}: the apiserver said no`), after = 0): void {
+    this.#failNext.set(op, [...(this.#failNext.get(op) ?? []), ...Array<undefined>(after).fill(undefined), error]);
   }
 
   /**
@@ -186,6 +191,7 @@ export class FakeCluster implements ClusterView, NodeTeardown, NodeLookup {
     this.calls.push(call);
     this.onCall?.(call);
     await Promise.resolve();
+    for (let turns = this.latency(); turns > 0; turns--) await new Promise((r) => setImmediate(r));
     const held = this.#held.get(`${op} ${target}`);
     this.#held.delete(`${op} ${target}`);
     if (held !== undefined) await held;
