@@ -23,8 +23,8 @@ export interface PlugpoolProcess {
   readonly pid: number;
   readonly client: CloudProviderClient;
   readonly startup: StartupTimes;
-  /** Resident set now and its peak since the spawn (VmRSS, VmHWM), bytes. */
-  memory(): { readonly rssBytes: number; readonly peakRssBytes: number };
+  /** Resident set now, its anonymous part, and its peak since the spawn (VmRSS, RssAnon, VmHWM), bytes. */
+  memory(): ProcMemory;
   /** User + system CPU time since the spawn, ms (10 ms steps). */
   cpuMs(): number;
   /** Bytes plugpool allocated while `work` ran (all of it garbage once the calls are answered). */
@@ -159,8 +159,18 @@ function readStartup(child: ChildProcess, logPath: string, spawned: number) {
   });
 }
 
+export interface ProcMemory {
+  readonly rssBytes: number;
+  /**
+   * The part of the RSS that is the process's own memory; the rest is file pages, mostly the node binary's own
+   * code and data, shared with every process that maps them and dropped first under memory pressure.
+   */
+  readonly anonBytes: number;
+  readonly peakRssBytes: number;
+}
+
 /** Resident memory of any process, from /proc (NaN where there is no /proc). */
-export function procMemory(pid: number): { readonly rssBytes: number; readonly peakRssBytes: number } {
+export function procMemory(pid: number): ProcMemory {
   let status = "";
   try {
     status = readFileSync(`/proc/${pid}/status`, "utf8");
@@ -171,7 +181,7 @@ export function procMemory(pid: number): { readonly rssBytes: number; readonly p
     const match = new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status);
     return match?.[1] === undefined ? Number.NaN : Number(match[1]) * 1024;
   };
-  return { rssBytes: kib("VmRSS"), peakRssBytes: kib("VmHWM") };
+  return { rssBytes: kib("VmRSS"), anonBytes: kib("RssAnon"), peakRssBytes: kib("VmHWM") };
 }
 
 /** utime + stime of a process, ms (fields 14 and 15 of /proc/<pid>/stat, after the command name). */

@@ -56,8 +56,8 @@ export interface ConditionResult {
   readonly cgroup?: { readonly where: string; readonly peakBytes: number; readonly oomKills: number };
   readonly startup: StartupTimes;
   readonly rssAtStartBytes: number;
-  /** VmRSS sampled every second over the second half of the loops. */
-  readonly rssPlateau: { readonly samples: number; readonly medianBytes: number; readonly maxBytes: number };
+  /** VmRSS sampled every second over the second half of the loops; `anonMaxBytes`: the most of it that was RssAnon. */
+  readonly rssPlateau: { readonly samples: number; readonly medianBytes: number; readonly maxBytes: number; readonly anonMaxBytes: number };
   readonly peakRssBytes: number;
   /** plugpool's CPU over the counted loops (idle gaps included) per loop. */
   readonly cpuMsPerLoop: number;
@@ -162,8 +162,11 @@ async function measureCondition(run: Run, condition: Condition): Promise<{ resul
   try {
     const rssAtStartBytes = plugpool.memory().rssBytes;
     say(`  ${condition.label}: ${s.loops} CA loops, one every ${s.cadenceMs / 1000} s`);
-    const rss: { at: number; bytes: number }[] = [];
-    const sampler = setInterval(() => { rss.push({ at: performance.now(), bytes: plugpool.memory().rssBytes }); }, 1000);
+    const rss: { at: number; bytes: number; anonBytes: number }[] = [];
+    const sampler = setInterval(() => {
+      const { rssBytes, anonBytes } = plugpool.memory();
+      rss.push({ at: performance.now(), bytes: rssBytes, anonBytes });
+    }, 1000);
     const loops: LoopSample[] = [];
     const floorRefreshes: Awaited<ReturnType<Floor["refresh"]>>[] = [];
     const t0 = performance.now();
@@ -188,7 +191,8 @@ async function measureCondition(run: Run, condition: Condition): Promise<{ resul
     const reads = requests.reads - counted.requests.reads;
     const writes = requests.writes - counted.requests.writes;
     const half = t0 + (s.loops * s.cadenceMs) / 2;
-    const plateau = rss.filter((r) => r.at >= half).map((r) => r.bytes);
+    const plateauSamples = rss.filter((r) => r.at >= half);
+    const plateau = plateauSamples.map((r) => r.bytes);
     say(`  ${condition.label}: RPC latency and garbage`);
     const rpc = await measureRpcs(plugpool, site, s);
     const [group] = site.groups;
@@ -204,7 +208,12 @@ async function measureCondition(run: Run, condition: Condition): Promise<{ resul
         }),
         startup: plugpool.startup,
         rssAtStartBytes,
-        rssPlateau: { samples: plateau.length, medianBytes: median(plateau), maxBytes: Math.max(...plateau) },
+        rssPlateau: {
+          samples: plateau.length,
+          medianBytes: median(plateau),
+          maxBytes: Math.max(...plateau),
+          anonMaxBytes: Math.max(...plateauSamples.map((r) => r.anonBytes)),
+        },
         peakRssBytes: plugpool.memory().peakRssBytes,
         cpuMsPerLoop: round(cpuMsPerLoop, 0),
         rpcsPerLoop: loops[0]?.rpcs ?? 0,
