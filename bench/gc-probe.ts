@@ -2,8 +2,9 @@
 // plugpool-process.ts): counts the bytes allocated between a "start" and a "stop" message on the IPC channel,
 // i.e. the garbage a batch of calls makes. Allocated = heap used at the end − heap used at the start + what
 // every GC in between freed (v8.GCProfiler reports the heap before and after each one). The bench closes the
-// channel before it stops the process, so the listener never keeps it alive.
-import { GCProfiler, getHeapStatistics } from "node:v8";
+// channel before it stops the process, so the listener never keeps it alive. A "heap" message answers what the
+// V8 heap holds and reserves, and the memory outside it, so that the RSS can be told apart.
+import { GCProfiler, getHeapSpaceStatistics, getHeapStatistics } from "node:v8";
 
 let profiler: GCProfiler | undefined;
 let usedAtStart = 0;
@@ -20,6 +21,18 @@ process.on("message", (message) => {
     const { statistics } = profiler.stop();
     profiler = undefined;
     const freed = statistics.reduce((sum, gc) => sum + gc.beforeGC.heapStatistics.usedHeapSize - gc.afterGC.heapStatistics.usedHeapSize, 0);
-    process.send?.({ allocatedBytes: usedAtEnd - usedAtStart + freed, gcs: statistics.length });
+    // The main thread's GC pauses, young (scavenges) and old (mark-compact, its incremental steps included).
+    const pauseMs = (young: boolean): number =>
+      statistics.filter((gc) => (gc.gcType === "Scavenge" || gc.gcType === "MinorMarkSweep") === young).reduce((sum, gc) => sum + gc.cost, 0) / 1000;
+    process.send?.({ allocatedBytes: usedAtEnd - usedAtStart + freed, youngGcMs: pauseMs(true), oldGcMs: pauseMs(false) });
+  } else if (message === "heap") {
+    const heap = getHeapStatistics();
+    const young = getHeapSpaceStatistics().find((s) => s.space_name === "new_space");
+    process.send?.({
+      totalBytes: heap.total_heap_size,
+      usedBytes: heap.used_heap_size,
+      youngBytes: young?.space_size ?? 0,
+      externalBytes: process.memoryUsage().external,
+    });
   }
 });

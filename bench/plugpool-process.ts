@@ -28,7 +28,9 @@ export interface PlugpoolProcess {
   /** User + system CPU time since the spawn, ms (10 ms steps). */
   cpuMs(): number;
   /** Bytes plugpool allocated while `work` ran (all of it garbage once the calls are answered). */
-  allocatedDuring<T>(work: () => Promise<T>): Promise<{ readonly result: T; readonly bytes: number }>;
+  allocatedDuring<T>(work: () => Promise<T>): Promise<Allocated<T>>;
+  /** What the V8 heap holds and reserves now, and the memory outside it that V8 knows of. */
+  heap(): Promise<HeapReport>;
   /** SIGTERM (a CPU profile is written on a clean exit), SIGKILL after 15 s. */
   stop(): Promise<void>;
 }
@@ -94,6 +96,7 @@ export async function startPlugpool(options: PlugpoolProcessOptions): Promise<Pl
       memory: () => procMemory(pid),
       cpuMs: () => procCpuMs(pid),
       allocatedDuring: (work) => allocatedDuring(child, work),
+      heap: async () => (await ask(child, "heap")) as HeapReport,
       stop: async () => {
         client.close();
         await stop(child, exited);
@@ -107,12 +110,29 @@ export async function startPlugpool(options: PlugpoolProcessOptions): Promise<Pl
   }
 }
 
-/** Bytes a process running gc-probe.ts allocated while `work` ran. */
-export async function allocatedDuring<T>(child: ChildProcess, work: () => Promise<T>): Promise<{ readonly result: T; readonly bytes: number }> {
+export interface HeapReport {
+  /** Reserved by the V8 heap (every space), of which `usedBytes` holds objects and `youngBytes` is the young generation. */
+  readonly totalBytes: number;
+  readonly usedBytes: number;
+  readonly youngBytes: number;
+  /** Outside the heap but known to V8: buffers and external strings (the bundle's source text among them). */
+  readonly externalBytes: number;
+}
+
+export interface Allocated<T> {
+  readonly result: T;
+  readonly bytes: number;
+  /** The main thread's pauses for GC of the young generation and of the old one while `work` ran. */
+  readonly youngGcMs: number;
+  readonly oldGcMs: number;
+}
+
+/** Bytes a process running gc-probe.ts allocated while `work` ran, and its GC pauses meanwhile. */
+export async function allocatedDuring<T>(child: ChildProcess, work: () => Promise<T>): Promise<Allocated<T>> {
   await ask(child, "start");
   const result = await work();
-  const { allocatedBytes } = (await ask(child, "stop")) as { allocatedBytes: number };
-  return { result, bytes: allocatedBytes };
+  const { allocatedBytes, youngGcMs, oldGcMs } = (await ask(child, "stop")) as { allocatedBytes: number; youngGcMs: number; oldGcMs: number };
+  return { result, bytes: allocatedBytes, youngGcMs, oldGcMs };
 }
 
 function ask(child: ChildProcess, message: string): Promise<unknown> {

@@ -53,13 +53,30 @@ export function formatResults(results: readonly SizeResult[]): string {
       `${String(c.apiserver.perLoop)} (${c.apiserver.loops} loops)`,
     ]),
   );
+  const memory = table(
+    ["machines", "memory", "RSS anon", "V8 heap reserved", "of it used", "of it young gen", "external", "anon outside both"],
+    each.map(({ r, c }) => {
+      const { anonBytes, heap } = c.memoryAtEnd;
+      return [
+        String(r.site.machines),
+        c.label,
+        mb(anonBytes),
+        mb(heap.totalBytes),
+        mb(heap.usedBytes),
+        mb(heap.youngBytes),
+        mb(heap.externalBytes),
+        mb(anonBytes - heap.totalBytes - heap.externalBytes),
+      ];
+    }),
+  );
   const refresh = table(
-    ["machines", "memory", "Refresh p50 / p99 ms", "Refresh CPU ms mean / max", "floor CPU ms", "ratio", "floor p50 / p99 ms", "garbage/Refresh MB", "garbage/loop rest MB"],
+    ["machines", "memory", "Refresh p50 / p99 ms", "Refresh CPU ms mean / max", "GC pause ms young / old", "floor CPU ms", "ratio", "floor p50 / p99 ms", "garbage/Refresh MB", "garbage/loop rest MB"],
     each.map(({ r, c }) => [
       String(r.site.machines),
       c.label,
       `${ms(c.refresh.p50Ms)} / ${ms(c.refresh.p99Ms)}`,
       `${ms(c.refreshCpuMs.mean)} / ${ms(c.refreshCpuMs.max)}`,
+      `${ms(c.refreshGcMs.young.mean)} / ${ms(c.refreshGcMs.old.mean)}`,
       ms(c.floor.cpuMs.mean),
       refreshCpuRatio(c).toFixed(2),
       `${ms(c.floor.refresh.p50Ms)} / ${ms(c.floor.refresh.p99Ms)}`,
@@ -85,6 +102,9 @@ export function formatResults(results: readonly SizeResult[]): string {
   return [
     "plugpool (own process, compiled) at CA's cadence — memory, CPU per CA loop (idle gaps included), kube-apiserver requests",
     overview,
+    "",
+    "What the anonymous RSS is made of at the end of the loops (the rest: Node.js and V8 themselves, sockets, malloc)",
+    memory,
     "",
     "Refresh — plugpool against the floor (plain node:http keep-alive client, same plugs, same cadence, own process)",
     refresh,

@@ -18,7 +18,7 @@ import { startFloor, type Floor } from "./floor.ts";
 import { sequential, summarise, type LatencySummary } from "./latency.ts";
 import { configYaml, layout, PLUG_TIMEOUT_MS, RELAY_PATH, SLOW_PLUG_MS, summary, type Layout } from "./layout.ts";
 import { load, round } from "./machine-info.ts";
-import { probeModule, startPlugpool, type PlugpoolProcess, type StartupTimes } from "./plugpool-process.ts";
+import { probeModule, startPlugpool, type HeapReport, type PlugpoolProcess, type StartupTimes } from "./plugpool-process.ts";
 import { caLoopAfterRefresh, probeFor, registeredNodes } from "./probes.ts";
 
 export interface BenchSettings {
@@ -59,12 +59,16 @@ export interface ConditionResult {
   /** VmRSS sampled every second over the second half of the loops; `anonMaxBytes`: the most of it that was RssAnon. */
   readonly rssPlateau: { readonly samples: number; readonly medianBytes: number; readonly maxBytes: number; readonly anonMaxBytes: number };
   readonly peakRssBytes: number;
+  /** At the end of the loops: the RSS's anonymous part and what V8 accounts for of it. */
+  readonly memoryAtEnd: { readonly anonBytes: number; readonly heap: HeapReport };
   /** plugpool's CPU over the counted loops (idle gaps included) per loop. */
   readonly cpuMsPerLoop: number;
   readonly rpcsPerLoop: number;
   readonly refresh: LatencySummary;
   readonly refreshCpuMs: Share;
   readonly refreshGarbageBytes: Share;
+  /** The main thread's GC pauses during a Refresh: young generation, old generation. */
+  readonly refreshGcMs: { readonly young: Share; readonly old: Share };
   /** The rest of a loop: every RPC after its Refresh. */
   readonly loopRpcGarbageBytes: Share;
   readonly floor: { readonly refresh: LatencySummary; readonly cpuMs: Share; readonly answered: number };
@@ -101,6 +105,7 @@ interface LoopSample {
   readonly refreshMs: number;
   readonly refreshCpuMs: number;
   readonly refreshBytes: number;
+  readonly refreshGcMs: { readonly young: number; readonly old: number };
   readonly rpcBytes: number;
   readonly rpcs: number;
 }
@@ -117,7 +122,14 @@ async function caLoop(plugpool: PlugpoolProcess, site: Layout): Promise<LoopSamp
   });
   const refreshCpuMs = plugpool.cpuMs() - cpuBefore;
   const rest = await plugpool.allocatedDuring(() => caLoopAfterRefresh(client, site, registeredNodes(site)));
-  return { refreshMs: refresh.result, refreshCpuMs, refreshBytes: refresh.bytes, rpcBytes: rest.bytes, rpcs: rest.result + 1 };
+  return {
+    refreshMs: refresh.result,
+    refreshCpuMs,
+    refreshBytes: refresh.bytes,
+    refreshGcMs: { young: refresh.youngGcMs, old: refresh.oldGcMs },
+    rpcBytes: rest.bytes,
+    rpcs: rest.result + 1,
+  };
 }
 
 async function measureRpcs(plugpool: PlugpoolProcess, site: Layout, s: BenchSettings): Promise<ConditionResult["rpc"]> {
@@ -193,6 +205,7 @@ async function measureCondition(run: Run, condition: Condition): Promise<{ resul
     const half = t0 + (s.loops * s.cadenceMs) / 2;
     const plateauSamples = rss.filter((r) => r.at >= half);
     const plateau = plateauSamples.map((r) => r.bytes);
+    const memoryAtEnd = { anonBytes: plugpool.memory().anonBytes, heap: await plugpool.heap() };
     say(`  ${condition.label}: RPC latency and garbage`);
     const rpc = await measureRpcs(plugpool, site, s);
     const [group] = site.groups;
@@ -215,11 +228,13 @@ async function measureCondition(run: Run, condition: Condition): Promise<{ resul
           anonMaxBytes: Math.max(...plateauSamples.map((r) => r.anonBytes)),
         },
         peakRssBytes: plugpool.memory().peakRssBytes,
+        memoryAtEnd,
         cpuMsPerLoop: round(cpuMsPerLoop, 0),
         rpcsPerLoop: loops[0]?.rpcs ?? 0,
         refresh: summarise(loops.map((l) => l.refreshMs), 0),
         refreshCpuMs: share(loops.map((l) => l.refreshCpuMs)),
         refreshGarbageBytes: share(loops.map((l) => l.refreshBytes)),
+        refreshGcMs: { young: share(loops.map((l) => l.refreshGcMs.young)), old: share(loops.map((l) => l.refreshGcMs.old)) },
         loopRpcGarbageBytes: share(loops.map((l) => l.rpcBytes)),
         floor: {
           refresh: summarise(floorRefreshes.map((f) => f.ms), 0),
