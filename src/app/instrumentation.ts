@@ -10,13 +10,13 @@ import type { Metrics } from "./metrics.ts";
 export function instrumentPowerSwitch<P extends PowerSwitch>(power: P, metrics: Metrics, machines: readonly Machine[]): P {
   const machineOf = new Map(machines.map((m) => [m.power.key, m.name]));
   const counted = async (operation: "read" | "turnOn" | "turnOff", control: PowerControl, call: () => Promise<PlugReading>) => {
-    const labels = { machine: machineOf.get(control.key) ?? "", operation };
+    const machine = machineOf.get(control.key) ?? "";
     try {
       const reading = await call();
-      metrics.plugRequests.inc({ ...labels, result: "ok" });
+      metrics.plugRequests.inc({ machine, operation, result: "ok" });
       return reading;
     } catch (e) {
-      metrics.plugRequests.inc({ ...labels, result: isPlugpoolError(e) ? e.code : "error" });
+      metrics.plugRequests.inc({ machine, operation, result: isPlugpoolError(e) ? e.code : "error" });
       throw e;
     }
   };

@@ -40,16 +40,17 @@ export interface UrlStyleMemory {
  * (a firmware upgrade to 2026.7 drops object_id URLs), `order` still offers the other one second.
  */
 export function createUrlStyleMemory(): UrlStyleMemory {
-  const known = new Map<string, UrlStyle>();
+  // The order to try, by device and entity: asked at every read, so kept rather than worked out each time.
+  const orders = new Map<string, readonly UrlStyle[]>();
   const key = (device: string, domain: EntityDomain, name: string): string => `${device}\n${domain}\n${name}`;
   return {
     order(device, domain, name) {
-      const styles = stylesFor(name);
-      const first = known.get(key(device, domain, name));
-      return first === undefined ? styles : [first, ...styles.filter((s) => s !== first)];
+      return orders.get(key(device, domain, name)) ?? stylesFor(name);
     },
     remember(device, domain, name, style) {
-      known.set(key(device, domain, name), style);
+      const k = key(device, domain, name);
+      if (orders.get(k)?.[0] === style) return;
+      orders.set(k, [style, ...stylesFor(name).filter((s) => s !== style)]);
     },
   };
 }

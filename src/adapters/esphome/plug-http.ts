@@ -54,6 +54,18 @@ export function createPlugHttp(opts: { fetch?: typeof fetch }): PlugHttp {
   const queue = createDeviceQueue();
   const auth = createDeviceAuth();
   const transport: Transport = opts.fetch ? createFetchTransport(opts.fetch) : createHttpTransport();
+  // Each device has a handful of URLs (its entities, in either spelling, and their actions), asked for at every
+  // Refresh: each is parsed once.
+  const urls = new Map<string, { readonly url: URL; readonly uri: string }>();
+  const urlOf = (href: string): { readonly url: URL; readonly uri: string } => {
+    let known = urls.get(href);
+    if (known === undefined) {
+      const url = new URL(href);
+      known = { url, uri: url.pathname + url.search };
+      urls.set(href, known);
+    }
+    return known;
+  };
 
   // Retries have one owner per failure: this client re-sends an idempotent GET once when its connection
   // was dropped (a reused socket the device closed or purged); it never re-sends a POST (switching is
@@ -62,22 +74,21 @@ export function createPlugHttp(opts: { fetch?: typeof fetch }): PlugHttp {
   // and the reading of the body.
   async function attempt(target: PlugTarget, request: PlugRequest, signal: AbortSignal) {
     const { method, path } = request;
-    const url = new URL(target.url + path);
-    const uri = url.pathname + url.search;
+    const { url, uri } = urlOf(target.url + path);
     const authorization = (): string | undefined => target.credentials && auth.authorization(target.device, target.credentials, method, uri);
     await request.beforeSend?.();
     const sent = target.credentials ? auth.scheme(target.device) : "none";
     const what = `${method} ${path}`;
     // Each sending gets a fresh Authorization: a Digest nonce count may be used once.
     const answer = await resendDroppedGet(method, signal, () => transport({ url, method, authorization: authorization(), signal, what }));
-    const { challenge, ...rest } = answer;
-    return { answer: rest, sent, challenge };
+    return { answer, sent };
   }
 
   async function exchange(target: PlugTarget, request: PlugRequest, signal: AbortSignal): Promise<PlugAnswer> {
     for (let round = 1; round <= MAX_AUTH_ROUNDS; round++) {
-      const { answer, sent, challenge } = await attempt(target, request, signal);
+      const { answer, sent } = await attempt(target, request, signal);
       if (answer.status !== 401) return answer;
+      const { challenge } = answer;
       if (!target.credentials) {
         throw new PlugFailure("plug-unauthorized", "the plug asks for credentials and none are configured", { refused: true });
       }

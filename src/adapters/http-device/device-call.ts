@@ -55,19 +55,17 @@ export function createBoundedCall<Control, Target>(rules: CallRules<Control, Tar
   }
 
   return async (control, action, options, work) => {
-    const deadline = new AbortController();
+    // One controller for the deadline and the caller's abort, whichever comes first; its reason tells them apart.
+    const controller = new AbortController();
+    const { signal } = controller;
     const callerSignal = options?.signal;
-    const both = callerSignal ? new AbortController() : deadline;
-    const onCallerAbort = (): void => { both.abort(callerSignal?.reason); };
+    const onCallerAbort = (): void => { controller.abort(callerSignal?.reason); };
     if (callerSignal?.aborted === true) onCallerAbort();
     else callerSignal?.addEventListener("abort", onCallerAbort, { once: true });
-    const timer = setTimeout(() => {
-      deadline.abort(TIMED_OUT);
-      if (both !== deadline) both.abort(TIMED_OUT);
-    }, rules.timeoutMs);
+    const timer = setTimeout(() => { controller.abort(TIMED_OUT); }, rules.timeoutMs);
     const call: DeviceCall<Target> = {
-      signal: both.signal,
-      deadline: deadline.signal,
+      signal,
+      timedOut: () => signal.reason === TIMED_OUT,
       callerSignal,
       timeoutMs: rules.timeoutMs,
       vendorFailure: rules.vendorFailure,

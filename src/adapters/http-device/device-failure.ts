@@ -37,8 +37,8 @@ export type VendorFailure = (code: string) => { readonly code: PlugFailure["code
 export interface FailureContext {
   /** The caller's signal: its abort means "stop", not a device fault. */
   readonly callerSignal: AbortSignal | undefined;
-  /** Aborted once the call's time is up. */
-  readonly deadline: AbortSignal;
+  /** The call's time is up. */
+  timedOut(): boolean;
   readonly timeoutMs: number;
   /** What the backend reads in an error's code before the network errors every device shares. */
   readonly vendorFailure?: VendorFailure | undefined;
@@ -87,7 +87,7 @@ export function describeFailure(error: unknown, ctx: FailureContext): FailureDes
   if (ctx.callerSignal?.aborted === true) return { code: "plug-unreachable", detail: "aborted", cause: ctx.callerSignal.reason };
   if (error instanceof PlugFailure) return { code: error.code, detail: error.message };
   // No cause: the detail says all there is, and a timeout is the common case (no error is built for it).
-  if (ctx.deadline.aborted) return { code: "plug-unreachable", detail: `timed out after ${ctx.timeoutMs} ms` };
+  if (ctx.timedOut()) return { code: "plug-unreachable", detail: `timed out after ${ctx.timeoutMs} ms` };
   const code = identifier(errorCode(error));
   const vendor = code === undefined ? undefined : ctx.vendorFailure?.(code);
   if (vendor !== undefined) return { ...vendor, cause: error };

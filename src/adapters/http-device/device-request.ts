@@ -2,7 +2,7 @@
 // signal: a device that answers too much is not worth the memory, and a body that trickles in must not hold the
 // device's queue past the call's deadline. Each backend brings its own agent (keep-alive or not, the CA to
 // trust), headers and bound.
-import { request as httpRequest, type Agent, type IncomingHttpHeaders, type IncomingMessage } from "node:http";
+import { request as httpRequest, type Agent, type IncomingHttpHeaders, type IncomingMessage, type RequestOptions } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { isDroppedConnection, PlugFailure } from "./device-failure.ts";
 
@@ -43,7 +43,7 @@ export function requestOnce(request: DeviceRequest): Promise<DeviceAnswer> {
       headers["content-length"] = String(Buffer.byteLength(body));
     }
     const send = url.protocol === "https:" ? httpsRequest : httpRequest;
-    const req = send(url, { method: request.method, headers, agent: request.agent });
+    const req = send({ ...addressOf(url), method: request.method, headers, agent: request.agent });
     // The abort's reason travels as the request's error: Node builds no error of its own for it.
     const onAbort = (): void => { req.destroy(signal.reason as Error); };
     signal.addEventListener("abort", onAbort, { once: true });
@@ -70,6 +70,21 @@ export function requestOnce(request: DeviceRequest): Promise<DeviceAnswer> {
     });
     req.end(body);
   });
+}
+
+// What node:http needs of a URL, taken apart once per URL: handing it the URL itself has it take the URL apart
+// (and copy the parts) at every request, and a Refresh sends one to every device.
+const addresses = new WeakMap<URL, RequestOptions>();
+
+function addressOf(url: URL): RequestOptions {
+  let address = addresses.get(url);
+  if (address === undefined) {
+    // An IPv6 host is written in brackets in a URL and without them in a socket address.
+    const hostname = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname;
+    address = { protocol: url.protocol, hostname, ...(url.port !== "" && { port: Number(url.port) }), path: url.pathname + url.search };
+    addresses.set(url, address);
+  }
+  return address;
 }
 
 /**
