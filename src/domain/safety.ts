@@ -68,9 +68,10 @@ export async function freshVerdict(ctx: PoolContext, machine: Machine, kind: Cut
   const nodes = [...fresh, ...nodesOf(ctx, machine).filter((v) => !fresh.some((f) => f.name === v.name))];
   if (kind === "power-off") {
     // A drained Node that vanished is no evidence the OS is down (it may have come back Ready just before): only a
-    // power sensor at standby vouches for a cut without it.
+    // power sensor at standby vouches for a cut without it. Gone from the apiserver is gone, whatever a lagging
+    // view still shows.
     const job = jobOf(stateOf(ctx, machine));
-    if (nodes.length === 0 && job !== undefined && job.node !== "" && job.facts.standbyReached === undefined) {
+    if (fresh.length === 0 && job !== undefined && job.node !== "" && job.facts.standbyReached === undefined) {
       return { allowed: false, rule: "node-vanished", detail: `node ${job.node} vanished before the cut; no sign ${machine.name} is down` };
     }
     return cutVerdict(machine, nodes);

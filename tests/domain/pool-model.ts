@@ -287,6 +287,7 @@ export class Model {
       this.#shutdowns();
       this.#sync();
       wait = await this.#run();
+      await this.#quiet();
       w.clock.advance(Math.max(wait ?? 0, 1));
     }
     if (wait !== undefined) this.violations.push("the runner still has work after settling");

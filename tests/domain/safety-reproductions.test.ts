@@ -168,6 +168,25 @@ describe("safety reproductions", () => {
     assert.ok(w.power.isOn(w.machine("worker-1").power));
   });
 
+  it("5d: a Node gone from the apiserver counts as vanished at the cut even while a lagging view still shows it", async () => {
+    const w = new World({ on: ["worker-1"], lagging: true });
+    w.registerTainted("worker-1");
+    w.cluster.setReady("worker-1", false, w.clock.now());
+    w.view?.sync();
+    await w.pool.refresh();
+    await w.pool.deleteNodes("workers", [w.ref("worker-1")]);
+    await w.pool.reconcile();
+    assert.equal(w.reporter.of("power-off-step").find((e) => e.step === "await-not-ready")?.outcome, "done", "taken for down");
+    // It comes back Ready (the taint kept), and its Node is then deleted by hand; the view has not caught up.
+    w.cluster.setReady("worker-1", true, w.clock.now());
+    w.view?.sync();
+    w.cluster.removeNode("worker-1");
+    await w.drive(200);
+    assert.deepEqual(w.power.callsOf("turnOff"), []);
+    assert.equal(w.reporter.of("refused")[0]?.rule, "node-vanished");
+    assert.ok(w.power.isOn(w.machine("worker-1").power));
+  });
+
   it("6: two Nodes claiming one machine must both allow the power-off; the duplicate is reported", async () => {
     const w = new World({ on: ["worker-1"] });
     w.cluster.addNode({ name: "worker-1", providerID: "k3s://worker-1", taints: [TAINT] });

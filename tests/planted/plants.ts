@@ -106,6 +106,16 @@ export const PLANTS: readonly Plant[] = [
     ],
   },
   {
+    name: "let a lagging view's copy of a deleted Node stand in for it at the cut",
+    edits: [
+      {
+        file: "src/domain/safety.ts",
+        find: "    if (fresh.length === 0 && job !== undefined && job.node !== \"\"",
+        replace: "    if (nodes.length === 0 && job !== undefined && job.node !== \"\"",
+      },
+    ],
+  },
+  {
     name: "cut an unregistered machine plugpool did not power on",
     edits: [
       { file: "src/domain/safety.ts", find: "  if (!poweredByPlugpool(ctx, machine)) {\n    return { allowed: false, rule: \"powered-outside\"", replace: "  if (poweredByPlugpool(ctx, machine) && false) {\n    return { allowed: false, rule: \"powered-outside\"" },
