@@ -487,6 +487,9 @@ export class Model {
     if (nodes.length === 0 && w.pool.quarantine().some((q) => q.machine === name)) {
       this.violations.push(`turnOn of quarantined ${name}`);
     }
+    // A plug-on ends CA's earlier delete requests; one CA makes while it is on its way (a restore racing the
+    // request) still stands when it lands.
+    this.#deleteRequested.delete(name);
   }
 
   /** A plug-on that reached its plug: counted against the inrush limit. */
@@ -498,7 +501,6 @@ export class Model {
     if (this.limit > 0 && inWindow > this.limit) {
       this.violations.push(`turnOn of ${name}: ${inWindow} plug-ons within ${INTERVAL_MS} ms, limit ${this.limit}`);
     }
-    this.#deleteRequested.delete(name);
   }
 
   #checkCut(machine: Machine): void {
