@@ -40,17 +40,27 @@ export interface UrlStyleMemory {
  * (a firmware upgrade to 2026.7 drops object_id URLs), `order` still offers the other one second.
  */
 export function createUrlStyleMemory(): UrlStyleMemory {
-  // The order to try, by device and entity: asked at every read, so kept rather than worked out each time.
-  const orders = new Map<string, readonly UrlStyle[]>();
-  const key = (device: string, domain: EntityDomain, name: string): string => `${device}\n${domain}\n${name}`;
+  // The order to try, by device, domain and entity name: asked at every read, so kept rather than worked out each
+  // time, and looked up by the strings the configuration already holds rather than a key built per read.
+  const orders = new Map<string, Map<EntityDomain, Map<string, readonly UrlStyle[]>>>();
+  const entities = (device: string, domain: EntityDomain): Map<string, readonly UrlStyle[]> | undefined => orders.get(device)?.get(domain);
   return {
     order(device, domain, name) {
-      return orders.get(key(device, domain, name)) ?? stylesFor(name);
+      return entities(device, domain)?.get(name) ?? stylesFor(name);
     },
     remember(device, domain, name, style) {
-      const k = key(device, domain, name);
-      if (orders.get(k)?.[0] === style) return;
-      orders.set(k, [style, ...stylesFor(name).filter((s) => s !== style)]);
+      if (entities(device, domain)?.get(name)?.[0] === style) return;
+      let byDomain = orders.get(device);
+      if (byDomain === undefined) {
+        byDomain = new Map();
+        orders.set(device, byDomain);
+      }
+      let byName = byDomain.get(domain);
+      if (byName === undefined) {
+        byName = new Map();
+        byDomain.set(domain, byName);
+      }
+      byName.set(name, [style, ...stylesFor(name).filter((s) => s !== style)]);
     },
   };
 }

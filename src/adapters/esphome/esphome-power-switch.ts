@@ -7,7 +7,7 @@ import { describeFailure, neverConnected, PlugFailure } from "../http-device/dev
 import type { BackendSwitch } from "../power-backend.ts";
 import { createUrlStyleMemory, entityPath, type EntityDomain, type UrlStyle } from "./entity-path.ts";
 import type { EsphomePlug } from "./plug.ts";
-import { createPlugHttp, type AuthScheme, type Credentials, type PlugHttp, type PlugTarget, type Send } from "./plug-http.ts";
+import { createPlugHttp, type AuthScheme, type Credentials, type PlugHttp, type PlugRequest, type PlugTarget, type Send } from "./plug-http.ts";
 import { pause } from "../cut-guard.ts";
 
 /** What `doctor` prints about one plug. */
@@ -58,15 +58,31 @@ export function createEsphomePowerSwitch(opts: EsphomePowerSwitchOptions): Espho
     command: "the command",
   });
 
+  // The read of each entity of a plug in each spelling, made once per plug: a Refresh reads every plug.
+  const reads = new WeakMap<EsphomePlug, Map<string, Readonly<Record<UrlStyle, PlugRequest>>>>();
+  function readOf(plug: EsphomePlug, domain: EntityDomain, name: string, style: UrlStyle): PlugRequest {
+    let byName = reads.get(plug);
+    if (byName === undefined) {
+      byName = new Map();
+      reads.set(plug, byName);
+    }
+    let bySpelling = byName.get(name);
+    if (bySpelling === undefined) {
+      const read = (spelling: UrlStyle): PlugRequest => ({ method: "GET", path: entityPath(domain, name, spelling) });
+      byName.set(name, (bySpelling = { name: read("name"), object_id: read("object_id") }));
+    }
+    return bySpelling[style];
+  }
+
   /** Requests an entity by its remembered spelling, falling back to the other one on 404. */
   async function request(send: Send, plug: EsphomePlug, domain: EntityDomain, name: string, action?: string, beforeSend?: () => Promise<void>) {
-    const method = action === undefined ? "GET" : "POST";
-    const tried: string[] = [];
+    let tried = "";
     for (const style of styles.order(plug.device, domain, name)) {
-      const path = entityPath(domain, name, style, action);
-      const answer = await send({ method, path, ...(beforeSend && { beforeSend }) });
+      const sent = action === undefined ? readOf(plug, domain, name, style) : { method: "POST" as const, path: entityPath(domain, name, style, action), beforeSend };
+      const { method, path } = sent;
+      const answer = await send(sent);
       if (answer.status === 404) {
-        tried.push(path);
+        tried += tried === "" ? path : ` and ${path}`;
         continue;
       }
       if (answer.status !== 200) {
@@ -77,7 +93,7 @@ export function createEsphomePowerSwitch(opts: EsphomePowerSwitchOptions): Espho
       styles.remember(plug.device, domain, name, style);
       return { answer, path, style };
     }
-    throw new PlugFailure("plug-entity-not-found", `not found (HTTP 404 for ${tried.join(" and ")})`, { refused: true });
+    throw new PlugFailure("plug-entity-not-found", `not found (HTTP 404 for ${tried})`, { refused: true });
   }
 
   /** Reads one entity with the device's slot held for that read alone. */

@@ -3,9 +3,9 @@
 // re-sent once when its connection was dropped under it.
 import { PlugFailure } from "../http-device/device-failure.ts";
 import { createDeviceQueue } from "../http-device/device-queue.ts";
-import { resendDroppedGet } from "../http-device/device-request.ts";
+import { mayResend } from "../http-device/device-request.ts";
 import { createDeviceAuth, type AuthScheme, type Credentials } from "./device-auth.ts";
-import { createFetchTransport, createHttpTransport, type Transport, type TransportAnswer } from "./plug-transport.ts";
+import { createFetchTransport, createHttpTransport, type Transport, type TransportAnswer, type TransportRequest } from "./plug-transport.ts";
 
 export type { AuthScheme, Credentials } from "./device-auth.ts";
 
@@ -55,14 +55,19 @@ export function createPlugHttp(opts: { fetch?: typeof fetch }): PlugHttp {
   const auth = createDeviceAuth();
   const transport: Transport = opts.fetch ? createFetchTransport(opts.fetch) : createHttpTransport();
   // Each device has a handful of URLs (its entities, in either spelling, and their actions), asked for at every
-  // Refresh: each is parsed once.
-  const urls = new Map<string, { readonly url: URL; readonly uri: string }>();
-  const urlOf = (href: string): { readonly url: URL; readonly uri: string } => {
-    let known = urls.get(href);
+  // Refresh: each is parsed once, and found again by the base URL and path the caller already holds.
+  const urls = new Map<string, Map<string, { readonly url: URL; readonly uri: string }>>();
+  const urlOf = (base: string, path: string): { readonly url: URL; readonly uri: string } => {
+    let paths = urls.get(base);
+    if (paths === undefined) {
+      paths = new Map();
+      urls.set(base, paths);
+    }
+    let known = paths.get(path);
     if (known === undefined) {
-      const url = new URL(href);
+      const url = new URL(base + path);
       known = { url, uri: url.pathname + url.search };
-      urls.set(href, known);
+      paths.set(path, known);
     }
     return known;
   };
@@ -72,24 +77,25 @@ export function createPlugHttp(opts: { fetch?: typeof fetch }): PlugHttp {
   // retried by the domain's power-off saga) and never retries on status codes or timeouts. Timeouts come
   // from the caller's deadline signal, which bounds the whole call including its wait in the device queue
   // and the reading of the body.
-  async function attempt(target: PlugTarget, request: PlugRequest, signal: AbortSignal) {
-    const { method, path } = request;
-    const { url, uri } = urlOf(target.url + path);
-    const authorization = (): string | undefined => target.credentials && auth.authorization(target.device, target.credentials, method, uri);
-    await request.beforeSend?.();
-    const sent = target.credentials ? auth.scheme(target.device) : "none";
-    const what = `${method} ${path}`;
-    // Each sending gets a fresh Authorization: a Digest nonce count may be used once.
-    const answer = await resendDroppedGet(method, signal, () => transport({ url, method, authorization: authorization(), signal, what }));
-    return { answer, sent };
-  }
-
   async function exchange(target: PlugTarget, request: PlugRequest, signal: AbortSignal): Promise<PlugAnswer> {
+    const { method, path } = request;
+    const { url, uri } = urlOf(target.url, path);
+    const { credentials } = target;
     for (let round = 1; round <= MAX_AUTH_ROUNDS; round++) {
-      const { answer, sent } = await attempt(target, request, signal);
+      if (request.beforeSend !== undefined) await request.beforeSend();
+      const sent = credentials ? auth.scheme(target.device) : "none";
+      // Each sending gets a fresh Authorization: a Digest nonce count may be used once.
+      const outgoing = (): TransportRequest => ({ url, method, authorization: credentials && auth.authorization(target.device, credentials, method, uri), signal, path });
+      let answer: TransportAnswer;
+      try {
+        answer = await transport(outgoing());
+      } catch (error) {
+        if (!mayResend(method, signal, error)) throw error;
+        answer = await transport(outgoing());
+      }
       if (answer.status !== 401) return answer;
       const { challenge } = answer;
-      if (!target.credentials) {
+      if (!credentials) {
         throw new PlugFailure("plug-unauthorized", "the plug asks for credentials and none are configured", { refused: true });
       }
       const verdict = auth.challenged(target.device, sent, challenge, round > 1);

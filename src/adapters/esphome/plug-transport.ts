@@ -13,7 +13,7 @@
 import { Agent as HttpAgent } from "node:http";
 import { Agent as HttpsAgent } from "node:https";
 import { mediaType } from "../http-device/answer.ts";
-import { answerTooLarge, requestOnce } from "../http-device/device-request.ts";
+import { answerTooLarge, requestOnce, type DeviceAnswer } from "../http-device/device-request.ts";
 import { MAX_ANSWER_BYTES, readAnswerBody } from "./answer-body.ts";
 
 export interface TransportRequest {
@@ -22,8 +22,8 @@ export interface TransportRequest {
   readonly authorization: string | undefined;
   /** Aborts the request, and the reading of its answer, with the signal's reason. */
   readonly signal: AbortSignal;
-  /** "GET /switch/Relay", for messages. */
-  readonly what: string;
+  /** The path asked for, as the adapter wrote it ("/switch/Relay"), for messages. */
+  readonly path: string;
 }
 
 export interface TransportAnswer {
@@ -48,34 +48,37 @@ export function createHttpTransport(): Transport {
   const options = { keepAlive: true, maxSockets: 1, maxFreeSockets: 1, timeout: IDLE_SOCKET_MS, scheduling: "lifo" as const };
   const http = new HttpAgent(options);
   const https = new HttpsAgent(options);
-  return async (request) => {
-    const { url, method, signal, what } = request;
+  return (request) => {
+    const { url, method, signal, path } = request;
     const headers: Record<string, string> = method === "POST" ? { "content-length": "0" } : {};
     if (request.authorization !== undefined) headers.authorization = request.authorization;
     const agent = url.protocol === "https:" ? https : http;
-    const tooLarge = (status: number): Error => answerTooLarge(what, status, MAX_ANSWER_BYTES);
-    const answer = await requestOnce({ url, method, headers, agent, signal, maxBytes: MAX_ANSWER_BYTES, tooLarge });
-    return {
-      status: answer.status,
-      body: answer.text,
-      contentType: mediaType(answer.headers["content-type"]),
-      bytes: answer.bytes,
-      challenge: answer.headers["www-authenticate"] ?? null,
-    };
+    const tooLarge = (status: number): Error => answerTooLarge(`${method} ${path}`, status, MAX_ANSWER_BYTES);
+    return requestOnce({ url, method, headers, agent, signal, maxBytes: MAX_ANSWER_BYTES, tooLarge }).then(transportAnswer);
+  };
+}
+
+function transportAnswer(answer: DeviceAnswer): TransportAnswer {
+  return {
+    status: answer.status,
+    body: answer.text,
+    contentType: mediaType(answer.headers["content-type"]),
+    bytes: answer.bytes,
+    challenge: answer.headers["www-authenticate"] ?? null,
   };
 }
 
 /** A fetch-based transport, for tests that hand the adapter a fetch of their own. */
 export function createFetchTransport(fetchImpl: typeof fetch): Transport {
   return async (request) => {
-    const { method, url, signal, what } = request;
+    const { method, url, signal, path } = request;
     const response = await fetchImpl(url, {
       method,
       signal,
       redirect: "manual",
       headers: request.authorization === undefined ? {} : { authorization: request.authorization },
     });
-    const { text, bytes } = await readAnswerBody(response, signal, what);
+    const { text, bytes } = await readAnswerBody(response, signal, `${method} ${path}`);
     return {
       status: response.status,
       body: text,

@@ -15,12 +15,12 @@ export function createDeviceQueue(): DeviceQueue {
   // A key is present while a task of that device runs; its array holds the waiters' wake-up calls.
   const waiting = new Map<string, (() => void)[]>();
 
-  function acquire(device: string, signal: AbortSignal): Promise<void> {
-    signal.throwIfAborted();
+  /** Takes the device's turn now (undefined) or once every earlier task has finished (the promise). */
+  function acquire(device: string, signal: AbortSignal): Promise<void> | undefined {
     const queue = waiting.get(device);
     if (!queue) {
       waiting.set(device, []);
-      return Promise.resolve();
+      return undefined;
     }
     return new Promise<void>((resolve, reject) => {
       const wake = (): void => {
@@ -42,14 +42,20 @@ export function createDeviceQueue(): DeviceQueue {
     else waiting.delete(device);
   }
 
+  async function runHeld<T>(device: string, task: () => Promise<T>): Promise<T> {
+    try {
+      return await task();
+    } finally {
+      release(device);
+    }
+  }
+
   return {
-    async run(device, signal, task) {
-      await acquire(device, signal);
-      try {
-        return await task();
-      } finally {
-        release(device);
-      }
+    // No await when the device is free, as it is for nearly every call: a Refresh asks every device at once.
+    run(device, signal, task) {
+      if (signal.aborted) return Promise.reject(signal.reason as Error);
+      const turn = acquire(device, signal);
+      return turn === undefined ? runHeld(device, task) : turn.then(() => runHeld(device, task));
     },
   };
 }

@@ -28,45 +28,69 @@ export interface DeviceAnswer {
   readonly bytes: number;
 }
 
+// One promise and plain listeners for the whole exchange: a Refresh sends one request to every device at once,
+// and every promise and `once` wrapper per request is garbage that the young generation must sweep while
+// hundreds of requests are still in flight.
 /**
  * Sends one request and reads its whole answer. Rejects with the network error, the signal's reason or
  * `tooLarge`; redirects are answers like any other (never followed).
  */
 export function requestOnce(request: DeviceRequest): Promise<DeviceAnswer> {
   return new Promise<DeviceAnswer>((resolve, reject) => {
-    const { url, signal } = request;
+    const { signal, maxBytes } = request;
     signal.throwIfAborted();
     const body = request.json === undefined ? undefined : JSON.stringify(request.json);
-    const headers: Record<string, string> = { ...request.headers };
-    if (body !== undefined) {
-      headers["content-type"] = "application/json";
-      headers["content-length"] = String(Buffer.byteLength(body));
-    }
-    const send = url.protocol === "https:" ? httpsRequest : httpRequest;
-    const req = send({ ...addressOf(url), method: request.method, headers, agent: request.agent });
+    const headers = body === undefined
+      ? request.headers
+      : { ...request.headers, "content-type": "application/json", "content-length": String(Buffer.byteLength(body)) };
+    const address = addressOf(request.url);
+    const send = address.protocol === "https:" ? httpsRequest : httpRequest;
+    const req = send({ ...address, method: request.method, headers, agent: request.agent });
+    let settled = false;
+    const settle = (error: Error | undefined, answer?: DeviceAnswer): void => {
+      if (settled) return;
+      settled = true;
+      signal.removeEventListener("abort", onAbort);
+      if (error === undefined) resolve(answer as DeviceAnswer);
+      else reject(error);
+    };
     // The abort's reason travels as the request's error: Node builds no error of its own for it.
     const onAbort = (): void => { req.destroy(signal.reason as Error); };
-    signal.addEventListener("abort", onAbort, { once: true });
-    const settle = (): void => { signal.removeEventListener("abort", onAbort); };
+    signal.addEventListener("abort", onAbort);
     // `on`, not `once`: a socket may fail again after the first error, and an unheard error would crash.
-    req.on("error", (error) => {
-      settle();
-      reject(error);
-    });
-    req.once("response", (res) => {
+    req.on("error", settle);
+    req.on("response", (res: IncomingMessage) => {
       const status = res.statusCode ?? 0;
-      readCappedBody(res, request.maxBytes, () => request.tooLarge(status)).then(
-        ({ text, bytes }) => {
-          settle();
-          resolve({ status, headers: res.headers, text, bytes });
-        },
-        (error: unknown) => {
-          settle();
-          // An answer not read to its end leaves the socket unusable for the next request.
-          req.destroy();
-          reject(signal.aborted ? (signal.reason as Error) : (error as Error));
-        },
-      );
+      // An answer not read to its end leaves the socket unusable for the next request.
+      const fail = (error: Error): void => {
+        if (settled) return;
+        req.destroy();
+        settle(signal.aborted ? (signal.reason as Error) : error);
+      };
+      if (Number(res.headers["content-length"]) > maxBytes) {
+        fail(request.tooLarge(status));
+        return;
+      }
+      // Device answers come in one chunk: an array only for the rare one that does not.
+      let first: Buffer | undefined;
+      let more: Buffer[] | undefined;
+      let bytes = 0;
+      res.on("data", (chunk: Buffer) => {
+        bytes += chunk.byteLength;
+        if (bytes > maxBytes) fail(request.tooLarge(status));
+        else if (first === undefined) first = chunk;
+        else (more ??= [first]).push(chunk);
+      });
+      res.on("end", () => {
+        const text = more !== undefined ? Buffer.concat(more).toString("utf8") : first === undefined ? "" : first.toString("utf8");
+        settle(undefined, { status, headers: res.headers, text, bytes });
+      });
+      // Aborted mid-body: the request's destroy reaches the response as its error.
+      res.on("error", fail);
+      // A connection closed before the whole body came, without an error, ends the read too.
+      res.on("close", () => {
+        if (!settled) fail(Object.assign(new Error("socket hang up"), { code: "ECONNRESET" }));
+      });
     });
     req.end(body);
   });
@@ -89,50 +113,27 @@ function addressOf(url: URL): RequestOptions {
 
 /**
  * `send()`, and once more when a GET's connection was dropped under it (a kept-alive socket the device closed
- * meanwhile): a read may be repeated, a command never, and nothing is re-sent once `signal` aborted.
+ * meanwhile): see `mayResend`.
  */
 export async function resendDroppedGet<T>(method: "GET" | "POST", signal: AbortSignal, send: () => Promise<T>): Promise<T> {
   try {
     return await send();
   } catch (error) {
-    if (method !== "GET" || signal.aborted || !isDroppedConnection(error)) throw error;
+    if (!mayResend(method, signal, error)) throw error;
     return send();
   }
+}
+
+/**
+ * Whether a request that failed with `error` is sent once more: a GET whose connection was dropped under it (a
+ * kept-alive socket the device closed meanwhile). A read may be repeated, a command never, and nothing is re-sent
+ * once `signal` aborted.
+ */
+export function mayResend(method: "GET" | "POST", signal: AbortSignal, error: unknown): boolean {
+  return method === "GET" && !signal.aborted && isDroppedConnection(error);
 }
 
 /** "GET /switch/Relay answered HTTP 200 with more than 4096 bytes": an answer refused for its size. */
 export function answerTooLarge(what: string, status: number, maxBytes: number): PlugFailure {
   return new PlugFailure("plug-bad-answer", `${what} answered HTTP ${status} with more than ${maxBytes} bytes`);
-}
-
-function readCappedBody(res: IncomingMessage, maxBytes: number, tooLarge: () => Error): Promise<{ text: string; bytes: number }> {
-  return new Promise((resolve, reject) => {
-    if (Number(res.headers["content-length"]) > maxBytes) {
-      reject(tooLarge());
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let bytes = 0;
-    let ended = false;
-    res.on("data", (chunk: Buffer) => {
-      bytes += chunk.byteLength;
-      if (bytes > maxBytes) {
-        res.removeAllListeners("data");
-        res.removeAllListeners("end");
-        reject(tooLarge());
-        return;
-      }
-      chunks.push(chunk);
-    });
-    res.once("end", () => {
-      ended = true;
-      resolve({ text: chunks.length === 1 ? (chunks[0] ?? Buffer.alloc(0)).toString("utf8") : Buffer.concat(chunks).toString("utf8"), bytes });
-    });
-    // Aborted mid-body: the request's destroy reaches the response as its error.
-    res.on("error", reject);
-    // A connection closed before the whole body came, without an error, ends the read too.
-    res.once("close", () => {
-      if (!ended) reject(Object.assign(new Error("socket hang up"), { code: "ECONNRESET" }));
-    });
-  });
 }
