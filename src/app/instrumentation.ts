@@ -3,22 +3,26 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { Machine, PlugReading, PowerControl, PowerSwitch } from "../domain/index.ts";
 import { isPlugpoolError } from "../domain/index.ts";
 import { toConnectError } from "../adapters/grpc/errors.ts";
+import { started } from "../adapters/http-device/started.ts";
 import type { Logger } from "./logger.ts";
 import type { Metrics } from "./metrics.ts";
 
 /** Counts every plug request by machine, operation and result; passes everything else through unchanged. */
 export function instrumentPowerSwitch<P extends PowerSwitch>(power: P, metrics: Metrics, machines: readonly Machine[]): P {
   const machineOf = new Map(machines.map((m) => [m.power.key, m.name]));
-  const counted = async (operation: "read" | "turnOn" | "turnOff", control: PowerControl, call: () => Promise<PlugReading>) => {
+  // Chained, not awaited: see started.ts.
+  const counted = (operation: "read" | "turnOn" | "turnOff", control: PowerControl, call: () => Promise<PlugReading>): Promise<PlugReading> => {
     const machine = machineOf.get(control.key) ?? "";
-    try {
-      const reading = await call();
-      metrics.plugRequests.inc({ machine, operation, result: "ok" });
-      return reading;
-    } catch (e) {
-      metrics.plugRequests.inc({ machine, operation, result: isPlugpoolError(e) ? e.code : "error" });
-      throw e;
-    }
+    return started(call).then(
+      (reading) => {
+        metrics.plugRequests.inc({ machine, operation, result: "ok" });
+        return reading;
+      },
+      (e: unknown) => {
+        metrics.plugRequests.inc({ machine, operation, result: isPlugpoolError(e) ? e.code : "error" });
+        throw e;
+      },
+    );
   };
   return {
     ...power,

@@ -21,14 +21,14 @@ import { noteBoot } from "./usage.ts";
  * form, and machines claimed by more than one Node. Each report is made once per change.
  */
 export async function refresh(ctx: PoolContext, options?: CallOptions): Promise<void> {
+  // Chained, not awaited: every read is in flight at once, and a suspended async function per machine would keep
+  // its frame alive until that plug answers.
   await Promise.allSettled(
-    ctx.machines.map(async (machine) => {
-      try {
-        await readPlug(ctx, machine, options);
-      } catch (e) {
+    ctx.machines.map((machine) =>
+      readPlug(ctx, machine, options).then(undefined, (e: unknown) => {
         noteReadFailure(ctx, machine, messageOf(e));
-      }
-    }),
+      }),
+    ),
   );
   for (const machine of ctx.machines) {
     try {

@@ -46,6 +46,18 @@ const REFUSALS: ReadonlySet<number> = new Set([400, 401, 403, 404, 405, 411, 413
 
 type Call = DeviceCall<PlugTarget>;
 
+interface RelayReading {
+  readonly on: boolean;
+  /** The URL spelling the relay answered to. */
+  readonly style: UrlStyle;
+}
+
+/** The relay and, for a plug with a power sensor, its watts or why they could not be read. */
+interface FullReading extends RelayReading {
+  readonly watts?: number;
+  readonly sensorError?: string;
+}
+
 export function createEsphomePowerSwitch(opts: EsphomePowerSwitchOptions): EsphomePowerSwitch {
   const http: PlugHttp = createPlugHttp(opts);
   const styles = createUrlStyleMemory();
@@ -101,12 +113,14 @@ export function createEsphomePowerSwitch(opts: EsphomePowerSwitchOptions): Espho
     return http.slot(call.target, call.signal, (send) => request(send, plug, domain, name));
   }
 
-  async function readRelay(plug: EsphomePlug, call: Call): Promise<{ on: boolean; style: UrlStyle }> {
-    const { answer, path, style } = await readEntity(plug, "switch", plug.switch, call);
-    const data = parseObject(answer.body);
-    const on = typeof data?.value === "boolean" ? data.value : data?.state === "ON" ? true : data?.state === "OFF" ? false : undefined;
-    if (on === undefined) throw new PlugFailure("plug-bad-answer", `GET ${path} answered without a switch state ${sizeOf(answer)}`);
-    return { on, style };
+  // Reads are chained, not awaited, where nothing needs a loop or a catch (see ../http-device/started.ts).
+  function readRelay(plug: EsphomePlug, call: Call): Promise<RelayReading> {
+    return readEntity(plug, "switch", plug.switch, call).then(({ answer, path, style }) => {
+      const data = parseObject(answer.body);
+      const on = typeof data?.value === "boolean" ? data.value : data?.state === "ON" ? true : data?.state === "OFF" ? false : undefined;
+      if (on === undefined) throw new PlugFailure("plug-bad-answer", `GET ${path} answered without a switch state ${sizeOf(answer)}`);
+      return { on, style };
+    });
   }
 
   async function readWatts(plug: EsphomePlug, sensor: string, call: Call): Promise<number> {
@@ -119,15 +133,18 @@ export function createEsphomePowerSwitch(opts: EsphomePowerSwitchOptions): Espho
   }
 
   /** The relay reading plus the sensor's watts, or the sensor's failure (which never fails the read). */
-  async function readAll(plug: EsphomePlug, call: Call) {
-    const relay = await readRelay(plug, call);
-    if (plug.powerSensor === undefined) return { relay };
-    try {
-      return { relay, watts: await readWatts(plug, plug.powerSensor, call) };
-    } catch (error) {
-      if (call.callerSignal?.aborted === true) throw error;
-      return { relay, sensorError: `sensor ${JSON.stringify(plug.powerSensor)}: ${describeFailure(error, call).detail}` };
-    }
+  function readAll(plug: EsphomePlug, call: Call): Promise<FullReading> {
+    const sensor = plug.powerSensor;
+    const relay = readRelay(plug, call);
+    if (sensor === undefined) return relay;
+    return relay.then(async ({ on, style }) => {
+      try {
+        return { on, style, watts: await readWatts(plug, sensor, call) };
+      } catch (error) {
+        if (call.callerSignal?.aborted === true) throw error;
+        return { on, style, sensorError: `sensor ${JSON.stringify(sensor)}: ${describeFailure(error, call).detail}` };
+      }
+    });
   }
 
   /**
@@ -171,25 +188,25 @@ export function createEsphomePowerSwitch(opts: EsphomePowerSwitchOptions): Espho
   }
 
   return {
-    read: (plug, options) =>
-      bounded(plug, "reading", options, async (call) => {
-        const { relay, watts } = await readAll(plug, call);
-        return watts === undefined ? { on: relay.on } : { on: relay.on, watts };
-      }),
+    read: (plug, options) => bounded(plug, "reading", options, (call) => readAll(plug, call).then(plugReading)),
     turnOn: (plug, options) => bounded(plug, "turning on", options, (call) => command(plug, true, call)),
     turnOff: (plug, mayCut, options) => bounded(plug, "turning off", options, (call) => command(plug, false, call, mayCut)),
     probe: (plug, options) =>
-      bounded(plug, "probing", options, async (call) => {
-        const { relay, watts, sensorError } = await readAll(plug, call);
-        return {
-          state: relay.on ? "on" : "off",
-          urlStyle: relay.style,
+      bounded(plug, "probing", options, (call) =>
+        readAll(plug, call).then(({ on, style, watts, sensorError }) => ({
+          state: on ? "on" : "off",
+          urlStyle: style,
           auth: http.authScheme(plug.device),
           ...(watts === undefined ? {} : { watts }),
           ...(sensorError === undefined ? {} : { sensorError }),
-        };
-      }),
+        })),
+      ),
   };
+}
+
+/** What `read` returns of a full reading. */
+function plugReading({ on, watts }: FullReading): PlugReading {
+  return watts === undefined ? { on } : { on, watts };
 }
 
 /** The plug URL without any user:password part, for messages. */

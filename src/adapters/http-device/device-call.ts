@@ -4,6 +4,7 @@
 import { PlugpoolError } from "../../domain/errors.ts";
 import type { CallOptions, CutGuard } from "../../domain/ports.ts";
 import { askGuard, CutRefused } from "../cut-guard.ts";
+import { started } from "./started.ts";
 import { causeOf, describeFailure, type FailureContext, type VendorFailure } from "./device-failure.ts";
 
 /** What a call's work is given. */
@@ -54,7 +55,8 @@ export function createBoundedCall<Control, Target>(rules: CallRules<Control, Tar
     return new PlugpoolError(code, `${where}: ${detail}`, causeOf(cause));
   }
 
-  return async (control, action, options, work) => {
+  // Chained, not awaited (see started.ts).
+  return (control, action, options, work) => {
     // One controller for the deadline and the caller's abort, whichever comes first; its reason tells them apart.
     const controller = new AbortController();
     const { signal } = controller;
@@ -72,14 +74,20 @@ export function createBoundedCall<Control, Target>(rules: CallRules<Control, Tar
       target: rules.target(control),
       commandSent: false,
     };
-    try {
-      return await work(call);
-    } catch (error) {
-      throw callError(rules.where(control, action), error, call);
-    } finally {
+    const end = (): void => {
       clearTimeout(timer);
       callerSignal?.removeEventListener("abort", onCallerAbort);
-    }
+    };
+    return started(() => work(call)).then(
+      (value) => {
+        end();
+        return value;
+      },
+      (error: unknown) => {
+        end();
+        throw callError(rules.where(control, action), error, call);
+      },
+    );
   };
 }
 

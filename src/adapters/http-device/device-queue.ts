@@ -1,5 +1,6 @@
 // One task at a time per device, first come first served: every backend serialises the calls to one device
 // (each says why its devices need it). Devices are independent of each other, so only tasks of the same key wait.
+import { started } from "./started.ts";
 
 /** Serialises tasks per device key. */
 export interface DeviceQueue {
@@ -42,12 +43,18 @@ export function createDeviceQueue(): DeviceQueue {
     else waiting.delete(device);
   }
 
-  async function runHeld<T>(device: string, task: () => Promise<T>): Promise<T> {
-    try {
-      return await task();
-    } finally {
-      release(device);
-    }
+  // Chained, not awaited (see started.ts).
+  function runHeld<T>(device: string, task: () => Promise<T>): Promise<T> {
+    return started(task).then(
+      (value) => {
+        release(device);
+        return value;
+      },
+      (error: unknown) => {
+        release(device);
+        throw error;
+      },
+    );
   }
 
   return {
