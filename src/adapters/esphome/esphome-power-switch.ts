@@ -70,13 +70,19 @@ export function createEsphomePowerSwitch(opts: EsphomePowerSwitchOptions): Espho
     command: "the command",
   });
 
-  // The read of each entity of a plug in each spelling, made once per plug: a Refresh reads every plug.
-  const reads = new WeakMap<EsphomePlug, Map<string, Readonly<Record<UrlStyle, PlugRequest>>>>();
+  // The read of each entity of a plug in each spelling, made once per plug: a Refresh reads every plug. Kept by
+  // domain, then name: a switch and a sensor may have the same name.
+  const reads = new WeakMap<EsphomePlug, Map<EntityDomain, Map<string, Readonly<Record<UrlStyle, PlugRequest>>>>>();
   function readOf(plug: EsphomePlug, domain: EntityDomain, name: string, style: UrlStyle): PlugRequest {
-    let byName = reads.get(plug);
+    let byDomain = reads.get(plug);
+    if (byDomain === undefined) {
+      byDomain = new Map();
+      reads.set(plug, byDomain);
+    }
+    let byName = byDomain.get(domain);
     if (byName === undefined) {
       byName = new Map();
-      reads.set(plug, byName);
+      byDomain.set(domain, byName);
     }
     let bySpelling = byName.get(name);
     if (bySpelling === undefined) {

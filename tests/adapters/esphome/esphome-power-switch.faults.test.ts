@@ -307,6 +307,16 @@ describe("createEsphomePowerSwitch() with a power sensor", () => {
     assert.deepEqual(await power.read(relay), { on: false, watts: 0 });
   });
 
+  it("reads the sensor, not the switch, when both entities have the same name", async (t) => {
+    const { plug, power } = await setup(t, { switches: [{ name: "Power", powerSensor: "Power" }] }, RELAXED_MS);
+    plug.attachMachine("Power", { watts: () => 87.5 });
+    plug.setState("Power", true);
+    const relay = addressOf(plug.url, "Power", "Power");
+    assert.deepEqual(await power.read(relay), { on: true, watts: 87.5 });
+    // Again, now that each entity's requests are made and kept.
+    assert.deepEqual(await power.read(relay), { on: true, watts: 87.5 });
+  });
+
   it("returns the relay state without watts when the sensor fails", async (t) => {
     const { plug, power } = await setup(t, sensorStrip, RELAXED_MS);
     await plug.inject({ kind: "http500", domain: "sensor" });
