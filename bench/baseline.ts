@@ -7,7 +7,7 @@ import { toBinary, type DescMessage, type MessageShape } from "@bufbuild/protobu
 import { CloudProvider } from "../gen/clusterautoscaler/cloudprovider/v1/externalgrpc/externalgrpc_pb.ts";
 import type { CloudProviderClient } from "../tests/support/grpc-client.ts";
 import { forkChild } from "./child.ts";
-import { allocatedDuring } from "./plugpool-process.ts";
+import { allocatedDuring, type Allocated } from "./plugpool-process.ts";
 
 /** The benchmarked RPCs (local method names of the generated service). */
 export const BENCHED = ["nodeGroupNodes", "nodeGroupForNode", "nodeGroupTargetSize", "nodeGroupTemplateNodeInfo"] as const;
@@ -19,8 +19,8 @@ export type RecordedAnswers = Readonly<Record<BenchedMethod, string>>;
 export interface BaselineServer {
   readonly address: string;
   readonly pid: number;
-  /** Bytes the server allocated while `work` ran (gc-probe.ts). */
-  allocatedDuring<T>(work: () => Promise<T>): Promise<{ readonly result: T; readonly bytes: number }>;
+  /** Bytes the server allocated while `work` ran, and its GC pauses (gc-probe.ts). */
+  allocatedDuring<T>(work: () => Promise<T>): Promise<Allocated<T>>;
   close(): Promise<void>;
 }
 
@@ -50,9 +50,12 @@ export async function recordAnswers(
   };
 }
 
-/** Starts the baseline server process with the garbage probe (`probe`); it exits when closed or when this process goes away. */
-export async function startBaseline(answers: RecordedAnswers, probe: string): Promise<BaselineServer> {
-  const child = await forkChild<{ port: number }>(join(import.meta.dirname, "baseline-server.ts"), answers, [`--import=${probe}`]);
+/**
+ * Starts the baseline server process with the garbage probe (`probe`) and the variables `env` (none: Node.js
+ * defaults); it exits when closed or when this process goes away.
+ */
+export async function startBaseline(answers: RecordedAnswers, probe: string, env: Readonly<Record<string, string>> = {}): Promise<BaselineServer> {
+  const child = await forkChild<{ port: number }>(join(import.meta.dirname, "baseline-server.ts"), answers, [`--import=${probe}`], env);
   return {
     address: `127.0.0.1:${String(child.reply.port)}`,
     pid: child.pid,

@@ -12,9 +12,18 @@ export interface Child<Reply> {
   readonly close: () => Promise<void>;
 }
 
-/** `nodeArgs`: Node.js options for the child, after this process's own. */
-export async function forkChild<Reply>(modulePath: string, request: unknown, nodeArgs: readonly string[] = []): Promise<Child<Reply>> {
-  const child = fork(modulePath, [], { stdio: ["ignore", "inherit", "inherit", "ipc"], execArgv: [...process.execArgv, ...nodeArgs] });
+/** `nodeArgs`: Node.js options for the child, after this process's own; `env`: variables set over this process's. */
+export async function forkChild<Reply>(
+  modulePath: string,
+  request: unknown,
+  nodeArgs: readonly string[] = [],
+  env: Readonly<Record<string, string>> = {},
+): Promise<Child<Reply>> {
+  const child = fork(modulePath, [], {
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+    execArgv: [...process.execArgv, ...nodeArgs],
+    env: { ...process.env, ...env },
+  });
   const exited = new Promise<void>((resolve) => child.once("exit", () => { resolve(); }));
   const close = async (): Promise<void> => {
     if (child.exitCode === null && child.connected) child.disconnect();

@@ -85,7 +85,7 @@ export function formatResults(results: readonly SizeResult[]): string {
     ]),
   );
   const rpc = table(
-    ["machines memory RPC", "plugpool p50 / p99 ms", "baseline p50 / p99 ms", "p99 ratio", "garbage KB/call (baseline)"],
+    ["machines memory RPC", "plugpool p50 / p99 ms", "baseline p50 / p99 ms", "p99 ratio", "garbage KB/call (baseline)", "GC pause ms young / old (baseline)", "baseline, image's env: p50 / p99 ms", "its GC pause ms young / old"],
     each.flatMap(({ r, c }) =>
       BENCHED.map((m) => [
         `${r.site.machines} ${c.label} ${RPC_NAMES[m]}`,
@@ -93,6 +93,9 @@ export function formatResults(results: readonly SizeResult[]): string {
         `${ms(r.baseline[m].latency.p50Ms)} / ${ms(r.baseline[m].latency.p99Ms)}`,
         rpcRatio(r, c, m).toFixed(2),
         `${kb(c.rpc[m].garbageBytesPerCall)} (${kb(r.baseline[m].garbageBytesPerCall)})`,
+        `${ms(c.rpc[m].gcMs.young)} / ${ms(c.rpc[m].gcMs.old)} (${ms(r.baseline[m].gcMs.young)} / ${ms(r.baseline[m].gcMs.old)})`,
+        `${ms(r.baselineImageEnv[m].latency.p50Ms)} / ${ms(r.baselineImageEnv[m].latency.p99Ms)}`,
+        `${ms(r.baselineImageEnv[m].gcMs.young)} / ${ms(r.baselineImageEnv[m].gcMs.old)}`,
       ]),
     ),
   );
@@ -109,7 +112,7 @@ export function formatResults(results: readonly SizeResult[]): string {
     "Refresh — plugpool against the floor (plain node:http keep-alive client, same plugs, same cadence, own process)",
     refresh,
     "",
-    "RPC latency over h2c gRPC (grpc-js client), sequential; baseline = bare Connect server answering the same bytes",
+    "RPC latency over h2c gRPC (grpc-js client), sequential; baseline = bare Connect server answering the same bytes (with Node.js defaults; then with the image's environment, its heap flags, for comparison)",
     rpc,
     "",
     ...(cgroups.length > 0 ? [`cgroups: ${cgroups.join("; ")}`] : []),

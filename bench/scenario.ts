@@ -73,14 +73,27 @@ export interface ConditionResult {
   readonly loopRpcGarbageBytes: Share;
   readonly floor: { readonly refresh: LatencySummary; readonly cpuMs: Share; readonly answered: number };
   readonly apiserver: { readonly loops: number; readonly perLoop: number; readonly watchStarts: number; readonly seen: readonly string[] };
-  readonly rpc: Readonly<Record<BenchedMethod, { readonly latency: LatencySummary; readonly garbageBytesPerCall: number }>>;
+  readonly rpc: Readonly<Record<BenchedMethod, RpcResult>>;
   readonly cpuProfileDir?: string;
+}
+
+/** One RPC's sequential samples against one server: latency, garbage per call, and the GC pauses among them. */
+export interface RpcResult {
+  readonly latency: LatencySummary;
+  readonly garbageBytesPerCall: number;
+  /** Main-thread GC pauses while the samples (and their warm-up) ran, young / old generation, in total. */
+  readonly gcMs: { readonly young: number; readonly old: number };
 }
 
 export interface SizeResult {
   readonly site: ReturnType<typeof summary>;
   readonly conditions: readonly ConditionResult[];
-  readonly baseline: Readonly<Record<BenchedMethod, { readonly latency: LatencySummary; readonly garbageBytesPerCall: number }>>;
+  readonly baseline: Readonly<Record<BenchedMethod, RpcResult>>;
+  /**
+   * The same bare server run with the image's environment (its heap flags): what of plugpool's tail is the
+   * young generation it is given rather than its own work. Shown, not judged: the goal is against the default.
+   */
+  readonly baselineImageEnv: Readonly<Record<BenchedMethod, RpcResult>>;
   readonly loadAverage: { readonly start: readonly number[]; readonly end: readonly number[] };
 }
 
@@ -133,13 +146,7 @@ async function caLoop(plugpool: PlugpoolProcess, site: Layout): Promise<LoopSamp
 }
 
 async function measureRpcs(plugpool: PlugpoolProcess, site: Layout, s: BenchSettings): Promise<ConditionResult["rpc"]> {
-  const out: Partial<Record<BenchedMethod, ConditionResult["rpc"][BenchedMethod]>> = {};
-  for (const method of BENCHED) {
-    const probe = probeFor(plugpool.client, method, site);
-    const { result, bytes } = await plugpool.allocatedDuring(() => sequential(probe, s.rpcSamples, s.rpcWarmup));
-    out[method] = { latency: result, garbageBytesPerCall: bytes / (s.rpcSamples + s.rpcWarmup) };
-  }
-  return out as ConditionResult["rpc"];
+  return measureEach(plugpool, plugpool.client, site, s);
 }
 
 interface Run {
@@ -256,16 +263,32 @@ async function measureCondition(run: Run, condition: Condition): Promise<{ resul
   }
 }
 
-async function measureBaseline(answers: RecordedAnswers, site: Layout, s: BenchSettings): Promise<SizeResult["baseline"]> {
-  const baseline = await startBaseline(answers, probeModule(s.workDir));
+/** Each benchmarked RPC, sequentially, against the server whose process `probed` watches. */
+async function measureEach(
+  probed: Pick<PlugpoolProcess, "allocatedDuring">,
+  client: CloudProviderClient,
+  site: Layout,
+  s: BenchSettings,
+): Promise<Readonly<Record<BenchedMethod, RpcResult>>> {
+  const out: Partial<Record<BenchedMethod, RpcResult>> = {};
+  for (const method of BENCHED) {
+    const probe = probeFor(client, method, site);
+    const { result, bytes, youngGcMs, oldGcMs } = await probed.allocatedDuring(() => sequential(probe, s.rpcSamples, s.rpcWarmup));
+    out[method] = { latency: result, garbageBytesPerCall: bytes / (s.rpcSamples + s.rpcWarmup), gcMs: { young: youngGcMs, old: oldGcMs } };
+  }
+  return out as Record<BenchedMethod, RpcResult>;
+}
+
+async function measureBaseline(
+  answers: RecordedAnswers,
+  site: Layout,
+  s: BenchSettings,
+  env?: Readonly<Record<string, string>>,
+): Promise<SizeResult["baseline"]> {
+  const baseline = await startBaseline(answers, probeModule(s.workDir), env);
   const client: CloudProviderClient = createCloudProviderClient(baseline.address);
   try {
-    const out: Partial<Record<BenchedMethod, SizeResult["baseline"][BenchedMethod]>> = {};
-    for (const method of BENCHED) {
-      const { result, bytes } = await baseline.allocatedDuring(() => sequential(probeFor(client, method, site), s.rpcSamples, s.rpcWarmup));
-      out[method] = { latency: result, garbageBytesPerCall: bytes / (s.rpcSamples + s.rpcWarmup) };
-    }
-    return out as SizeResult["baseline"];
+    return await measureEach(baseline, client, site, s);
   } finally {
     client.close();
     await baseline.close();
@@ -305,7 +328,9 @@ export async function runSize(
     if (answers === undefined) throw new Error("no condition to measure");
     say("  baseline");
     const baseline = await measureBaseline(answers, site, s);
-    return { site: summary(site), conditions: results, baseline, loadAverage: { start: loadAtStart, end: load() } };
+    say("  baseline with the image's environment");
+    const baselineImageEnv = await measureBaseline(answers, site, s, s.env);
+    return { site: summary(site), conditions: results, baseline, baselineImageEnv, loadAverage: { start: loadAtStart, end: load() } };
   } finally {
     await floor.close();
     await fleet.close();
