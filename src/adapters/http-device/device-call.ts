@@ -45,6 +45,31 @@ export type BoundedCall<Control, Target> = <T>(
  */
 const TIMED_OUT: Error = new DOMException("the device call timed out", "TimeoutError");
 
+/**
+ * The calls waiting on each caller's signal, heard through one listener per signal. A Refresh hands its RPC's
+ * signal to every plug read at once, and EventTarget looks through all of a signal's listeners at each add and
+ * remove, so one listener per call would cost time quadratic in the machines.
+ */
+const waitingOn = new WeakMap<AbortSignal, Set<() => void>>();
+
+function onCallerAbort(signal: AbortSignal, listener: () => void): void {
+  const known = waitingOn.get(signal);
+  if (known !== undefined) {
+    known.add(listener);
+    return;
+  }
+  const waiting = new Set([listener]);
+  waitingOn.set(signal, waiting);
+  signal.addEventListener("abort", () => {
+    waitingOn.delete(signal);
+    for (const abort of waiting) abort();
+  }, { once: true });
+}
+
+function offCallerAbort(signal: AbortSignal, listener: () => void): void {
+  waitingOn.get(signal)?.delete(listener);
+}
+
 export function createBoundedCall<Control, Target>(rules: CallRules<Control, Target>): BoundedCall<Control, Target> {
   function callError(where: string, error: unknown, call: DeviceCall<Target>): PlugpoolError {
     if (error instanceof CutRefused) return new PlugpoolError("unsafe", `${where}: ${rules.unsafe}`, causeOf(error.cause));
@@ -61,9 +86,9 @@ export function createBoundedCall<Control, Target>(rules: CallRules<Control, Tar
     const controller = new AbortController();
     const { signal } = controller;
     const callerSignal = options?.signal;
-    const onCallerAbort = (): void => { controller.abort(callerSignal?.reason); };
-    if (callerSignal?.aborted === true) onCallerAbort();
-    else callerSignal?.addEventListener("abort", onCallerAbort, { once: true });
+    const abortCall = (): void => { controller.abort(callerSignal?.reason); };
+    if (callerSignal?.aborted === true) abortCall();
+    else if (callerSignal !== undefined) onCallerAbort(callerSignal, abortCall);
     const timer = setTimeout(() => { controller.abort(TIMED_OUT); }, rules.timeoutMs);
     const call: DeviceCall<Target> = {
       signal,
@@ -76,7 +101,7 @@ export function createBoundedCall<Control, Target>(rules: CallRules<Control, Tar
     };
     const end = (): void => {
       clearTimeout(timer);
-      callerSignal?.removeEventListener("abort", onCallerAbort);
+      if (callerSignal !== undefined) offCallerAbort(callerSignal, abortCall);
     };
     return started(() => work(call)).then(
       (value) => {

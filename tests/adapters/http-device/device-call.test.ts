@@ -1,0 +1,67 @@
+import assert from "node:assert/strict";
+import { getEventListeners } from "node:events";
+import { describe, it } from "node:test";
+import { PlugpoolError } from "../../../src/domain/errors.ts";
+import { createBoundedCall, type DeviceCall } from "../../../src/adapters/http-device/device-call.ts";
+
+const bounded = createBoundedCall<string, string>({
+  timeoutMs: 60_000,
+  target: (control) => control,
+  where: (control, action) => `${action} ${control}`,
+  unsafe: "refused",
+  command: "the command",
+});
+
+/** Work that runs until its call's signal aborts, then fails with the signal's reason. */
+function untilAborted(seen: DeviceCall<string>[]) {
+  return (call: DeviceCall<string>): Promise<never> =>
+    new Promise((_resolve, reject) => {
+      seen.push(call);
+      if (call.signal.aborted) reject(call.signal.reason as Error);
+      else call.signal.addEventListener("abort", () => { reject(call.signal.reason as Error); }, { once: true });
+    });
+}
+
+describe("createBoundedCall()", () => {
+  it("ends every call on a caller's signal when the caller aborts, with the caller's reason", async () => {
+    const caller = new AbortController();
+    const seen: DeviceCall<string>[] = [];
+    const calls = ["plug-1", "plug-2", "plug-3"].map((plug) => bounded(plug, "reading", { signal: caller.signal }, untilAborted(seen)));
+    const reason = new Error("the RPC's deadline passed");
+    caller.abort(reason);
+    for (const [i, call] of calls.entries()) {
+      await assert.rejects(call, (e: unknown) => e instanceof PlugpoolError && e.message === `reading plug-${String(i + 1)}: aborted`);
+    }
+    assert.deepEqual(seen.map((c) => c.signal.reason as unknown), [reason, reason, reason]);
+  });
+
+  it("hears a caller's signal through one listener however many calls share it, and leaves ended calls alone", async () => {
+    const caller = new AbortController();
+    const seen: DeviceCall<string>[] = [];
+    let finish!: () => void;
+    const finished = new Promise<string>((resolve) => (finish = () => { resolve("read"); }));
+    let endedCall: DeviceCall<string> | undefined;
+    const ended = bounded("plug-0", "reading", { signal: caller.signal }, (call) => {
+      endedCall = call;
+      return finished;
+    });
+    const waiting = Array.from({ length: 500 }, (_, i) => bounded(`plug-${String(i + 1)}`, "reading", { signal: caller.signal }, untilAborted(seen)));
+    assert.equal(getEventListeners(caller.signal, "abort").length, 1);
+    finish();
+    assert.equal(await ended, "read");
+    caller.abort(new Error("stop"));
+    const outcomes = await Promise.allSettled(waiting);
+    assert.equal(outcomes.filter((o) => o.status === "rejected").length, 500);
+    assert.equal(seen.length, 500);
+    assert.ok(seen.every((c) => c.signal.aborted));
+    assert.equal(endedCall?.signal.aborted, false);
+  });
+
+  it("aborts a call at once when its caller's signal is already aborted", async () => {
+    const caller = new AbortController();
+    caller.abort(new Error("gone"));
+    const seen: DeviceCall<string>[] = [];
+    await assert.rejects(bounded("plug-1", "reading", { signal: caller.signal }, untilAborted(seen)), /reading plug-1: aborted/);
+    assert.equal(getEventListeners(caller.signal, "abort").length, 0);
+  });
+});
