@@ -70,6 +70,22 @@ function offCallerAbort(signal: AbortSignal, listener: () => void): void {
   waitingOn.get(signal)?.delete(listener);
 }
 
+/**
+ * When the calls asked for in the current synchronous pass were asked for. A Refresh asks for every plug's read
+ * in one pass, and setting up each request takes the CPU a while (tens of milliseconds for hundreds of plugs on a
+ * slow machine): counted from the pass, a call's bound includes that wait too, and every read of a Refresh ends by
+ * one deadline, not by a deadline that drifts with the number of plugs.
+ */
+let passStart: number | undefined;
+
+function askedAt(): number {
+  if (passStart === undefined) {
+    passStart = performance.now();
+    queueMicrotask(() => { passStart = undefined; });
+  }
+  return passStart;
+}
+
 export function createBoundedCall<Control, Target>(rules: CallRules<Control, Target>): BoundedCall<Control, Target> {
   function callError(where: string, error: unknown, call: DeviceCall<Target>): PlugpoolError {
     if (error instanceof CutRefused) return new PlugpoolError("unsafe", `${where}: ${rules.unsafe}`, causeOf(error.cause));
@@ -82,6 +98,7 @@ export function createBoundedCall<Control, Target>(rules: CallRules<Control, Tar
 
   // Chained, not awaited (see started.ts).
   return (control, action, options, work) => {
+    const asked = askedAt();
     // One controller for the deadline and the caller's abort, whichever comes first; its reason tells them apart.
     const controller = new AbortController();
     const { signal } = controller;
@@ -89,7 +106,8 @@ export function createBoundedCall<Control, Target>(rules: CallRules<Control, Tar
     const abortCall = (): void => { controller.abort(callerSignal?.reason); };
     if (callerSignal?.aborted === true) abortCall();
     else if (callerSignal !== undefined) onCallerAbort(callerSignal, abortCall);
-    const timer = setTimeout(() => { controller.abort(TIMED_OUT); }, rules.timeoutMs);
+    // At least half the timeout all the same: a pass that ran long must not end a call before it could try.
+    const timer = setTimeout(() => { controller.abort(TIMED_OUT); }, Math.max(rules.timeoutMs / 2, rules.timeoutMs - (performance.now() - asked)));
     const call: DeviceCall<Target> = {
       signal,
       timedOut: () => signal.reason === TIMED_OUT,

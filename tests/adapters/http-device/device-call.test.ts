@@ -65,3 +65,46 @@ describe("createBoundedCall()", () => {
     assert.equal(getEventListeners(caller.signal, "abort").length, 0);
   });
 });
+
+/** Keeps the CPU busy for `ms`, as setting up hundreds of requests in one pass does. */
+function busy(ms: number): void {
+  const until = performance.now() + ms;
+  while (performance.now() < until) { /* spin */ }
+}
+
+describe("createBoundedCall() deadlines", () => {
+  const short = createBoundedCall<string, string>({
+    timeoutMs: 400,
+    target: (control) => control,
+    where: (control, action) => `${action} ${control}`,
+    unsafe: "refused",
+    command: "the command",
+  });
+
+  it("counts a call's timeout from the pass that asked for it, so calls asked together end together", async () => {
+    const order: string[] = [];
+    const first = short("plug-1", "reading", undefined, untilAborted([]));
+    busy(150);
+    const late = short("plug-2", "reading", undefined, untilAborted([]));
+    // Counted from its own start, the late call would end 150 ms after the first; from the pass, with it.
+    const mark = new Promise<void>((resolve) => setTimeout(() => { order.push("first + 75 ms"); resolve(); }, 400 - 150 + 75));
+    const settled = [first, late].map((call, i) => call.catch((e: unknown) => { order.push(`call ${String(i + 1)}: ${(e as Error).message}`); }));
+    await Promise.all([...settled, mark]);
+    assert.deepEqual(order, [
+      "call 1: reading plug-1: timed out after 400 ms",
+      "call 2: reading plug-2: timed out after 400 ms",
+      "first + 75 ms",
+    ]);
+  });
+
+  it("still gives a call asked in a long pass half its timeout", async () => {
+    const order: string[] = [];
+    const first = short("plug-1", "reading", undefined, untilAborted([]));
+    busy(500);
+    const late = short("plug-2", "reading", undefined, untilAborted([]));
+    const early = new Promise<void>((resolve) => setTimeout(() => { order.push("half the timeout - 50 ms"); resolve(); }, 150));
+    const settled = [first, late].map((call, i) => call.catch(() => { order.push(`call ${String(i + 1)} timed out`); }));
+    await Promise.all([...settled, early]);
+    assert.deepEqual(order, ["call 1 timed out", "half the timeout - 50 ms", "call 2 timed out"]);
+  });
+});
