@@ -86,6 +86,33 @@ function askedAt(): number {
   return passStart;
 }
 
+/** Calls started in the current synchronous pass; the rest of the pass's calls wait in `deferred`. */
+const PASS_BATCH = 20;
+let startedInPass = 0;
+const deferred: (() => void)[] = [];
+
+/**
+ * Runs `start` now when fewer than PASS_BATCH calls started in this synchronous pass and none wait, else in a
+ * later turn of the event loop, PASS_BATCH at a time, in the order asked. A Refresh asks every plug at once: set
+ * up in one pass, hundreds of requests are all still in flight at every young-generation collection that pass
+ * triggers, so each is copied, moved to the old generation and freed only by a full collection; set up in
+ * batches, the answers to one batch are read, and its objects die young, before the next batch is set up. The
+ * gRPC server and the cluster watches are served between batches too.
+ */
+function startSoon(start: () => void): void {
+  if (deferred.length === 0 && startedInPass < PASS_BATCH) {
+    if (startedInPass++ === 0) queueMicrotask(() => { startedInPass = 0; });
+    start();
+    return;
+  }
+  if (deferred.push(start) === 1) setImmediate(startDeferred);
+}
+
+function startDeferred(): void {
+  for (const start of deferred.splice(0, PASS_BATCH)) start();
+  if (deferred.length > 0) setImmediate(startDeferred);
+}
+
 export function createBoundedCall<Control, Target>(rules: CallRules<Control, Target>): BoundedCall<Control, Target> {
   function callError(where: string, error: unknown, call: DeviceCall<Target>): PlugpoolError {
     if (error instanceof CutRefused) return new PlugpoolError("unsafe", `${where}: ${rules.unsafe}`, causeOf(error.cause));
@@ -97,7 +124,7 @@ export function createBoundedCall<Control, Target>(rules: CallRules<Control, Tar
   }
 
   // Chained, not awaited (see started.ts).
-  return (control, action, options, work) => {
+  return <T>(control: Control, action: string, options: CallOptions | undefined, work: (call: DeviceCall<Target>) => Promise<T>): Promise<T> => {
     const asked = askedAt();
     // One controller for the deadline and the caller's abort, whichever comes first; its reason tells them apart.
     const controller = new AbortController();
@@ -121,7 +148,8 @@ export function createBoundedCall<Control, Target>(rules: CallRules<Control, Tar
       clearTimeout(timer);
       if (callerSignal !== undefined) offCallerAbort(callerSignal, abortCall);
     };
-    return started(() => work(call)).then(
+    // The deadline already runs: a call that waits for its turn to start waits within its timeout.
+    return new Promise<T>((resolve) => { startSoon(() => { resolve(started(() => work(call))); }); }).then(
       (value) => {
         end();
         return value;

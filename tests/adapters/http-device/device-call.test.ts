@@ -4,13 +4,18 @@ import { describe, it } from "node:test";
 import { PlugpoolError } from "../../../src/domain/errors.ts";
 import { createBoundedCall, type DeviceCall } from "../../../src/adapters/http-device/device-call.ts";
 
-const bounded = createBoundedCall<string, string>({
-  timeoutMs: 60_000,
-  target: (control) => control,
-  where: (control, action) => `${action} ${control}`,
-  unsafe: "refused",
-  command: "the command",
-});
+/** Calls on plugs named by strings, bounded by `timeoutMs`. */
+function boundedBy(timeoutMs: number) {
+  return createBoundedCall<string, string>({
+    timeoutMs,
+    target: (control) => control,
+    where: (control, action) => `${action} ${control}`,
+    unsafe: "refused",
+    command: "the command",
+  });
+}
+
+const bounded = boundedBy(60_000);
 
 /** Work that runs until its call's signal aborts, then fails with the signal's reason. */
 function untilAborted(seen: DeviceCall<string>[]) {
@@ -66,6 +71,47 @@ describe("createBoundedCall()", () => {
   });
 });
 
+const nextTurn = (): Promise<void> => new Promise((resolve) => { setImmediate(resolve); });
+
+describe("createBoundedCall() start", () => {
+  /** A call on `plug` whose work notes that it started and then answers at once. */
+  const noting = (started: string[], plug: string): Promise<string> =>
+    bounded(plug, "reading", undefined, () => {
+      started.push(plug);
+      return Promise.resolve(plug);
+    });
+  const plugs = (from: number, to: number): string[] => Array.from({ length: to - from }, (_, i) => `plug-${String(from + i)}`);
+
+  it("starts 20 of the calls asked in one pass at once and the rest in later turns, 20 at a time, in the order asked", async () => {
+    const started: string[] = [];
+    const calls = plugs(0, 50).map((plug) => noting(started, plug));
+    assert.deepEqual(started, plugs(0, 20));
+    await nextTurn();
+    assert.deepEqual(started, plugs(0, 40));
+    await nextTurn();
+    assert.deepEqual(started, plugs(0, 50));
+    assert.deepEqual(await Promise.all(calls), plugs(0, 50));
+  });
+
+  it("starts a call asked while others wait for their turn after them", async () => {
+    const started: string[] = [];
+    const first = plugs(0, 25).map((plug) => noting(started, plug));
+    await Promise.resolve(); // a later pass, before the waiting calls' turn
+    const late = noting(started, "plug-late");
+    assert.deepEqual(started, plugs(0, 20));
+    await Promise.all([...first, late]);
+    assert.deepEqual(started, [...plugs(0, 25), "plug-late"]);
+  });
+
+  it("starts the first calls of each new pass at once when none wait", async () => {
+    const started: string[] = [];
+    await Promise.all(plugs(0, 20).map((plug) => noting(started, plug)));
+    const next = plugs(20, 40).map((plug) => noting(started, plug));
+    assert.deepEqual(started, plugs(0, 40));
+    await Promise.all(next);
+  });
+});
+
 /** Keeps the CPU busy for `ms`, as setting up hundreds of requests in one pass does. */
 function busy(ms: number): void {
   const until = performance.now() + ms;
@@ -73,13 +119,7 @@ function busy(ms: number): void {
 }
 
 describe("createBoundedCall() deadlines", () => {
-  const short = createBoundedCall<string, string>({
-    timeoutMs: 400,
-    target: (control) => control,
-    where: (control, action) => `${action} ${control}`,
-    unsafe: "refused",
-    command: "the command",
-  });
+  const short = boundedBy(400);
 
   it("counts a call's timeout from the pass that asked for it, so calls asked together end together", async () => {
     const order: string[] = [];
