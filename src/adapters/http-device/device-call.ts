@@ -70,38 +70,43 @@ function offCallerAbort(signal: AbortSignal, listener: () => void): void {
   waitingOn.get(signal)?.delete(listener);
 }
 
-/**
- * When the calls asked for in the current synchronous pass were asked for. A Refresh asks for every plug's read
- * in one pass, and setting up each request takes the CPU a while (tens of milliseconds for hundreds of plugs on a
- * slow machine): counted from the pass, a call's bound includes that wait too, and every read of a Refresh ends by
- * one deadline, not by a deadline that drifts with the number of plugs.
- */
-let passStart: number | undefined;
-
-function askedAt(): number {
-  if (passStart === undefined) {
-    passStart = performance.now();
-    queueMicrotask(() => { passStart = undefined; });
-  }
-  return passStart;
+/** The calls asked for in one synchronous pass: when, and how many of them started then. */
+interface Pass {
+  /**
+   * A Refresh asks for every plug's read in one pass, and setting up each request takes the CPU a while (tens of
+   * milliseconds for hundreds of plugs on a slow machine): counted from the pass, a call's bound includes that
+   * wait too, and every read of a Refresh ends by one deadline, not by a deadline that drifts with the number of
+   * plugs.
+   */
+  readonly askedAt: number;
+  started: number;
 }
 
-/** Calls started in the current synchronous pass; the rest of the pass's calls wait in `deferred`. */
+let pass: Pass | undefined;
+
+function currentPass(): Pass {
+  if (pass === undefined) {
+    pass = { askedAt: performance.now(), started: 0 };
+    queueMicrotask(() => { pass = undefined; });
+  }
+  return pass;
+}
+
+/** At most this many calls start in one pass; the others wait in `deferred`, oldest first. */
 const PASS_BATCH = 20;
-let startedInPass = 0;
 const deferred: (() => void)[] = [];
 
 /**
- * Runs `start` now when fewer than PASS_BATCH calls started in this synchronous pass and none wait, else in a
- * later turn of the event loop, PASS_BATCH at a time, in the order asked. A Refresh asks every plug at once: set
- * up in one pass, hundreds of requests are all still in flight at every young-generation collection that pass
- * triggers, so each is copied, moved to the old generation and freed only by a full collection; set up in
- * batches, the answers to one batch are read, and its objects die young, before the next batch is set up. The
- * gRPC server and the cluster watches are served between batches too.
+ * Runs `start` now when fewer than PASS_BATCH calls of `asked` started and none wait, else in a later turn of the
+ * event loop, PASS_BATCH at a time, in the order asked. A Refresh asks every plug at once: set up in one pass,
+ * hundreds of requests are all still in flight at every young-generation collection that pass triggers, so each
+ * is copied, moved to the old generation and freed only by a full collection; set up in batches, the answers to
+ * one batch are read, and its objects die young, before the next batch is set up. The gRPC server and the
+ * cluster watches are served between batches too.
  */
-function startSoon(start: () => void): void {
-  if (deferred.length === 0 && startedInPass < PASS_BATCH) {
-    if (startedInPass++ === 0) queueMicrotask(() => { startedInPass = 0; });
+function startSoon(asked: Pass, start: () => void): void {
+  if (deferred.length === 0 && asked.started < PASS_BATCH) {
+    asked.started++;
     start();
     return;
   }
@@ -125,7 +130,7 @@ export function createBoundedCall<Control, Target>(rules: CallRules<Control, Tar
 
   // Chained, not awaited (see started.ts).
   return <T>(control: Control, action: string, options: CallOptions | undefined, work: (call: DeviceCall<Target>) => Promise<T>): Promise<T> => {
-    const asked = askedAt();
+    const asked = currentPass();
     // One controller for the deadline and the caller's abort, whichever comes first; its reason tells them apart.
     const controller = new AbortController();
     const { signal } = controller;
@@ -134,7 +139,7 @@ export function createBoundedCall<Control, Target>(rules: CallRules<Control, Tar
     if (callerSignal?.aborted === true) abortCall();
     else if (callerSignal !== undefined) onCallerAbort(callerSignal, abortCall);
     // At least half the timeout all the same: a pass that ran long must not end a call before it could try.
-    const timer = setTimeout(() => { controller.abort(TIMED_OUT); }, Math.max(rules.timeoutMs / 2, rules.timeoutMs - (performance.now() - asked)));
+    const timer = setTimeout(() => { controller.abort(TIMED_OUT); }, Math.max(rules.timeoutMs / 2, rules.timeoutMs - (performance.now() - asked.askedAt)));
     const call: DeviceCall<Target> = {
       signal,
       timedOut: () => signal.reason === TIMED_OUT,
@@ -149,7 +154,7 @@ export function createBoundedCall<Control, Target>(rules: CallRules<Control, Tar
       if (callerSignal !== undefined) offCallerAbort(callerSignal, abortCall);
     };
     // The deadline already runs: a call that waits for its turn to start waits within its timeout.
-    return new Promise<T>((resolve) => { startSoon(() => { resolve(started(() => work(call))); }); }).then(
+    return new Promise<T>((resolve) => { startSoon(asked, () => { resolve(started(() => work(call))); }); }).then(
       (value) => {
         end();
         return value;
