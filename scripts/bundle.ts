@@ -5,6 +5,7 @@
 // still name functions.
 //
 //   node scripts/bundle.ts [OUTFILE]    (default dist/plugpool.mjs)
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { build } from "esbuild";
 
@@ -24,3 +25,16 @@ await build({
   banner: { js: 'import { createRequire as __plugpoolRequire } from "node:module"; const require = __plugpoolRequire(import.meta.url);' },
   logLevel: "warning",
 });
+
+// V8 keeps a script's source for lazy compilation, as Latin-1 when every character fits and as UTF-16 otherwise:
+// one character above U+00FF (esbuild escapes those in strings, not in regular expressions) doubles the bundle's
+// share of the heap, some 4 MB.
+const source = readFileSync(outfile, "utf8");
+const wide = /[^\u0000-\u00FF]/u.exec(source);
+if (wide !== null) {
+  const at = wide.index;
+  throw new Error(
+    `${outfile}: U+${(wide[0].codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, "0")} at offset ${at} ` +
+      `(${JSON.stringify(source.slice(Math.max(0, at - 60), at + 20))}) would double the bundle in memory; escape it in the source (\\uXXXX)`,
+  );
+}
