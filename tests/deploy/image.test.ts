@@ -2,6 +2,7 @@
 // bundle, the final stage's COPY lines) and its ENTRYPOINT runs there, with no node_modules anywhere above it, so
 // a dependency left out of the bundle, a file read beside it or a wrong entrypoint fails here rather than in a
 // cluster.
+import { isAscii } from "node:buffer";
 import { execFile } from "node:child_process";
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -164,6 +165,12 @@ describe("Containerfile (runtime layout rebuilt without an engine)", () => {
     assert.match(stdout, /^config\s+file\s+ok\s+1 group\(s\), 1 machine\(s\)/m);
     assert.match(stdout, /^plug\s+worker-1 .*FAIL/m);
     assert.match(stdout, /^cluster\s+https:\/\/127\.0\.0\.1:1\s+FAIL\s+cannot reach the apiserver/m);
+  });
+
+  it("ships an all-ASCII bundle, the bundled dependencies' license notices beside it", () => {
+    // Node holds a module's source one byte per character only when the file is all ASCII.
+    assert.ok(isAscii(readFileSync(join(app, "dist", "plugpool.mjs"))));
+    assert.match(readFileSync(join(app, "dist", "plugpool.mjs.LEGAL.txt"), "utf8"), /MIT License/);
   });
 
   it("sends the engine exactly what it copies from the build context", () => {

@@ -12,7 +12,7 @@ const NS_PER_UNIT: Readonly<Record<string, bigint>> = {
   h: 3_600_000_000_000n,
 };
 
-// The micro signs escaped: one character above U+00FF anywhere in the bundle makes V8 hold its whole source
+// The micro signs escaped: one character outside ASCII anywhere in the bundle makes Node hold its whole source
 // (4 MB) as UTF-16, twice the memory.
 const WHOLE = /^(?:(?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|\u00B5s|\u03BCs|ms|s|m|h))+$/u;
 const PART = /(\d*)(?:\.(\d*))?(ns|us|\u00B5s|\u03BCs|ms|s|m|h)/gu;
