@@ -20,6 +20,7 @@ import { parseArgs } from "node:util";
 import { parseAllDocuments } from "yaml";
 import { startControlPlane } from "../tests/support/control-plane.ts";
 import { createMemoryCgroup, type MemoryCgroup } from "./cgroup.ts";
+import { containerfileEnv } from "./image-env.ts";
 import { apiserverCa, createNamespace, plugpoolKubeconfig } from "./cluster-fixture.ts";
 import { startCountingProxy } from "./counting-proxy.ts";
 import { PLUG_TIMEOUT, SLOW_PLUG_MS } from "./layout.ts";
@@ -99,16 +100,7 @@ function build(commit: string | undefined): string {
 }
 const entry = build(values.commit);
 
-/** The variables ENV sets in the Containerfile's runtime stage (the last one): the image runs plugpool with them. */
-function imageEnv(commit: string | undefined): Record<string, string> {
-  const runtime = fileAt(commit, "Containerfile").replace(/\\\n\s*/g, " ").split(/^FROM\s/m).at(-1) ?? "";
-  const env: Record<string, string> = {};
-  for (const [, args = ""] of runtime.matchAll(/^ENV\s+(.*)$/gm)) {
-    for (const [, key = "", quoted, bare] of args.matchAll(/(\w+)=(?:"([^"]*)"|(\S*))/g)) env[key] = quoted ?? bare ?? "";
-  }
-  return env;
-}
-const env = imageEnv(values.commit);
+const env = containerfileEnv(fileAt(values.commit, "Containerfile"));
 
 const loops = values.quick ? 6 : Number(values.loops);
 const settings: BenchSettings = {
