@@ -7,6 +7,7 @@ import { toBinary, type DescMessage, type MessageShape } from "@bufbuild/protobu
 import { CloudProvider } from "../gen/clusterautoscaler/cloudprovider/v1/externalgrpc/externalgrpc_pb.ts";
 import type { CloudProviderClient } from "../tests/support/grpc-client.ts";
 import { forkChild } from "./child.ts";
+import type { ImageRuntime } from "./image-env.ts";
 import { allocatedDuring, type Allocated } from "./plugpool-process.ts";
 
 /** The benchmarked RPCs (local method names of the generated service). */
@@ -51,11 +52,16 @@ export async function recordAnswers(
 }
 
 /**
- * Starts the baseline server process with the garbage probe (`probe`) and the variables `env` (none: Node.js
- * defaults); it exits when closed or when this process goes away.
+ * Starts the baseline server process with the garbage probe (`probe`), run as the image runs node (`image`:
+ * its variables and options) or with Node.js defaults; it exits when closed or when this process goes away.
  */
-export async function startBaseline(answers: RecordedAnswers, probe: string, env: Readonly<Record<string, string>> = {}): Promise<BaselineServer> {
-  const child = await forkChild<{ port: number }>(join(import.meta.dirname, "baseline-server.ts"), answers, [`--import=${probe}`], env);
+export async function startBaseline(answers: RecordedAnswers, probe: string, image?: ImageRuntime): Promise<BaselineServer> {
+  const child = await forkChild<{ port: number }>(
+    join(import.meta.dirname, "baseline-server.ts"),
+    answers,
+    [...(image?.nodeArgs ?? []), `--import=${probe}`],
+    image?.env,
+  );
   return {
     address: `127.0.0.1:${String(child.reply.port)}`,
     pid: child.pid,

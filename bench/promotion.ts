@@ -9,8 +9,8 @@
 // ES2017 build turns every async generator into a helper call with a new inner `function*`
 // (https://github.com/connectrpc/connect-es/blob/main/packages/connect/src/protocol/async-iterable.ts).
 //
-// Each case runs in a process of its own with the image's heap flags (the Containerfile's NODE_OPTIONS) and
-// V8's --trace-gc-nvp, and reports, over its measured iterations, how many scavenges ran and the bytes they
+// Each case runs in a process of its own as the image runs node (the Containerfile's ENV and ENTRYPOINT options)
+// with V8's --trace-gc-nvp, and reports, over its measured iterations, how many scavenges ran and the bytes they
 // promoted. No I/O: the Connect case calls the router's gRPC handler directly with a recorded request.
 //
 //   node bench/promotion.ts
@@ -21,7 +21,7 @@ import { create } from "@bufbuild/protobuf";
 import { createConnectRouter } from "@connectrpc/connect";
 import type { UniversalServerRequest } from "@connectrpc/connect/protocol";
 import { CloudProvider } from "../gen/clusterautoscaler/cloudprovider/v1/externalgrpc/externalgrpc_pb.ts";
-import { containerfileEnv } from "./image-env.ts";
+import { containerfileEnv, containerfileNodeArgs, type ImageRuntime } from "./image-env.ts";
 
 const MEASURE = "promotion-bench: measuring";
 const STAGES = 8;
@@ -114,9 +114,9 @@ async function runCase(name: CaseName): Promise<void> {
 
 interface Measured { scavenges: number; promotedBytes: number; markCompacts: number }
 
-function measure(name: CaseName, nodeOptions: string): Measured {
-  const child = spawnSync(process.execPath, ["--trace-gc-nvp", import.meta.filename, name], {
-    env: { ...process.env, NODE_OPTIONS: nodeOptions },
+function measure(name: CaseName, image: ImageRuntime): Measured {
+  const child = spawnSync(process.execPath, [...image.nodeArgs, "--trace-gc-nvp", import.meta.filename, name], {
+    env: { ...process.env, ...image.env },
     encoding: "utf8",
     maxBuffer: 64 * 1024 * 1024,
   });
@@ -139,12 +139,13 @@ if (caseName !== undefined) {
   await runCase(caseName as CaseName);
 } else {
   const root = join(import.meta.dirname, "..");
-  const nodeOptions = containerfileEnv(readFileSync(join(root, "Containerfile"), "utf8")).NODE_OPTIONS ?? "";
-  console.log(`heap flags (the Containerfile's NODE_OPTIONS): ${nodeOptions}; Node.js ${process.version}`);
+  const containerfile = readFileSync(join(root, "Containerfile"), "utf8");
+  const image: ImageRuntime = { env: containerfileEnv(containerfile), nodeArgs: containerfileNodeArgs(containerfile) };
+  console.log(`as the image runs node: NODE_OPTIONS="${image.env.NODE_OPTIONS ?? ""}" node${image.nodeArgs.map((arg) => ` ${arg}`).join("")}; Node.js ${process.version}`);
   console.log("case                                                  iterations  scavenges  promoted KB/iteration  mark-compacts");
   for (const name of Object.keys(cases) as CaseName[]) {
     const { iterations } = cases[name];
-    const m = measure(name, nodeOptions);
+    const m = measure(name, image);
     console.log(
       `${name.padEnd(54)}${String(iterations).padStart(10)}${String(m.scavenges).padStart(11)}` +
         `${(m.promotedBytes / 1024 / iterations).toFixed(2).padStart(23)}${String(m.markCompacts).padStart(15)}`,

@@ -20,7 +20,7 @@ import { parseArgs } from "node:util";
 import { parseAllDocuments } from "yaml";
 import { startControlPlane } from "../tests/support/control-plane.ts";
 import { createMemoryCgroup, type MemoryCgroup } from "./cgroup.ts";
-import { containerfileEnv } from "./image-env.ts";
+import { containerfileEnv, containerfileNodeArgs } from "./image-env.ts";
 import { apiserverCa, createNamespace, plugpoolKubeconfig } from "./cluster-fixture.ts";
 import { startCountingProxy } from "./counting-proxy.ts";
 import { PLUG_TIMEOUT, SLOW_PLUG_MS } from "./layout.ts";
@@ -100,7 +100,9 @@ function build(commit: string | undefined): string {
 }
 const entry = build(values.commit);
 
-const env = containerfileEnv(fileAt(values.commit, "Containerfile"));
+const containerfile = fileAt(values.commit, "Containerfile");
+const env = containerfileEnv(containerfile);
+const imageNodeArgs = containerfileNodeArgs(containerfile);
 
 const loops = values.quick ? 6 : Number(values.loops);
 const settings: BenchSettings = {
@@ -113,7 +115,7 @@ const settings: BenchSettings = {
   entry,
   cpuProfile: values["cpu-prof"],
   nodeArgs: values["node-arg"],
-  env,
+  image: { env, nodeArgs: imageNodeArgs },
 };
 if (!Number.isInteger(loops) || loops <= settings.warmupLoops + 1) throw new Error(`--loops: more than ${settings.warmupLoops + 1} expected`);
 
@@ -124,7 +126,7 @@ const say = (text: string): void => {
 
 const machine = machineInfo();
 console.log(describeMachine(machine));
-console.log(`plugpool: ${values.commit === undefined ? "the working tree" : `commit ${values.commit}`}, compiled; runs as: ${Object.entries(env).map(([k, v]) => `${k}="${v}"`).join(" ")} (the Containerfile's ENV) node ${[...settings.nodeArgs, relative(process.cwd(), entry)].join(" ")} serve`);
+console.log(`plugpool: ${values.commit === undefined ? "the working tree" : `commit ${values.commit}`}, compiled; runs as: ${Object.entries(env).map(([k, v]) => `${k}="${v}"`).join(" ")} (the Containerfile's ENV) node ${[...imageNodeArgs, ...settings.nodeArgs, relative(process.cwd(), entry)].join(" ")} serve (the ENTRYPOINT's options, then --node-arg)`);
 console.log(`plugs: one emulated device per machine, timeout ${PLUG_TIMEOUT}; one in ten faulty (dead: never answers; slow: ${SLOW_PLUG_MS} ms)`);
 console.log(`cadence: one CA loop every ${settings.cadenceMs / 1000} s, ${settings.loops} loops (${settings.warmupLoops} not counted)`);
 

@@ -9,6 +9,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { loadConfig } from "../src/app/config/index.ts";
 import { createCloudProviderClient, type CloudProviderClient } from "../tests/support/grpc-client.ts";
 import type { ControlPlane } from "../tests/support/control-plane.ts";
+import type { ImageRuntime } from "./image-env.ts";
 import { BENCHED, recordAnswers, startBaseline, type BenchedMethod, type RecordedAnswers } from "./baseline.ts";
 import type { MemoryCgroup } from "./cgroup.ts";
 import { deleteAllNodes, registerNodes } from "./cluster-fixture.ts";
@@ -34,10 +35,10 @@ export interface BenchSettings {
   /** The module to run (see build() in run.ts). */
   readonly entry: string;
   readonly cpuProfile: boolean;
-  /** Extra Node.js options for plugpool's process (experiments: heap limits, flags). */
+  /** Extra Node.js options for plugpool's process, after the image's (experiments: heap limits, flags). */
   readonly nodeArgs: readonly string[];
-  /** The container image's environment (its Containerfile's ENV: NODE_OPTIONS and the like). */
-  readonly env: Readonly<Record<string, string>>;
+  /** How the container image runs node. */
+  readonly image: ImageRuntime;
 }
 
 /** Where plugpool runs: inside a memory-limited cgroup, or not. */
@@ -168,8 +169,8 @@ async function measureCondition(run: Run, condition: Condition): Promise<{ resul
     kubeconfigPath: run.kubeconfigPath,
     logPath: join(s.workDir, `plugpool-${tag}.log`),
     entry: s.entry,
-    nodeArgs: s.nodeArgs,
-    env: s.env,
+    nodeArgs: [...s.image.nodeArgs, ...s.nodeArgs],
+    env: s.image.env,
     workDir: s.workDir,
     ...(condition.cgroup !== undefined && { cgroupProcs: condition.cgroup.procs }),
     ...(profileDir !== undefined && { cpuProfileDir: profileDir }),
@@ -279,9 +280,9 @@ async function measureBaseline(
   answers: RecordedAnswers,
   site: Layout,
   s: BenchSettings,
-  env?: Readonly<Record<string, string>>,
+  image?: ImageRuntime,
 ): Promise<SizeResult["baseline"]> {
-  const baseline = await startBaseline(answers, probeModule(s.workDir), env);
+  const baseline = await startBaseline(answers, probeModule(s.workDir), image);
   const client: CloudProviderClient = createCloudProviderClient(baseline.address);
   try {
     return await measureEach(baseline, client, site, s);
@@ -325,7 +326,7 @@ export async function runSize(
     say("  baseline");
     const baseline = await measureBaseline(answers, site, s);
     say("  baseline with the image's environment");
-    const baselineImageEnv = await measureBaseline(answers, site, s, s.env);
+    const baselineImageEnv = await measureBaseline(answers, site, s, s.image);
     return { site: summary(site), conditions: results, baseline, baselineImageEnv, loadAverage: { start: loadAtStart, end: load() } };
   } finally {
     await floor.close();
