@@ -21,15 +21,16 @@ export function containerfileEnv(containerfile: string): Record<string, string> 
 
 /**
  * The options the runtime stage's ENTRYPOINT gives node before the script: V8 flags that NODE_OPTIONS refuses.
- * Throws when the ENTRYPOINT is not `["node", …options, "<script>.mjs", …]`, so a change there is not measured
- * as something else.
+ * Throws when the ENTRYPOINT is not `["node", …options, "<script>", …]`, so a change there is not measured as
+ * something else.
  */
 export function containerfileNodeArgs(containerfile: string): string[] {
   const entrypoint = /^ENTRYPOINT\s+(\[.*\])\s*$/m.exec(runtimeStage(containerfile))?.[1];
   const argv: unknown = entrypoint === undefined ? undefined : JSON.parse(entrypoint);
-  const script = Array.isArray(argv) ? argv.findIndex((a) => typeof a === "string" && a.endsWith(".mjs")) : -1;
+  // The script is node's first argument that is not an option.
+  const script = Array.isArray(argv) ? argv.findIndex((arg, i) => i > 0 && typeof arg === "string" && !arg.startsWith("-")) : -1;
   if (!Array.isArray(argv) || argv[0] !== "node" || script < 1) {
-    throw new Error(`the Containerfile's ENTRYPOINT is not ["node", …options, "<script>.mjs", …]: ${entrypoint ?? "none"}`);
+    throw new Error(`the Containerfile's ENTRYPOINT is not ["node", …options, "<script>", …]: ${entrypoint ?? "none"}`);
   }
   return argv.slice(1, script).map(String);
 }
