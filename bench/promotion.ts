@@ -122,8 +122,11 @@ function measure(name: CaseName, image: ImageRuntime): Measured {
   });
   if (child.status !== 0) throw new Error(`case "${name}" exited with ${child.status}: ${child.stderr}`);
   const lines = child.stdout.split("\n");
+  // Only what follows the marker: the warm-up's collections are not the case's.
+  const start = lines.indexOf(MEASURE);
+  if (start < 0) throw new Error(`case "${name}" printed no "${MEASURE}" line`);
   const measured: Measured = { scavenges: 0, promotedBytes: 0, markCompacts: 0 };
-  for (const line of lines.slice(lines.indexOf(MEASURE) + 1)) {
+  for (const line of lines.slice(start + 1)) {
     const kind = /\bgc=(\w+)/.exec(line)?.[1];
     if (kind === "s") {
       measured.scavenges++;
