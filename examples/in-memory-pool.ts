@@ -7,6 +7,7 @@
 // Each line it prints is one thing the pool reported or one thing the simulated site did.
 import {
   createPool,
+  formatPowerOffRecord,
   POWER_OFF_ANNOTATION,
   PlugpoolError,
   TO_BE_DELETED_TAINT,
@@ -18,6 +19,7 @@ import {
   type PoolConfig,
   type PoolEvent,
   type PowerOffPodView,
+  type PowerOffRecord,
   type PowerOnRecord,
   type PowerRecords,
   type PowerSwitch,
@@ -85,11 +87,11 @@ const records: PowerRecords = {
 };
 
 /** Sets (or with undefined, removes) the power-off mark on a Node, as the apiserver would. */
-const mark = (name: string, startedAt: number | undefined): Promise<void> => {
+const mark = (name: string, record: PowerOffRecord | undefined): Promise<void> => {
   const node = nodes.get(name);
   if (node !== undefined) {
     const others = Object.entries(node.annotations).filter(([key]) => key !== POWER_OFF_ANNOTATION);
-    if (startedAt !== undefined) others.push([POWER_OFF_ANNOTATION, String(startedAt)]);
+    if (record !== undefined) others.push([POWER_OFF_ANNOTATION, formatPowerOffRecord(record)]);
     const annotations = Object.fromEntries(others);
     nodes.set(name, { ...node, annotations });
   }
@@ -97,7 +99,7 @@ const mark = (name: string, startedAt: number | undefined): Promise<void> => {
 };
 
 const teardown: NodeTeardown = {
-  markPowerOff: (name, startedAt) => mark(name, startedAt),
+  markPowerOff: (name, record) => mark(name, record),
   clearPowerOffMark: (name) => mark(name, undefined),
   createPowerOffPod: (machine: Machine, nodeName, startedAt) => {
     pods.set(machine.name, { machine: machine.name, nodeName, startedAt, phase: "Running", terminating: false });

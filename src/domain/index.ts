@@ -29,8 +29,10 @@ export type {
 export {
   DEFAULT_QUARANTINE,
   DEFAULT_SCALE_UP,
+  formatPowerOffRecord,
   HOLD_ANNOTATION,
   POWER_OFF_ANNOTATION,
+  powerOffRecordOf,
   TO_BE_DELETED_TAINT,
 } from "./model.ts";
 export type {
@@ -51,6 +53,7 @@ export type {
   PlugState,
   PoolConfig,
   PowerOffPodView,
+  PowerOffRecord,
   PowerOffSettings,
   PowerOnRecord,
   QuarantineRecord,

@@ -24,6 +24,11 @@ export function cancelled(signal: AbortSignal): PlugpoolError {
   return new PlugpoolError("cancelled", "the call was cancelled, or its deadline passed, before it finished", { cause: signal.reason });
 }
 
+/** Throws `cancelled` once the call's signal has aborted. */
+export function throwIfCancelled(signal: AbortSignal | undefined): void {
+  if (signal?.aborted === true) throw cancelled(signal);
+}
+
 /** Runs functions one at a time, in call order. */
 export type Lock = <T>(fn: () => Promise<T>, signal?: AbortSignal) => Promise<T>;
 

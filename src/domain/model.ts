@@ -3,8 +3,40 @@
 /** The taint cluster-autoscaler puts on a node it has drained and is about to delete. */
 export const TO_BE_DELETED_TAINT = "ToBeDeletedByClusterAutoscaler";
 
-/** Node annotation recording that a power-off is in progress (value: epoch ms it started). */
+/**
+ * Node annotation recording a power-off: the epoch ms it started, followed by ";pending" while the DeleteNodes
+ * that wrote it has not yet succeeded (see `powerOffRecordOf`).
+ */
 export const POWER_OFF_ANNOTATION = "plugpool.io/power-off-started-at";
+
+/** A power-off recorded on a Node. */
+export interface PowerOffRecord {
+  readonly startedAt: number;
+  /**
+   * Written by a DeleteNodes that had not succeeded yet. Such a record found without the call that wrote it is
+   * one cluster-autoscaler was told failed (or never heard the outcome of): it is undone, never resumed.
+   */
+  readonly pending: boolean;
+}
+
+const PENDING_SUFFIX = ";pending";
+
+/** The annotation's value for `record`. */
+export function formatPowerOffRecord(record: PowerOffRecord): string {
+  return `${record.startedAt}${record.pending ? PENDING_SUFFIX : ""}`;
+}
+
+/**
+ * The power-off recorded on `node`, if any. Only a plain number is a committed record; anything else plugpool
+ * did not write as one (edited by hand, or cut short) counts as pending, so it is undone rather than acted on.
+ */
+export function powerOffRecordOf(node: NodeView): PowerOffRecord | undefined {
+  const value = node.annotations[POWER_OFF_ANNOTATION];
+  if (value === undefined) return undefined;
+  if (/^\d{1,16}$/.test(value)) return { startedAt: Number(value), pending: false };
+  const startedAt = Number(value.endsWith(PENDING_SUFFIX) ? value.slice(0, -PENDING_SUFFIX.length) : Number.NaN);
+  return { startedAt, pending: true };
+}
 
 /** The error code of a creating instance whose queued plug-on failed: nothing was switched on. */
 export const PLUG_ON_FAILED = "plug-on-failed";

@@ -6,6 +6,7 @@ import type {
   PowerControl,
   PlugReading,
   PowerOffPodView,
+  PowerOffRecord,
   PowerOnRecord,
   QuarantineRecord,
 } from "./model.ts";
@@ -110,8 +111,11 @@ export interface PowerRecords {
  * Failures throw PlugpoolError (`cluster-refused` when the apiserver rejected the request, with its reason).
  */
 export interface NodeTeardown {
-  /** Records on the Node that a power-off started at `startedAt` (annotation). A missing Node is success. */
-  markPowerOff(nodeName: string, startedAt: number, options?: CallOptions): Promise<void>;
+  /**
+   * Records the power-off on the Node (its annotation, `formatPowerOffRecord`), replacing any record there. A
+   * missing Node is success.
+   */
+  markPowerOff(nodeName: string, record: PowerOffRecord, options?: CallOptions): Promise<void>;
   /** Removes that record. A missing Node or record is success. */
   clearPowerOffMark(nodeName: string, options?: CallOptions): Promise<void>;
   /** Creates the power-off pod bound to `nodeName` (shuts the OS down). An existing one is success. */

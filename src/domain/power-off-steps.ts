@@ -8,7 +8,7 @@ import { POWER_OFF_STEP_NAMES } from "./events.ts";
 import type { MachineState, PoolContext, PowerOffJob } from "./state.ts";
 import type { Verdict } from "./safety.ts";
 import { nodesOf } from "./state.ts";
-import { POWER_OFF_ANNOTATION } from "./model.ts";
+import { powerOffRecordOf } from "./model.ts";
 import { hasDeletionTaint } from "./matching.ts";
 import { PlugpoolError } from "./errors.ts";
 import { freshVerdict, isTransient, mayCutPower } from "./safety.ts";
@@ -78,9 +78,10 @@ const checkTaint: StepRun = {
     const verdict = mayCutPower(machine, pool.deps.cluster, pool.config.providerIDPrefix);
     if (!verdict.allowed) return abort(verdict);
     const nodes = nodesOf(pool, machine);
+    // A Node that registered since (or still shows the call's pending record) gets the committed one.
     for (const node of nodes) {
-      if (node.annotations[POWER_OFF_ANNOTATION] === undefined) {
-        await pool.deps.teardown.markPowerOff(node.name, job.startedAt, options);
+      if (powerOffRecordOf(node)?.pending !== false) {
+        await pool.deps.teardown.markPowerOff(node.name, { startedAt: job.startedAt, pending: false }, options);
       }
     }
     return done(nodes.length === 0 ? "no node" : "node carries the ToBeDeleted taint");

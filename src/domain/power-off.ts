@@ -4,7 +4,7 @@ import type { CallOptions } from "./ports.ts";
 import type { Machine } from "./model.ts";
 import type { MachineState, PoolContext, PowerOffJob } from "./state.ts";
 import type { StepOutcome } from "./power-off-steps.ts";
-import { POWER_OFF_ANNOTATION } from "./model.ts";
+import { POWER_OFF_ANNOTATION, powerOffRecordOf } from "./model.ts";
 import { beginPowerOff, endPowerOff, jobOf, nodesOf, poweredByPlugpool, stateOf } from "./state.ts";
 import { messageOf } from "./errors.ts";
 import { POWER_OFF_STEPS } from "./power-off-steps.ts";
@@ -27,13 +27,26 @@ export function startPowerOff(ctx: PoolContext, machine: Machine, node: string, 
 
 /**
  * A DeleteNodes that failed towards cluster-autoscaler leaves nothing behind: the power-off it had begun to
- * record is a job that only undoes that record (and is forgotten once the view shows it gone).
+ * record is a job that only undoes that record on `nodes` (the Nodes the call wrote to), once every write of the
+ * call has settled (`writes`), and is forgotten once the view shows it gone.
  */
-export function undoPowerOffRecord(ctx: PoolContext, machine: Machine, node: string, startedAt: number, reason: string): void {
+export function undoPowerOffRecord(
+  ctx: PoolContext,
+  machine: Machine,
+  nodes: readonly string[],
+  startedAt: number,
+  reason: string,
+  writes: Promise<unknown>,
+): void {
   if (jobOf(stateOf(ctx, machine)) !== undefined) return;
-  const job = newJob(node, startedAt);
+  const undoing = { nodes, writesOut: true };
+  const job: PowerOffJob = { ...newJob(nodes[0] ?? "", startedAt), undoing };
   job.aborting = { step: "check-taint", reason };
   beginPowerOff(ctx, machine, job);
+  void writes.finally(() => {
+    undoing.writesOut = false;
+    ctx.deps.wake?.();
+  });
   ctx.deps.wake?.();
 }
 
@@ -54,37 +67,49 @@ function newJob(node: string, startedAt: number): PowerOffJob {
 }
 
 /**
- * Records a power-off of the machine on its Nodes (the annotation), the way DeleteNodes begins one, so that a
- * restart resumes it instead of losing it. Starts no job: the caller does, once the whole call has succeeded.
- * The caller marks the machine (`beginMarking`) for the whole call, so the runner does not take a record that
- * landed for one of an earlier run while the call may still fail.
+ * Records a power-off on `nodes` (the annotation), the way DeleteNodes begins one, so that a restart resumes it
+ * instead of losing it: first `pending`, then, once the whole call has succeeded, committed. Starts no job: the
+ * caller does. The caller marks the machine (`beginMarking`) for the whole call, so the runner does not take the
+ * record for one of an earlier run while the call may still fail.
  */
-export async function recordPowerOff(ctx: PoolContext, machine: Machine, startedAt: number, options?: CallOptions): Promise<void> {
-  await Promise.all(
-    nodesOf(ctx, machine)
-      .filter((n) => n.annotations[POWER_OFF_ANNOTATION] === undefined)
-      .map((n) => ctx.deps.teardown.markPowerOff(n.name, startedAt, options)),
-  );
+export async function recordPowerOff(
+  ctx: PoolContext,
+  nodes: readonly string[],
+  startedAt: number,
+  pending: boolean,
+  options?: CallOptions,
+): Promise<void> {
+  await Promise.all(nodes.map((node) => ctx.deps.teardown.markPowerOff(node, { startedAt, pending }, options)));
 }
 
 /**
  * Picks up power-offs recorded on the cluster by an earlier run: a machine without a job whose power-off
- * pod exists and is not terminating (started when the pod says) or whose Node carries the power-off annotation
- * (started at its value).
+ * pod exists and is not terminating (started when the pod says) or whose Node carries a committed power-off
+ * record (started at its value). A pending record (its DeleteNodes failed, or plugpool stopped before it knew)
+ * is undone instead; so is anything the view shows of a power-off this process already undid.
  */
 export function resumePowerOffs(ctx: PoolContext): void {
   for (const machine of ctx.machines) {
     // Only a machine with nothing else under way: a queued plug-on gives way to a power-off found recorded.
-    const { kind } = stateOf(ctx, machine).plan;
+    const st = stateOf(ctx, machine);
+    const { kind } = st.plan;
     if (kind === "powering-off" || kind === "marking") continue;
     // A terminating pod alone is a power-off being undone (or done): nothing to resume.
     const found = ctx.deps.cluster.powerOffPod(machine.name);
     const pod = found?.terminating === true ? undefined : found;
     const nodes = nodesOf(ctx, machine);
-    const marked = nodes.find((n) => n.annotations[POWER_OFF_ANNOTATION] !== undefined);
-    if (pod === undefined && marked === undefined) continue;
-    const recorded = Number(marked?.annotations[POWER_OFF_ANNOTATION]);
-    const startedAt = pod?.startedAt ?? (Number.isFinite(recorded) ? recorded : ctx.deps.clock.now());
+    const records = nodes.flatMap((n) => {
+      const record = powerOffRecordOf(n);
+      return record === undefined ? [] : [{ node: n.name, record }];
+    });
+    if (pod === undefined && records.length === 0) continue;
+    const committed = records.find((r) => !r.record.pending)?.record;
+    const startedAt = pod?.startedAt ?? committed?.startedAt;
+    if (startedAt === undefined || startedAt === st.undoneRecord) {
+      const marked = records.map((r) => r.node);
+      undoPowerOffRecord(ctx, machine, marked, startedAt ?? records[0]?.record.startedAt ?? ctx.deps.clock.now(), "its DeleteNodes did not succeed", Promise.resolve());
+      continue;
+    }
     startPowerOff(ctx, machine, nodes[0]?.name ?? pod?.nodeName ?? "", startedAt, true);
   }
 }
@@ -186,12 +211,19 @@ async function compensate(
   if (aborting === undefined) return undefined;
   const held = job.notBefore === undefined ? 0 : job.notBefore - ctx.deps.clock.now();
   if (held > 0) return held;
-  const marked = nodesOf(ctx, machine).filter((n) => n.annotations[POWER_OFF_ANNOTATION] !== undefined);
+  // A write of the failed call still out may land after the undo: wait for it (its settling wakes the runner).
+  if (job.undoing?.writesOut === true) return COMPENSATION_POLL_MS;
+  // The Nodes the record was written to are cleared whatever the view shows: it may not show the record yet.
+  const marked = new Set([
+    ...(job.undoing?.nodes ?? []),
+    ...(job.node === "" ? [] : [job.node]),
+    ...nodesOf(ctx, machine).filter((n) => n.annotations[POWER_OFF_ANNOTATION] !== undefined).map((n) => n.name),
+  ]);
   let podGone: boolean;
   try {
     // Asked of the apiserver, not the view: a pod created a moment ago may not be in the view yet.
     podGone = await ctx.deps.teardown.deletePowerOffPod(machine, options);
-    for (const node of marked) await ctx.deps.teardown.clearPowerOffMark(node.name, options);
+    for (const node of marked) await ctx.deps.teardown.clearPowerOffMark(node, options);
   } catch (e) {
     const attempt = job.attempts[aborting.step] ?? 0;
     job.attempts[aborting.step] = attempt + 1;
@@ -211,6 +243,7 @@ async function compensate(
     ctx.deps.cluster.powerOffPod(machine.name) !== undefined ||
     nodesOf(ctx, machine).some((n) => n.annotations[POWER_OFF_ANNOTATION] !== undefined);
   if (traces) return COMPENSATION_POLL_MS;
+  st.undoneRecord = job.startedAt;
   endPowerOff(st);
   ctx.deps.reporter.report({ type: "power-off-aborted", machine: machine.name, reason: aborting.reason });
   // Look again at once: the machine that keeps its power may need it restored.

@@ -8,7 +8,7 @@ import { beginMarking, dropQueued, endMarking, jobOf, nodesOf, poweredByPlugpool
 import { messageOf, PlugpoolError } from "./errors.ts";
 import { instanceOf, targetSizeOf } from "./instances.ts";
 import { hasDeletionTaint, isHeld, resolveRef } from "./matching.ts";
-import { cancelled, untilAborted } from "./lock.ts";
+import { throwIfCancelled, untilAborted } from "./lock.ts";
 import { switchOff } from "./switching.ts";
 import { recordPowerOff, startPowerOff, undoPowerOffRecord } from "./power-off.ts";
 
@@ -54,8 +54,9 @@ export async function deleteNodes(
   const toPowerOff: PowerOffTarget[] = [];
   for (const machine of chosen) {
     if (jobOf(stateOf(ctx, machine)) !== undefined) continue;
-    const node = nodesOf(ctx, machine)[0];
-    if (node !== undefined) toPowerOff.push({ machine, node: node.name });
+    const nodes = nodesOf(ctx, machine).map((n) => n.name);
+    const node = nodes[0];
+    if (node !== undefined) toPowerOff.push({ machine, node, nodes });
     else if (instanceOf(ctx, machine) !== undefined) toCut.push(machine);
   }
   const startedAt = ctx.deps.clock.now();
@@ -69,18 +70,22 @@ export async function deleteNodes(
 }
 
 /**
- * A registered machine to power off, with the Node it was validated on: its power-off begins on that Node even
- * when the view has lost it by the time the call's writes land (a Node deleted meanwhile is no sign of a
- * shutdown, and a power-off begun without a Node would take the machine for one that never registered).
+ * A registered machine to power off, with the Node it was validated on and every Node of it then: its power-off
+ * begins on that Node even when the view has lost it by the time the call's writes land (a Node deleted
+ * meanwhile is no sign of a shutdown, and a power-off begun without a Node would take the machine for one that
+ * never registered).
  */
 interface PowerOffTarget {
   readonly machine: Machine;
   readonly node: string;
+  readonly nodes: readonly string[];
 }
 
 /**
- * The writes of one DeleteNodes: each power-off recorded, each unregistered machine cut. The power-offs start once
- * all succeeded; otherwise every record is undone and the first failure thrown.
+ * The writes of one DeleteNodes: each power-off recorded as pending, each unregistered machine cut, then each
+ * record committed. The power-offs start once all succeeded; otherwise every record is undone (once every write
+ * has settled) and the first failure thrown. A restart meanwhile finds pending records, which it undoes: only a
+ * call that succeeded leaves a record a restart resumes.
  */
 async function recordAll(
   ctx: PoolContext,
@@ -91,27 +96,38 @@ async function recordAll(
   options?: CallOptions,
 ): Promise<void> {
   const signal = options?.signal;
-  const failed = new Map<string, string>();
-  const recorded = toPowerOff.map(({ machine }) =>
-    recordPowerOff(ctx, machine, startedAt, options).catch((e: unknown) => {
-      failed.set(machine.name, `recording the power-off: ${messageOf(e)}`);
-    }),
-  );
-  let failure: Error | undefined;
-  try {
+  const writes: Promise<void>[] = [];
+  const recordEach = async (pending: boolean): Promise<void> => {
+    const failed = new Map<string, string>();
+    const recorded = toPowerOff.map(({ machine, nodes }) => {
+      const write = recordPowerOff(ctx, nodes, startedAt, pending, options).catch((e: unknown) => {
+        failed.set(machine.name, `recording the power-off: ${messageOf(e)}`);
+      });
+      writes.push(write);
+      return write;
+    });
+    // The deadline ends the wait, not the writes: the undo waits for them.
     await untilAborted(Promise.all(recorded), signal);
     if (failed.size > 0) {
       const problems = [...failed].map(([name, error]) => `${name}: ${error}`);
       throw new PlugpoolError("cluster-refused", `${what}: ${problems.join("; ")}`);
     }
+  };
+  let failure: Error | undefined;
+  try {
+    await recordEach(true);
     await cutUnregistered(ctx, toCut, what, options);
-    if (signal?.aborted === true) throw cancelled(signal);
+    throwIfCancelled(signal);
+    await recordEach(false);
+    // An answer after the deadline never reaches cluster-autoscaler: it counts the call as failed.
+    throwIfCancelled(signal);
   } catch (e) {
     failure = e instanceof Error ? e : new PlugpoolError("internal", `${what}: ${String(e)}`);
   }
   if (failure !== undefined) {
     // Nothing may start from a call that failed towards cluster-autoscaler: undo every record it made.
-    for (const { machine, node } of toPowerOff) undoPowerOffRecord(ctx, machine, node, startedAt, `${what} failed`);
+    const settled = Promise.allSettled(writes);
+    for (const { machine, nodes } of toPowerOff) undoPowerOffRecord(ctx, machine, nodes, startedAt, `${what} failed`, settled);
     throw failure;
   }
   for (const { machine, node } of toPowerOff) startPowerOff(ctx, machine, node, startedAt, false);

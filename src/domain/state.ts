@@ -78,6 +78,11 @@ export interface PowerOffJob {
   readonly facts: PowerOffFacts;
   /** Nodes this job asked to delete (each reported once). */
   readonly deletedNodes: Set<string>;
+  /**
+   * Set on a job that only undoes the record of a DeleteNodes that failed: the Nodes the call wrote its record
+   * on, and whether any of its writes is still out (a write that lands after the undo would leave the record).
+   */
+  readonly undoing?: { readonly nodes: readonly string[]; writesOut: boolean };
 }
 
 /**
@@ -139,6 +144,11 @@ export interface MachineState {
   readonly meter: EnergyMeter;
   /** When plugpool last switched it back on under a Node that should be running (rate limit). */
   restoredAt: number | undefined;
+  /**
+   * The start of the last power-off this process undid. A view that shows its record after the undo is behind
+   * the apiserver (the record landed and was cleared before the view heard of either): it is not resumed.
+   */
+  undoneRecord: number | undefined;
   /** Once-per-change memory for reports. */
   notedPower: string | undefined;
   notedProviderID: string | undefined;
@@ -256,6 +266,7 @@ function newMachineState(deps: PoolDeps, machine: Machine): MachineState {
     poweredOnAt: poweredOn,
     meter: newMeter(),
     restoredAt: undefined,
+    undoneRecord: undefined,
     notedPower: undefined,
     notedProviderID: undefined,
     notedDuplicates: undefined,

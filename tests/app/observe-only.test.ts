@@ -57,7 +57,7 @@ describe("observe-only ports (serve --dry-run)", () => {
     const told: DryRunAction[] = [];
     const tell = (a: DryRunAction) => told.push(a);
     const quiet = observeOnlyTeardown(view(), tell);
-    await assert.rejects(quiet.markPowerOff("worker-1", 1), { code: "cluster-refused" });
+    await assert.rejects(quiet.markPowerOff("worker-1", { startedAt: 1, pending: false }), { code: "cluster-refused" });
     assert.deepEqual(told.map((a) => a.reason), ["DryRunPowerOff"]);
     await quiet.clearPowerOffMark("worker-1");
     assert.equal(await quiet.deletePowerOffPod(machine), true);

@@ -24,8 +24,12 @@ describe("Pool.deleteNodes()", () => {
         ["deleting", "running"],
       );
       assert.equal(w.pool.targetSize("workers"), 1);
-      // Recorded on the Node (a restart resumes it), and nothing more yet.
-      assert.deepEqual(w.cluster.calls, [{ op: "markPowerOff", target: "worker-1" }]);
+      // Recorded on the Node, first as pending and then, the call having succeeded, committed (a restart resumes
+      // it); nothing more yet.
+      assert.deepEqual(w.cluster.calls, [
+        { op: "markPowerOff", target: "worker-1" },
+        { op: "markPowerOff", target: "worker-1" },
+      ]);
       assert.equal(w.cluster.nodeNamed("worker-1")?.annotations[POWER_OFF_ANNOTATION], String(w.clock.now()));
       assert.equal(w.power.callsOf("turnOff").length, 0);
       assert.equal(w.wakes, 1);

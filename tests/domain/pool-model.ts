@@ -154,6 +154,7 @@ export class Model {
     if (!this.w.cluster.viewCurrent) this.violations.push(`${how} of ${name} while the view is not current`);
     if (this.#held(machine)) this.violations.push(`${how} of held ${name}`);
     if (how !== "power-off pod" && machine.power.shutsDown !== true) this.violations.push(`${how} of ${name}, whose control cannot`);
+    if (!this.#deleteRequested.has(name)) this.violations.push(`${how} of ${name}, which CA has not asked to delete (or was told its deletion failed)`);
     for (const n of this.#nodesOf(machine)) {
       if (!n.taints.some((t) => t.key === TO_BE_DELETED_TAINT)) {
         this.violations.push(`${how} of ${name} while node ${n.name} is registered without the taint`);
@@ -351,14 +352,17 @@ export class Model {
 
   /**
    * A DeleteNodes that failed towards CA started no power-off of its machines, neither itself nor by a runner
-   * pass that fell between its writes: CA takes them for still running. (A power-off started by another
-   * DeleteNodes in flight or succeeded meanwhile is not this call's.)
+   * pass that fell between its writes: CA takes them for still running. Nor may one start later (its record
+   * landing late, a lagging view, a restart): the request is withdrawn, so a later OS shutdown or cut of the
+   * machine breaks the rules until CA asks again. (A power-off started by another DeleteNodes in flight or
+   * succeeded meanwhile is not this call's.)
    */
   #checkFailedDelete(names: readonly string[], from: number): void {
     const started = this.w.reporter.events.slice(from).filter((e) => e.type === "power-off-started");
     for (const name of names) {
       if ((this.#inFlight.delete.get(name) ?? 0) > 0 || (this.#deleteSucceeded.get(name) ?? -1) >= from) continue;
       if (started.some((e) => e.machine === name)) this.violations.push(`a power-off of ${name} started from a DeleteNodes that failed`);
+      this.#deleteRequested.delete(name);
     }
   }
 

@@ -134,4 +134,27 @@ describe("power-off after a restart", () => {
     assert.equal(w.cluster.nodeNamed("worker-1")?.annotations[POWER_OFF_ANNOTATION], undefined);
     assert.equal(w.power.callsOf("turnOff").length, 0);
   });
+
+  for (const value of ["1800000000000;pending", "soon", "1800000000000;committed", ""]) {
+    it(`undoes, and never resumes, a record that is not a committed one: ${JSON.stringify(value)} on a tainted node`, async () => {
+      const w = new World({ on: ["worker-1"] });
+      w.registerTainted("worker-1");
+      w.cluster.annotate("worker-1", POWER_OFF_ANNOTATION, value);
+      await w.pool.refresh();
+      await w.drive(20);
+      assert.deepEqual(w.reporter.of("power-off-started"), []);
+      assert.deepEqual(w.cluster.callsOf("createPowerOffPod"), []);
+      assert.equal(w.cluster.nodeNamed("worker-1")?.annotations[POWER_OFF_ANNOTATION], undefined);
+      assert.ok(w.power.isOn(w.machine("worker-1").power));
+    });
+  }
+
+  it("resumes a committed record on a tainted node", async () => {
+    const w = new World({ on: ["worker-1"] });
+    w.registerTainted("worker-1");
+    w.cluster.annotate("worker-1", POWER_OFF_ANNOTATION, "1800000000000");
+    await w.pool.refresh();
+    await w.pool.reconcile();
+    assert.deepEqual(w.reporter.of("power-off-started"), [{ type: "power-off-started", machine: "worker-1", node: "worker-1", resumed: true }]);
+  });
 });

@@ -113,9 +113,9 @@ describe("safety reproductions", () => {
     const release = w.cluster.hold("markPowerOff", "worker-2");
     const call = w.pool.deleteNodes("workers", [w.ref("worker-1"), w.ref("worker-2")]);
     await new Promise((resolve) => setImmediate(resolve));
-    // worker-1's record is on its Node; worker-2's write is still out. The runner must not take worker-1's
-    // record for one an earlier run left (it would start the power-off of a call that may yet fail).
-    assert.equal(w.cluster.nodeNamed("worker-1")?.annotations[POWER_OFF_ANNOTATION], String(w.clock.now()));
+    // worker-1's pending record is on its Node; worker-2's write is still out. The runner must not take
+    // worker-1's record for one an earlier run left (it would start the power-off of a call that may yet fail).
+    assert.equal(w.cluster.nodeNamed("worker-1")?.annotations[POWER_OFF_ANNOTATION], `${w.clock.now()};pending`);
     await w.pool.reconcile();
     w.cluster.failNext("markPowerOff");
     release();
@@ -129,6 +129,94 @@ describe("safety reproductions", () => {
       w.pool.instances("workers").map((i) => i.state),
       ["running", "running"],
     );
+  });
+
+  it("4c: a DeleteNodes whose deadline ends while its record is still on its way starts nothing when the record lands late", async () => {
+    const w = new World({ on: ["worker-1", "worker-2"] });
+    w.registerTainted("worker-1");
+    w.register("worker-2");
+    await w.pool.refresh();
+    const controller = new AbortController();
+    const release = w.cluster.hold("markPowerOff", "worker-1");
+    w.cluster.onCall = (c) => {
+      if (c.op === "markPowerOff") controller.abort(new DOMException("deadline", "TimeoutError"));
+    };
+    const error: unknown = await w.pool.deleteNodes("workers", [w.ref("worker-1")], { signal: controller.signal }).catch((e: unknown) => e);
+    assert.ok(isPlugpoolError(error) && error.code === "cancelled");
+    w.cluster.onCall = undefined;
+    await w.drive(20);
+    // The write that was out when the deadline passed lands now; the undo had waited for it.
+    release();
+    await w.drive(20);
+    assert.deepEqual(w.reporter.of("power-off-started"), []);
+    assert.deepEqual(w.cluster.callsOf("createPowerOffPod"), []);
+    assert.equal(w.cluster.nodeNamed("worker-1")?.annotations[POWER_OFF_ANNOTATION], undefined, "its record undone");
+  });
+
+  it("4d: the undo of a failed DeleteNodes clears its record even where a lagging view does not show it yet, and the view catching up resumes nothing", async () => {
+    const w = new World({ on: ["worker-1", "worker-2"], lagging: true });
+    w.registerTainted("worker-1");
+    w.registerTainted("worker-2");
+    w.view?.sync();
+    await w.pool.refresh();
+    w.cluster.failNext("markPowerOff", undefined, 1); // worker-1's record lands, worker-2's is refused
+    await rejectsWith(w.pool.deleteNodes("workers", [w.ref("worker-1"), w.ref("worker-2")]), "cluster-refused", /worker-2/);
+    await w.drive(20);
+    assert.equal(w.cluster.nodeNamed("worker-1")?.annotations[POWER_OFF_ANNOTATION], undefined, "cleared on the apiserver");
+    w.view?.sync();
+    w.pool.clusterChanged();
+    await w.drive(20);
+    assert.deepEqual(w.reporter.of("power-off-started"), []);
+    assert.deepEqual(w.cluster.callsOf("createPowerOffPod"), []);
+    assert.ok(w.power.isOn(w.machine("worker-1").power));
+  });
+
+  it("4e: a view that shows a failed DeleteNodes' record only after the undo forgot it resumes nothing", async () => {
+    const w = new World({ on: ["worker-1", "worker-2"], lagging: true });
+    w.registerTainted("worker-1");
+    w.register("worker-2");
+    w.view?.sync();
+    await w.pool.refresh();
+    const startedAt = w.clock.now();
+    const controller = new AbortController();
+    // The deadline passes while the committed record is on its way: it lands, and the call still failed.
+    w.cluster.onCall = (c) => {
+      if (c.op === "markPowerOff" && w.cluster.callsOf("markPowerOff").length === 2) controller.abort(new DOMException("deadline", "TimeoutError"));
+    };
+    await rejectsWith(w.pool.deleteNodes("workers", [w.ref("worker-1")], { signal: controller.signal }), "cancelled");
+    w.cluster.onCall = undefined;
+    // The undo runs on a view that never showed the record, clears it and forgets the job. Then the watch
+    // delivers the record's landing, its clearing still to come (the fake view jumps to the truth, so the truth
+    // is set back to that moment).
+    await w.drive(20);
+    assert.equal(w.cluster.nodeNamed("worker-1")?.annotations[POWER_OFF_ANNOTATION], undefined, "cleared on the apiserver");
+    w.cluster.annotate("worker-1", POWER_OFF_ANNOTATION, String(startedAt));
+    w.view?.sync();
+    w.pool.clusterChanged();
+    await w.drive(5);
+    w.cluster.setReady("worker-1", false, w.clock.now());
+    w.view?.sync();
+    w.clock.advance(200_000);
+    await w.drive(20);
+    assert.deepEqual(w.reporter.of("power-off-started"), []);
+    assert.deepEqual(w.cluster.callsOf("createPowerOffPod"), []);
+    assert.ok(w.power.isOn(w.machine("worker-1").power));
+  });
+
+  it("4f: after a restart, a record left by a DeleteNodes that had not succeeded is undone, never resumed", async () => {
+    const w = new World({ on: ["worker-1", "worker-2"] });
+    w.registerTainted("worker-1");
+    w.registerTainted("worker-2");
+    await w.pool.refresh();
+    w.cluster.failNext("markPowerOff", undefined, 1);
+    await rejectsWith(w.pool.deleteNodes("workers", [w.ref("worker-1"), w.ref("worker-2")]), "cluster-refused");
+    // The process restarts before its runner undid the record.
+    w.restart();
+    await w.drive(20);
+    assert.deepEqual(w.reporter.of("power-off-started"), []);
+    assert.deepEqual(w.cluster.callsOf("createPowerOffPod"), []);
+    assert.equal(w.cluster.nodeNamed("worker-1")?.annotations[POWER_OFF_ANNOTATION], undefined, "its record undone");
+    assert.ok(w.power.isOn(w.machine("worker-1").power));
   });
 
   it("5a: a failed or stuck power-off pod is replaced, a bounded number of times, then the power is kept", async () => {

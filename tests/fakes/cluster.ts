@@ -6,8 +6,9 @@ import type {
   NodeTeardown,
   NodeView,
   PowerOffPodView,
+  PowerOffRecord,
 } from "../../src/domain/index.ts";
-import { POWER_OFF_ANNOTATION, PlugpoolError, TO_BE_DELETED_TAINT } from "../../src/domain/index.ts";
+import { formatPowerOffRecord, POWER_OFF_ANNOTATION, PlugpoolError, TO_BE_DELETED_TAINT } from "../../src/domain/index.ts";
 
 export type TeardownOp =
   | "markPowerOff"
@@ -158,9 +159,9 @@ export class FakeCluster implements ClusterView, NodeTeardown, NodeLookup {
     return this.#slices.get(machine);
   }
 
-  async markPowerOff(nodeName: string, startedAt: number): Promise<void> {
+  async markPowerOff(nodeName: string, record: PowerOffRecord): Promise<void> {
     await this.#call("markPowerOff", nodeName);
-    this.annotate(nodeName, POWER_OFF_ANNOTATION, String(startedAt));
+    this.annotate(nodeName, POWER_OFF_ANNOTATION, formatPowerOffRecord(record));
   }
 
   async clearPowerOffMark(nodeName: string): Promise<void> {

@@ -96,6 +96,46 @@ export const PLANTS: readonly Plant[] = [
     ],
   },
   {
+    name: "undo a failed DeleteNodes' record while its writes may still land",
+    edits: [
+      {
+        file: "src/domain/power-off.ts",
+        find: "  if (job.undoing?.writesOut === true) return COMPENSATION_POLL_MS;\n",
+        replace: "",
+      },
+    ],
+  },
+  {
+    name: "undo a failed DeleteNodes' record only where the view shows it",
+    edits: [
+      {
+        file: "src/domain/power-off.ts",
+        find: "    ...(job.undoing?.nodes ?? []),\n    ...(job.node === \"\" ? [] : [job.node]),\n",
+        replace: "",
+      },
+    ],
+  },
+  {
+    name: "resume a pending power-off record",
+    edits: [
+      {
+        file: "src/domain/power-off.ts",
+        find: "    const committed = records.find((r) => !r.record.pending)?.record;",
+        replace: "    const committed = records[0]?.record;",
+      },
+    ],
+  },
+  {
+    name: "resume a power-off this process undid when a lagging view shows its record again",
+    edits: [
+      {
+        file: "src/domain/power-off.ts",
+        find: "    if (startedAt === undefined || startedAt === st.undoneRecord) {",
+        replace: "    if (startedAt === undefined) {",
+      },
+    ],
+  },
+  {
     name: "begin a DeleteNodes' power-off on the Node the view shows when the call ends",
     edits: [
       {

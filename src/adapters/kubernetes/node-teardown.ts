@@ -4,7 +4,7 @@
 // the domain already guarantees it.
 import { CoreV1Api, PatchStrategy, type KubeConfig } from "@kubernetes/client-node";
 import { PlugpoolError } from "../../domain/errors.ts";
-import { POWER_OFF_ANNOTATION, type Machine } from "../../domain/model.ts";
+import { formatPowerOffRecord, POWER_OFF_ANNOTATION, type Machine } from "../../domain/model.ts";
 import type { CallOptions, NodeTeardown } from "../../domain/ports.ts";
 import { apiserverReason, callBound, callOptions, DEFAULT_WRITE_TIMEOUT_MS, statusOf, type CallBound } from "./api-errors.ts";
 import { isPowerOffPod, powerOffPodManifest, powerOffPodName } from "./power-off-pod.ts";
@@ -60,7 +60,7 @@ export function createKubernetesNodeTeardown(kc: KubeConfig, options: Kubernetes
   }
 
   return {
-    markPowerOff: (nodeName, startedAt, call) => annotate(nodeName, String(startedAt), "recording the power-off", call),
+    markPowerOff: (nodeName, record, call) => annotate(nodeName, formatPowerOffRecord(record), "recording the power-off", call),
     clearPowerOffMark: (nodeName, call) => annotate(nodeName, null, "clearing the power-off record", call),
 
     async createPowerOffPod(machine, nodeName, startedAt, call) {

@@ -51,11 +51,14 @@ describe("createKubernetesNodeTeardown()", () => {
     await plane.stop();
   });
 
-  it("records a power-off on the Node and clears it, each twice without harm", async () => {
+  it("records a power-off on the Node, pending then committed, and clears it, each twice without harm", async () => {
     await core.createNode({ body: nodeBody({ name: "worker-1", annotations: { "example.com/keep": "yes" } }) });
-    await teardown.markPowerOff("worker-1", 1_700_000_000_000);
-    await teardown.markPowerOff("worker-1", 1_700_000_000_000);
+    await teardown.markPowerOff("worker-1", { startedAt: 1_700_000_000_000, pending: true });
     let node = await core.readNode({ name: "worker-1" });
+    assert.equal(node.metadata?.annotations?.[POWER_OFF_ANNOTATION], "1700000000000;pending");
+    await teardown.markPowerOff("worker-1", { startedAt: 1_700_000_000_000, pending: false });
+    await teardown.markPowerOff("worker-1", { startedAt: 1_700_000_000_000, pending: false });
+    node = await core.readNode({ name: "worker-1" });
     assert.equal(node.metadata?.annotations?.[POWER_OFF_ANNOTATION], "1700000000000");
     await teardown.clearPowerOffMark("worker-1");
     await teardown.clearPowerOffMark("worker-1");
@@ -64,7 +67,7 @@ describe("createKubernetesNodeTeardown()", () => {
   });
 
   it("treats a missing Node as marked, cleared and deleted", async () => {
-    await teardown.markPowerOff("worker-2", 1);
+    await teardown.markPowerOff("worker-2", { startedAt: 1, pending: false });
     await teardown.clearPowerOffMark("worker-2");
     await teardown.deleteNode("worker-2");
   });
@@ -174,7 +177,7 @@ describe("createKubernetesNodeTeardown()", () => {
 
   it("stops a call when its signal aborts, and says so", async () => {
     await assert.rejects(
-      teardown.markPowerOff("worker-1", 1, { signal: AbortSignal.abort(new Error("deadline")) }),
+      teardown.markPowerOff("worker-1", { startedAt: 1, pending: false }, { signal: AbortSignal.abort(new Error("deadline")) }),
       coded("cancelled", /recording the power-off on Node "worker-1" ended before it finished: deadline/),
     );
   });

@@ -88,7 +88,7 @@ describe("deploy/examples/rbac.yaml", () => {
     const teardown = createKubernetesNodeTeardown(asServiceAccount, {
       namespace, image: "busybox:1.37.0", machines, providerIDPrefix: "k3s://",
     });
-    await teardown.markPowerOff("worker-1", 1_700_000_000_000);
+    await teardown.markPowerOff("worker-1", { startedAt: 1_700_000_000_000, pending: false });
     assert.equal((await core.readNode({ name: "worker-1" })).metadata?.annotations?.[POWER_OFF_ANNOTATION], "1700000000000");
     await teardown.clearPowerOffMark("worker-1");
     await teardown.createPowerOffPod(worker1, "worker-1", 1_700_000_000_000);

@@ -75,7 +75,7 @@ describe("bounded cluster calls", () => {
     const teardown = createKubernetesNodeTeardown(kc, { namespace: "plugpool", image: "busybox", machines: [machine("worker-1")], writeTimeoutMs: timeoutMs });
     const before = closed;
     const took = await rejectsWithin(
-      teardown.markPowerOff("worker-1", 1),
+      teardown.markPowerOff("worker-1", { startedAt: 1, pending: false }),
       failure("cluster-refused", new RegExp(`recording the power-off on Node "worker-1" timed out after ${timeoutMs} ms`)),
     );
     assert.ok(took >= timeoutMs - 10 && took < timeoutMs + slackMs, `took ${took} ms`);
