@@ -19,7 +19,8 @@ export type SafetyRule =
   | "unconfigured-plug"
   | "view-not-current"
   | "powered-outside"
-  | "node-vanished";
+  | "node-vanished"
+  | "node-ready";
 
 /** Everything the domain reports, as plain data; one variant per kind of outcome. */
 export type PoolEvent =

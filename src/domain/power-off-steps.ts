@@ -127,25 +127,43 @@ const powerOffPod: StepRun = {
 
 const awaitNotReady: StepRun = {
   async run({ pool, machine, state, job, now, options }) {
-    if (job.facts.notReady !== undefined) return done(job.facts.hardCut === undefined ? "node NotReady" : "hard cut");
+    const nodes = nodesOf(pool, machine);
+    const { facts } = job;
+    if (facts.notReady !== undefined) {
+      // NotReady must hold until the cut: a Node Ready again (a network blip, a pod that never ran, a reboot)
+      // sends the power-off back to waiting for the shutdown, within the same deadline.
+      const ready = facts.hardCut === undefined && facts.powerSeenOff === undefined && !mayBeCut(job) ? nodes.find((n) => n.ready) : undefined;
+      if (ready === undefined) return done(facts.hardCut === undefined ? "node NotReady" : "hard cut");
+      delete facts.notReady;
+      delete facts.graceElapsed;
+      delete facts.standby;
+      delete facts.standbyReached;
+      pool.deps.reporter.report({
+        type: "power-off-step",
+        machine: machine.name,
+        step: "await-not-ready",
+        outcome: "waiting",
+        detail: `node ${ready.name} is Ready again; waiting for the shutdown anew`,
+      });
+    }
     if (mayBeCut(job)) {
-      job.facts.notReady = now;
+      facts.notReady = now;
       return done("plug already off");
     }
-    const nodes = nodesOf(pool, machine);
     const node = nodes[0];
     if (node !== undefined && nodes.every((n) => !n.ready)) {
-      job.facts.notReady = node.readyChangedAt ?? now;
+      facts.notReady = node.readyChangedAt ?? now;
       return done("node NotReady");
     }
     if (node === undefined && job.node === "") {
       // The power-off began with no Node at all (a machine that never registered): nothing ran to wait for.
-      job.facts.notReady = now;
+      facts.notReady = now;
       return done("no node");
     }
     // Memory may be old (a plug switched by hand): only a reading taken now counts as "the machine has no power".
     if (state.power.plug === "off" && (await readPlug(pool, machine, options).catch(() => undefined))?.on === false) {
-      job.facts.notReady = now;
+      facts.notReady = now;
+      facts.powerSeenOff = now;
       return done("plug reads off");
     }
     // A Node that vanished is no sign of a shutdown (deleted by hand, a kubelet re-registers it): wait on.
@@ -154,15 +172,15 @@ const awaitNotReady: StepRun = {
     const podTrouble = pod === undefined ? undefined : pod.terminating ? "is terminating" : pod.phase === "Failed" ? "failed" : pod.stuck;
     const deadline = job.startedAt + settings.notReadyTimeoutMs;
     const remaining = deadline - now;
-    if ((podTrouble !== undefined || job.facts.podReplacing !== undefined) && remaining > 0) {
+    if ((podTrouble !== undefined || facts.podReplacing !== undefined) && remaining > 0) {
       if (job.podAttempts >= settings.maxPodAttempts) {
         return shutdownFailed(pool, machine, job, node?.name ?? "", `the power-off pod ${podTrouble ?? "failed"} after ${job.podAttempts} attempts`, deadline);
       }
       // Replaced once the apiserver says it is gone: a pod with the same name cannot be created before.
-      job.facts.podReplacing ??= now;
+      facts.podReplacing ??= now;
       if (await pool.deps.teardown.deletePowerOffPod(machine, options)) {
-        delete job.facts.podReplacing;
-        delete job.facts.shutdownRequested;
+        delete facts.podReplacing;
+        delete facts.shutdownRequested;
       }
       return { kind: "retry", error: `the power-off pod ${podTrouble ?? "is going"}; replacing it (attempt ${job.podAttempts + 1} of ${settings.maxPodAttempts})` };
     }

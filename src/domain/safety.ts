@@ -74,6 +74,12 @@ export async function freshVerdict(ctx: PoolContext, machine: Machine, kind: Cut
     if (fresh.length === 0 && job !== undefined && job.node !== "" && job.facts.standbyReached === undefined) {
       return { allowed: false, rule: "node-vanished", detail: `node ${job.node} vanished before the cut; no sign ${machine.name} is down` };
     }
+    // Past its shutdown, a Node Ready again is an OS that did not go down (the pod never ran, the machine came
+    // back): only a hard cut the configuration asked for goes ahead.
+    const ready = job?.facts.notReady === undefined ? undefined : nodes.find((n) => n.ready);
+    if (ready !== undefined && job?.facts.hardCut === undefined && job?.facts.powerSeenOff === undefined) {
+      return { allowed: false, rule: "node-ready", detail: `node ${ready.name} is Ready again; ${machine.name} did not shut down` };
+    }
     return cutVerdict(machine, nodes);
   }
   if (machine.hold) return { allowed: false, rule: "held", detail: `${machine.name} is held in the configuration` };

@@ -38,8 +38,13 @@ export interface PowerOffFacts {
   shutdownRequested?: number;
   /** A failed or stuck power-off pod is being deleted, to be created anew once the apiserver says it is gone. */
   podReplacing?: number;
-  /** The Node went NotReady (or the machine is known without power): the grace counts from this time. */
+  /**
+   * The Node went NotReady (or the machine is known without power): the grace counts from this time. Dropped
+   * when a Node of the machine is seen Ready again before the cut, unless its power was seen off.
+   */
   notReady?: number;
+  /** The plug read off while the Node still showed Ready: the machine has no power, whatever the Node says. */
+  powerSeenOff?: number;
   /** The Node never went NotReady and `onShutdownTimeout` is "cut": the cut is a hard one. */
   hardCut?: number;
   /** With a power sensor: the draw has been at or below standby since. */

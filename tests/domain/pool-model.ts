@@ -526,6 +526,8 @@ export class Model {
       if (!n.taints.some((t) => t.key === TO_BE_DELETED_TAINT)) {
         this.violations.push(`turnOff of ${machine.name} while node ${n.name} is registered without the taint`);
       }
+      // The walks run with onShutdownTimeout keep-power: a Node Ready at the cut is an OS that did not go down.
+      if (n.ready && this.w.power.isOn(machine.power)) this.violations.push(`turnOff of ${machine.name} while node ${n.name} is Ready`);
       if (n.annotations[HOLD_ANNOTATION] !== undefined) this.violations.push(`turnOff of ${machine.name}, held by annotation`);
     }
   }

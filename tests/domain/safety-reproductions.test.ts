@@ -219,6 +219,54 @@ describe("safety reproductions", () => {
     assert.ok(w.power.isOn(w.machine("worker-1").power));
   });
 
+  it("4g: a Node that went NotReady and is Ready again before the cut sends the power-off back to waiting; kept Ready, the machine keeps its power", async () => {
+    const w = await deletingWorker1();
+    await w.pool.reconcile(); // the power-off pod is created
+    // A network blip: the node-lifecycle controller marks the Node NotReady for a while, then it reports Ready.
+    w.cluster.setReady("worker-1", false, w.clock.now());
+    await w.pool.reconcile();
+    w.clock.advance(30_000);
+    w.cluster.setReady("worker-1", true, w.clock.now());
+    await w.drive(200);
+    assert.deepEqual(w.power.callsOf("turnOff"), []);
+    assert.ok(w.power.isOn(w.machine("worker-1").power));
+    assert.ok(w.reporter.of("power-off-step").some((e) => e.outcome === "waiting" && /worker-1 is Ready again/.test(e.detail)));
+    assert.match(w.reporter.of("power-off-aborted")[0]?.reason ?? "", /did not go NotReady within/);
+  });
+
+  it("4h: after a Node was Ready again, the grace counts anew from its next NotReady", async () => {
+    const w = await deletingWorker1();
+    await w.pool.reconcile();
+    w.cluster.setReady("worker-1", false, w.clock.now());
+    await w.pool.reconcile();
+    w.clock.advance(100_000);
+    w.cluster.setReady("worker-1", true, w.clock.now());
+    await w.pool.reconcile();
+    w.clock.advance(10_000);
+    const down = w.clock.now();
+    w.cluster.setReady("worker-1", false, down);
+    let cutAt: number | undefined;
+    w.power.onArrival = (c) => {
+      if (c.op === "turnOff") cutAt = w.clock.now();
+    };
+    await w.drive(50);
+    assert.equal(cutAt, down + 120_000, "the grace counted from the second NotReady");
+  });
+
+  it("4i: a Node Ready again while the cut waits at the plug is refused there (node-ready)", async () => {
+    const w = await deletingWorker1();
+    await w.pool.reconcile();
+    w.cluster.setReady("worker-1", false, w.clock.now());
+    w.clock.advance(120_000);
+    w.power.onCall = (c) => {
+      if (c.op === "turnOff") w.cluster.setReady("worker-1", true, w.clock.now());
+    };
+    await w.drive(5);
+    assert.deepEqual(w.power.callsOf("turnOff").length, 1, "the cut was asked for");
+    assert.ok(w.power.isOn(w.machine("worker-1").power), "and refused at the plug");
+    assert.equal(w.reporter.of("refused")[0]?.rule, "node-ready");
+  });
+
   it("5a: a failed or stuck power-off pod is replaced, a bounded number of times, then the power is kept", async () => {
     const w = await deletingWorker1();
     await w.pool.reconcile();

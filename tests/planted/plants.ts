@@ -136,6 +136,26 @@ export const PLANTS: readonly Plant[] = [
     ],
   },
   {
+    name: "keep a NotReady seen once for the whole power-off",
+    edits: [
+      {
+        file: "src/domain/power-off-steps.ts",
+        find: '      if (ready === undefined) return done(facts.hardCut === undefined ? "node NotReady" : "hard cut");',
+        replace: '      if (ready === undefined || ready !== undefined) return done(facts.hardCut === undefined ? "node NotReady" : "hard cut");',
+      },
+    ],
+  },
+  {
+    name: "cut at the plug a machine whose Node is Ready again",
+    edits: [
+      {
+        file: "src/domain/safety.ts",
+        find: "    if (ready !== undefined && job?.facts.hardCut === undefined && job?.facts.powerSeenOff === undefined) {",
+        replace: "    if (ready !== undefined && ready === undefined) {",
+      },
+    ],
+  },
+  {
     name: "begin a DeleteNodes' power-off on the Node the view shows when the call ends",
     edits: [
       {
