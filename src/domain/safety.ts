@@ -90,13 +90,15 @@ export async function freshVerdict(ctx: PoolContext, machine: Machine, kind: Cut
   if (!poweredByPlugpool(ctx, machine)) {
     return { allowed: false, rule: "powered-outside", detail: `${machine.name} was not switched on by plugpool and keeps its power` };
   }
-  // A machine drawing more than standby may be running under a Node of another name: never cut it blind.
+  // A machine drawing more than standby may be running under a Node of another name: never cut it blind, nor
+  // when its sensor gave no draw (it failed, or a switch's answer carried none).
   const watts = stateOf(ctx, machine).power.watts;
-  if (machine.power.measuresWatts && watts !== undefined && watts > ctx.config.powerOff.standbyWatts) {
+  if (machine.power.measuresWatts && (watts === undefined || watts > ctx.config.powerOff.standbyWatts)) {
+    const draw = watts === undefined ? "'s draw is not known (its power sensor gave none)" : ` draws ${watts} W`;
     return {
       allowed: false,
       rule: "powered-outside",
-      detail: `${machine.name} draws ${watts} W with no Node (it may run under another name) and keeps its power`,
+      detail: `${machine.name}${draw} with no Node (it may run under another name) and keeps its power`,
     };
   }
   return ALLOWED;

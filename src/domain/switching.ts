@@ -185,7 +185,7 @@ export async function readPlug(ctx: PoolContext, machine: Machine, options?: Cal
   const st = stateOf(ctx, machine);
   const { power } = st;
   const version = power.version;
-  const reading = await ctx.deps.power.read(machine.power, options);
+  const reading = credible(await ctx.deps.power.read(machine.power, options));
   if (power.version !== version || power.command !== undefined) return undefined;
   power.plug = reading.on ? "on" : "off";
   power.watts = reading.watts;
@@ -198,8 +198,19 @@ export async function readPlug(ctx: PoolContext, machine: Machine, options?: Cal
   return reading;
 }
 
+/**
+ * The reading with its draw as plugpool takes it: a draw below -1 W is a faulty sensor, so unknown (an unknown
+ * draw never counts as standby), and a slightly negative one is a sensor's offset at no load, so 0.
+ */
+function credible(reading: PlugReading): PlugReading {
+  const { watts } = reading;
+  if (watts === undefined || watts >= 0) return reading;
+  return watts >= -1 ? { on: reading.on, watts: 0 } : { on: reading.on };
+}
+
 /** A switch command's answer is the plug's newest state: reads started before it are stale from now on. */
-function applySwitchAnswer(ctx: PoolContext, st: MachineState, reading: PlugReading): void {
+function applySwitchAnswer(ctx: PoolContext, st: MachineState, answer: PlugReading): void {
+  const reading = credible(answer);
   const { power } = st;
   power.command = undefined;
   power.version += 1;

@@ -213,6 +213,30 @@ describe("the power-off saga", () => {
       assert.ok(w.power.isOn(plug), "standby has held for 8 s only");
     });
 
+    it("takes a draw below -1 W for a faulty sensor, never for standby, and a slightly negative one for 0 W", async () => {
+      const w = await deleting(sensor);
+      const plug = w.machine("worker-1").power;
+      w.power.setWatts(plug, -500);
+      const t0 = w.clock.now();
+      let cutAt: number | undefined;
+      w.power.onCall = (c) => {
+        if (c.op === "turnOff") cutAt = w.clock.now();
+      };
+      await w.pool.reconcile();
+      w.cluster.setReady("worker-1", false, t0);
+      await w.drive(200);
+      assert.equal(cutAt, t0 + 120_000, "the full grace: no standby seen");
+      assert.equal(w.reporter.of("plug-off")[0]?.graceEnded, "elapsed");
+      assert.ok(w.reporter.of("power-off-step").some((e) => e.outcome === "waiting" && /drawing \? W/.test(e.detail)));
+
+      const offset = await deleting(sensor);
+      offset.power.setWatts(offset.machine("worker-1").power, -0.4);
+      await offset.pool.reconcile();
+      offset.cluster.setReady("worker-1", false, offset.clock.now());
+      await offset.drive(200);
+      assert.equal(offset.reporter.of("plug-off")[0]?.graceEnded, "standby");
+    });
+
     it("never waits longer than the grace when the draw stays high", async () => {
       const w = await deleting(sensor);
       w.power.setWatts(w.machine("worker-1").power, 60);

@@ -19,6 +19,25 @@ describe("safety reproductions", () => {
     assert.equal(w.reporter.of("powered-outside").length, 1);
   });
 
+  it("1c: a machine plugpool switched on, with no Node, keeps its power while its power sensor gives no draw", async () => {
+    const w = new World({ groups: [{ id: "workers", machines: ["worker-1", "worker-2"], sensors: ["worker-1"] }] });
+    await w.pool.refresh();
+    await w.pool.increaseSize("workers", 1);
+    // It registered under another name and runs; its relay answers but its sensor does not.
+    w.cluster.addNode({ name: "wroker-1", providerID: "k3s://wroker-1" });
+    const read = w.power.read.bind(w.power);
+    w.power.read = async (control) => ({ on: (await read(control)).on });
+    await w.pool.refresh();
+    await assert.rejects(w.pool.deleteNodes("workers", [w.fakeRef("worker-1")]), /draw is not known/);
+    assert.ok(w.power.isOn(w.machine("worker-1").power));
+    // Once a reading gives its draw at standby, the cut goes ahead.
+    w.power.read = read;
+    w.power.setWatts(w.machine("worker-1").power, 2);
+    await w.pool.refresh();
+    await w.pool.deleteNodes("workers", [w.fakeRef("worker-1")]);
+    assert.equal(w.power.isOn(w.machine("worker-1").power), false);
+  });
+
   it("1b: a machine plugpool switched on whose Node registered under another name keeps its power when it draws", async () => {
     const w = new World({ groups: [{ id: "workers", machines: ["worker-1", "worker-2"], sensors: ["worker-1"] }] });
     await w.pool.refresh();

@@ -156,6 +156,20 @@ export const PLANTS: readonly Plant[] = [
     ],
   },
   {
+    name: "cut an unregistered machine whose power sensor gave no draw",
+    edits: [
+      {
+        file: "src/domain/safety.ts",
+        find: "  if (machine.power.measuresWatts && (watts === undefined || watts > ctx.config.powerOff.standbyWatts)) {",
+        replace: "  if (machine.power.measuresWatts && watts !== undefined && watts > ctx.config.powerOff.standbyWatts) {",
+      },
+    ],
+  },
+  {
+    name: "take a faulty sensor's negative draw for standby",
+    edits: [{ file: "src/domain/switching.ts", find: "  if (watts === undefined || watts >= 0) return reading;", replace: "  if (watts !== null) return reading;" }],
+  },
+  {
     name: "begin a DeleteNodes' power-off on the Node the view shows when the call ends",
     edits: [
       {
