@@ -38,6 +38,17 @@ describe("safety reproductions", () => {
     assert.equal(w.power.isOn(w.machine("worker-1").power), false);
   });
 
+  it("1d: a power sensor reading below -1 W is faulty: the machine with no Node keeps its power as if its draw were unknown", async () => {
+    const w = new World({ groups: [{ id: "workers", machines: ["worker-1", "worker-2"], sensors: ["worker-1"] }] });
+    await w.pool.refresh();
+    await w.pool.increaseSize("workers", 1);
+    w.cluster.addNode({ name: "wroker-1", providerID: "k3s://wroker-1" });
+    w.power.setWatts(w.machine("worker-1").power, -500);
+    await w.pool.refresh();
+    await assert.rejects(w.pool.deleteNodes("workers", [w.fakeRef("worker-1")]), /draw is not known/);
+    assert.ok(w.power.isOn(w.machine("worker-1").power));
+  });
+
   it("1b: a machine plugpool switched on whose Node registered under another name keeps its power when it draws", async () => {
     const w = new World({ groups: [{ id: "workers", machines: ["worker-1", "worker-2"], sensors: ["worker-1"] }] });
     await w.pool.refresh();
