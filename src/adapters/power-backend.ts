@@ -77,10 +77,11 @@ export interface BackendSwitch<Address> {
   turnOff(address: Address, mayCut: CutGuard, options?: CallOptions): Promise<PlugReading>;
   probe(address: Address, options?: CallOptions): Promise<BackendProbe>;
   /**
-   * Asks the OS to shut down (e.g. Redfish `ComputerSystem.Reset` with `GracefulShutdown`), leaving the power on;
-   * resolves once the device accepted it. Required when `parse` returns controls with `shutsDown`.
+   * Asks the OS to shut down (e.g. Redfish `ComputerSystem.Reset` with `GracefulShutdown`), leaving the power on,
+   * if `mayShutDown` allows it when asked as `mayCut` is; resolves once the device accepted it. Required when
+   * `parse` returns controls with `shutsDown`.
    */
-  shutdown?(address: Address, options?: CallOptions): Promise<void>;
+  shutdown?(address: Address, mayShutDown: CutGuard, options?: CallOptions): Promise<void>;
 }
 
 export interface BackendOptions {

@@ -56,10 +56,14 @@ export function observeOnlyPowerSwitch(power: PowerSwitch, machines: readonly Ma
       tell({ node: machine, reason: "DryRunPlugOff", message: `would switch the plug of ${machine} off now (the check at the plug allowed it); ${NOTHING_SENT}` });
       throw new PlugpoolError("unsafe", `dry run: the plug of ${machine} was not switched off`);
     },
-    shutdown(control: PowerControl): Promise<void> {
+    async shutdown(control: PowerControl, mayShutDown: CutGuard, options?: CallOptions): Promise<void> {
       const machine = machineOf(control);
-      tell({ node: machine, reason: "DryRunPowerOffStep", message: `would ask ${control.label} to shut the OS of ${machine} down now; ${NOTHING_SENT}` });
-      return Promise.reject(new PlugpoolError("unsafe", `dry run: ${machine} was not asked to shut down`));
+      // The check a real shutdown takes at the device, so the dry run says whether it would have been asked.
+      if (!(await mayShutDown(options))) {
+        throw new PlugpoolError("unsafe", `${control.label}: the OS shutdown of ${machine} was refused at the device by the safety check`);
+      }
+      tell({ node: machine, reason: "DryRunPowerOffStep", message: `would ask ${control.label} to shut the OS of ${machine} down now (the check at the device allowed it); ${NOTHING_SENT}` });
+      throw new PlugpoolError("unsafe", `dry run: ${machine} was not asked to shut down`);
     },
   };
 }

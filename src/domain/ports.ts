@@ -52,10 +52,11 @@ export interface PowerSwitch {
   turnOff(control: PowerControl, mayCut: CutGuard, options?: CallOptions): Promise<PlugReading>;
   /**
    * Asks the machine's OS to shut down through the control itself (`PowerControl.shutsDown`); the power stays
-   * on. Resolves once the control accepted the request; asking a machine already shutting down or off is
-   * success. Needed only when some control has `shutsDown`.
+   * on. Only if `mayShutDown` allows it when asked at the device, as `turnOff` asks `mayCut`: a refusal sends
+   * nothing and throws `unsafe`. Resolves once the control accepted the request; asking a machine already
+   * shutting down or off is success. Needed only when some control has `shutsDown`.
    */
-  shutdown?(control: PowerControl, options?: CallOptions): Promise<void>;
+  shutdown?(control: PowerControl, mayShutDown: CutGuard, options?: CallOptions): Promise<void>;
 }
 
 /**

@@ -66,7 +66,9 @@ function wait(afterMs: number, why: string): StepOutcome {
   return { kind: "wait", afterMs: Math.max(0, afterMs), why };
 }
 
-function abort(verdict: Verdict & { readonly allowed: false }): StepOutcome {
+type RefusedVerdict = Verdict & { readonly allowed: false };
+
+function abort(verdict: RefusedVerdict): StepOutcome {
   if (isTransient(verdict)) return { kind: "retry", error: `not now: ${verdict.detail}` };
   return { kind: "abort", reason: `keeping power: ${verdict.detail}`, rule: verdict.rule };
 }
@@ -105,25 +107,43 @@ const powerOffPod: StepRun = {
     if (node === undefined) return done("no node to shut down");
     if (!node.ready) return done("node already NotReady");
     if (state.power.plug === "off") return done("plug already off");
-    // The OS is about to be shut down: the verdict is taken again on Nodes read fresh, then once more on the view
-    // with nothing awaited between it and the request.
-    const fresh = await freshVerdict(pool, machine, "power-off", options);
-    if (!fresh.allowed) return abort(fresh);
-    const verdict = mayCutPower(machine, pool.deps.cluster, pool.config.providerIDPrefix);
-    if (!verdict.allowed) return abort(verdict);
     if (machine.power.shutsDown === true) {
       const shutdown = pool.deps.power.shutdown?.bind(pool.deps.power);
       if (shutdown === undefined) throw new PlugpoolError("internal", `the power switch cannot shut down ${machine.name} through its control`);
-      await shutdown(machine.power, options);
+      // The verdict is taken by the device itself, with its slot held and right before the request: the wait in
+      // its queue and its state read come before it, not after.
+      let refusal: RefusedVerdict | undefined;
+      const mayShutDown = async (o?: CallOptions): Promise<boolean> => {
+        const verdict = await shutdownVerdict(pool, machine, o);
+        if (!verdict.allowed) refusal = verdict;
+        return verdict.allowed;
+      };
+      try {
+        await shutdown(machine.power, mayShutDown, options);
+      } catch (e) {
+        if (refusal !== undefined) return abort(refusal);
+        throw e;
+      }
       job.facts.shutdownRequested = now;
       return done(`OS shutdown of ${node.name} requested through ${machine.power.label}`);
     }
+    const verdict = await shutdownVerdict(pool, machine, options);
+    if (!verdict.allowed) return abort(verdict);
     await pool.deps.teardown.createPowerOffPod(machine, node.name, job.startedAt, options);
     job.facts.shutdownRequested = now;
     job.podAttempts += 1;
     return done(`power-off pod created on ${node.name}`);
   },
 };
+
+/**
+ * The verdict right before the OS is asked to shut down: taken on Nodes read fresh, then once more on the view,
+ * with nothing awaited between it and the request.
+ */
+async function shutdownVerdict(pool: PoolContext, machine: Machine, options?: CallOptions): Promise<Verdict> {
+  const fresh = await freshVerdict(pool, machine, "power-off", options);
+  return fresh.allowed ? mayCutPower(machine, pool.deps.cluster, pool.config.providerIDPrefix) : fresh;
+}
 
 const awaitNotReady: StepRun = {
   async run({ pool, machine, state, job, now, options }) {

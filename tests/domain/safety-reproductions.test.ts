@@ -297,6 +297,23 @@ describe("safety reproductions", () => {
     assert.equal(w.reporter.of("refused")[0]?.rule, "node-ready");
   });
 
+  it("4j: a BMC's OS shutdown is not sent once the taint is gone while it waited at the BMC", async () => {
+    const w = new World({ groups: [{ id: "workers", machines: ["worker-1", "worker-2"], shutsDown: ["worker-1"] }], on: ["worker-1", "worker-2"] });
+    w.registerTainted("worker-1");
+    w.register("worker-2");
+    await w.pool.refresh();
+    await w.pool.deleteNodes("workers", [w.ref("worker-1")]);
+    // The request waits its turn at the BMC; CA cancels the scale-down meanwhile and removes its taint.
+    w.power.latency = () => 3;
+    w.power.onCall = (c) => {
+      if (c.op === "shutdown") w.cluster.untaint("worker-1");
+    };
+    await w.pool.reconcile();
+    assert.deepEqual(w.power.callsOf("shutdown").length, 1, "the shutdown was asked for");
+    assert.deepEqual(w.power.shutdownsAccepted, [], "and refused at the BMC");
+    assert.equal(w.reporter.of("refused")[0]?.rule, "registered-without-taint");
+  });
+
   it("5a: a failed or stuck power-off pod is replaced, a bounded number of times, then the power is kept", async () => {
     const w = await deletingWorker1();
     await w.pool.reconcile();

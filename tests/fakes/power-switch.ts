@@ -112,9 +112,9 @@ export class FakePowerSwitch implements PowerSwitch {
   }
 
   /** A BMC's graceful shutdown: accepted by a control that `shutsDown`; what the OS does is the test's. */
-  async shutdown(control: PowerControl): Promise<void> {
+  async shutdown(control: PowerControl, mayShutDown: CutGuard): Promise<void> {
     if (control.shutsDown !== true) throw new Error(`the fake was asked to shut down through ${control.label}, which cannot`);
-    await this.#call("shutdown", control, undefined, () => undefined);
+    await this.#call("shutdown", control, mayShutDown, () => undefined);
     this.shutdownsAccepted.push(control.key);
   }
 
@@ -138,7 +138,7 @@ export class FakePowerSwitch implements PowerSwitch {
     const next = this.#failNext.get(op)?.shift();
     if (next !== undefined) throw next;
     if (guard !== undefined && !(await guard())) {
-      throw new PlugpoolError("unsafe", `turnOff of ${control.label}: refused at the plug by the safety check`);
+      throw new PlugpoolError("unsafe", `${op} of ${control.label}: refused at the plug by the safety check`);
     }
     if (op !== "read") this.onArrival?.({ op, control });
     act(relay);

@@ -57,8 +57,18 @@ export const PLANTS: readonly Plant[] = [
     edits: [
       {
         file: "src/domain/power-off-steps.ts",
-        find: "    if (!fresh.allowed) return abort(fresh);\n    const verdict = mayCutPower(machine, pool.deps.cluster, pool.config.providerIDPrefix);\n    if (!verdict.allowed) return abort(verdict);\n    if (machine.power.shutsDown === true) {",
-        replace: "    if (!fresh.allowed && machine.power.shutsDown !== true) return abort(fresh);\n    const verdict = mayCutPower(machine, pool.deps.cluster, pool.config.providerIDPrefix);\n    if (!verdict.allowed && machine.power.shutsDown !== true) return abort(verdict);\n    if (machine.power.shutsDown === true) {",
+        find: "        const verdict = await shutdownVerdict(pool, machine, o);\n        if (!verdict.allowed) refusal = verdict;\n        return verdict.allowed;",
+        replace: "        return o !== null;",
+      },
+    ],
+  },
+  {
+    name: "take a BMC shutdown's verdict before its wait at the BMC",
+    edits: [
+      {
+        file: "src/domain/power-off-steps.ts",
+        find: "      let refusal: RefusedVerdict | undefined;\n      const mayShutDown = async (o?: CallOptions): Promise<boolean> => {\n        const verdict = await shutdownVerdict(pool, machine, o);",
+        replace: "      let refusal: RefusedVerdict | undefined;\n      const early = await shutdownVerdict(pool, machine, options);\n      const mayShutDown = async (o?: CallOptions): Promise<boolean> => {\n        const verdict = o === null ? early : early;",
       },
     ],
   },

@@ -33,9 +33,10 @@ export interface RedfishPowerSwitch {
   /**
    * Asks the BMC to have the OS shut down (Reset GracefulShutdown: an ACPI power-button press), the power staying
    * on. Resolves once the BMC accepted it, without waiting for Off: a shutdown takes the OS its own time. A system
-   * already Off or PoweringOff gets nothing. The safety verdicts are the caller's, taken before it asks.
+   * already Off or PoweringOff gets nothing. `mayShutDown` is asked as `turnOff` asks `mayCut`: with the BMC's
+   * slot held, after the state read, immediately before the Reset is sent.
    */
-  shutdown(system: RedfishSystem, options?: CallOptions): Promise<void>;
+  shutdown(system: RedfishSystem, mayShutDown: CutGuard, options?: CallOptions): Promise<void>;
   probe(system: RedfishSystem, options?: CallOptions): Promise<RedfishProbe>;
 }
 
@@ -161,9 +162,9 @@ export function createRedfishPowerSwitch(opts: RedfishPowerSwitchOptions): Redfi
         return before === undefined ? confirm(system, false, off, call) : { on: false };
       }),
 
-    shutdown: (system, options) =>
+    shutdown: (system, mayShutDown, options) =>
       bounded(system, "shutting down", options, async (call) => {
-        await reset(system, "GracefulShutdown", (state) => state === "Off" || state === "PoweringOff", call);
+        await reset(system, "GracefulShutdown", (state) => state === "Off" || state === "PoweringOff", call, mayShutDown);
       }),
 
     probe: (system, options) =>

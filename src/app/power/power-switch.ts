@@ -50,10 +50,10 @@ export function createPowerSwitch(
       const { to, address } = route(control);
       return to.turnOff(address, mayCut, options);
     },
-    shutdown(control: PowerControl, options?: CallOptions): Promise<void> {
+    shutdown(control: PowerControl, mayShutDown: CutGuard, options?: CallOptions): Promise<void> {
       const { to, address } = route(control);
       if (to.shutdown === undefined) throw new Error(`${control.label} cannot shut the OS down`);
-      return to.shutdown(address, options);
+      return to.shutdown(address, mayShutDown, options);
     },
     probe(control: PowerControl, options?: CallOptions): Promise<BackendProbe> {
       const { to, address } = route(control);

@@ -199,7 +199,7 @@ describe("redfishBackend faults", () => {
     it("fails a GracefulShutdown whose answer was lost as plug-unconfirmed", async () => {
       const bmc = await fakeBmc();
       onPost(bmc, (_request, _res, req) => { req.socket.destroy(); });
-      const error = await failureOf(() => redfishBackend.create({ timeoutMs: 2000 }).shutdown(systemOf(bmc)));
+      const error = await failureOf(() => redfishBackend.create({ timeoutMs: 2000 }).shutdown(systemOf(bmc), allow));
       assertFailure(error, "plug-unconfirmed", /^shutting down BMC .* system "1": connection dropped; the Reset was sent and its outcome is unknown$/);
       assert.deepEqual(posts(bmc).map((s) => JSON.parse(s.body) as unknown), [{ ResetType: "GracefulShutdown" }]);
     });

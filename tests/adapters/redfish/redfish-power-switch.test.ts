@@ -121,19 +121,33 @@ describe("redfishBackend against sushy-emulator", () => {
   });
 
   describe("shutdown", () => {
-    it("sends GracefulShutdown and resolves once the BMC took it, without waiting for Off", async () => {
+    it("asks the guard after reading the state, then sends GracefulShutdown and resolves once the BMC took it, without waiting for Off", async () => {
       await bmc.setPower("system-4", "On");
       const from = bmc.requests().length;
-      await power().shutdown(system("system-4"));
+      let requestsWhenAsked: number | undefined;
+      await power().shutdown(system("system-4"), () => {
+        requestsWhenAsked = bmc.requests().length - from;
+        return Promise.resolve(true);
+      });
+      assert.equal(requestsWhenAsked, 1, "the state was read before the guard was asked, and nothing sent after it yet");
       assert.deepEqual(posts(from).map((r) => r.path), ["/redfish/v1/Systems/system-4/Actions/ComputerSystem.Reset"]);
       assert.equal((await bmc.pending("system-4"))?.state, "Off");
+    });
+
+    it("sends nothing when the guard refuses, and fails as unsafe", async () => {
+      await bmc.setPower("system-4", "On");
+      const from = bmc.requests().length;
+      const error = await failureOf(() => power().shutdown(system("system-4"), () => Promise.resolve(false)));
+      assertFailure(error, "unsafe", /^shutting down BMC .* system "system-4": the power-off was refused at the BMC by the safety check$/);
+      assert.deepEqual(posts(from), []);
+      assert.equal(await bmc.pending("system-4"), undefined);
     });
 
     for (const state of ["Off", "PoweringOff"]) {
       it(`sends nothing to a system already ${state}`, async () => {
         await bmc.setPower("system-4", state);
         const from = bmc.requests().length;
-        await power().shutdown(system("system-4"));
+        await power().shutdown(system("system-4"), () => Promise.resolve(true));
         assert.deepEqual(posts(from), []);
       });
     }
@@ -195,7 +209,7 @@ describe("redfishBackend against sushy-emulator", () => {
       assert.deepEqual(await routed.read(machine.power), { on: false });
       await bmc.setPower("system-9", "On");
       assert.equal((await routed.probe(machine.power)).state, "on");
-      await routed.shutdown(machine.power);
+      await routed.shutdown(machine.power, () => Promise.resolve(true));
       assert.equal((await bmc.pending("system-9"))?.state, "Off");
     } finally {
       rmSync(dir, { recursive: true, force: true });
