@@ -4,7 +4,7 @@
 import { AuthenticationV1Api, AuthorizationV1Api, CoreV1Api, VersionApi, type KubeConfig } from "@kubernetes/client-node";
 import type { Machine, PowerControl } from "../domain/index.ts";
 import type { BackendProbe } from "../adapters/power-backend.ts";
-import { apiserverReason, statusOf } from "../adapters/kubernetes/api-errors.ts";
+import { apiserverReason, redactUserinfo, statusOf } from "../adapters/kubernetes/api-errors.ts";
 import { powerOffPodManifest } from "../adapters/kubernetes/power-off-pod.ts";
 import { requiredAccess } from "../adapters/kubernetes/access.ts";
 import { POWER_RECORDS_CONFIGMAP, recordKey } from "../adapters/kubernetes/power-records.ts";
@@ -94,7 +94,7 @@ async function checkPlugs(config: AppConfig, machines: readonly Machine[], deps:
 }
 
 async function checkCluster(config: AppConfig, machines: readonly Machine[], kc: KubeConfig): Promise<Row[]> {
-  const server = kc.getCurrentCluster()?.server ?? "apiserver";
+  const server = redactUserinfo(kc.getCurrentCluster()?.server ?? "apiserver");
   let version: string;
   try {
     version = (await kc.makeApiClient(VersionApi).getCode()).gitVersion;

@@ -2,11 +2,12 @@
 // The command line, and the only module that touches the process: arguments, environment, signals, exit.
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { KubeConfig } from "@kubernetes/client-node";
+import type { KubeConfig } from "@kubernetes/client-node";
 import { ConfigError, loadConfigFile } from "./config/index.ts";
 import { createLogger, LOG_LEVELS, parseLogLevel } from "./logger.ts";
 import { serve } from "./serve.ts";
 import { doctor } from "./doctor.ts";
+import { loadKubeConfig } from "./kubeconfig.ts";
 import { opsUrl } from "./doctor-running.ts";
 import { parseDuration } from "./config/duration.ts";
 import { energyReport, ReportError, type ReportSource } from "./report.ts";
@@ -54,10 +55,16 @@ function version(): string {
 }
 
 function kubeConfig(file: string | undefined): KubeConfig {
-  const kc = new KubeConfig();
-  if (file) kc.loadFromFile(file);
-  else kc.loadFromDefault();
-  return kc;
+  if (file) {
+    return loadKubeConfig(file, (kc) => {
+      kc.loadFromFile(file);
+    });
+  }
+  const list = process.env.KUBECONFIG;
+  // Without $KUBECONFIG, only ~/.kube/config can be at fault: the in-cluster configuration is built, not read.
+  return loadKubeConfig(list ? `$KUBECONFIG (${list})` : "~/.kube/config", (kc) => {
+    kc.loadFromDefault();
+  });
 }
 
 /** Loads the configuration; problems with the command line's options are reported with the file's, at once. */

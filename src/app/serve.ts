@@ -13,6 +13,7 @@ import { createKubernetesNodeTeardown } from "../adapters/kubernetes/node-teardo
 import { createKubernetesNodeLookup } from "../adapters/kubernetes/node-lookup.ts";
 import { createKubernetesPowerRecords } from "../adapters/kubernetes/power-records.ts";
 import { createKubernetesEventRecorder } from "../adapters/kubernetes/events.ts";
+import { apiserverReason } from "../adapters/kubernetes/api-errors.ts";
 import type { AppConfig } from "./config/index.ts";
 import type { Logger } from "./logger.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
@@ -67,7 +68,7 @@ export async function serve(config: AppConfig, deps: ServeDeps): Promise<Served>
     ...(dryRun && { readOnly: true }),
     onError: (e) => {
       metrics.watchErrors.inc();
-      logger.warn("cluster watch failed; it retries by itself", { error: messageOf(e) });
+      logger.warn("cluster watch failed; it retries by itself", { error: apiserverReason(e) });
     },
   });
   metrics.observeView(() => view.current());

@@ -9,6 +9,13 @@ import { config } from "./fixtures/config-builders.ts";
 
 const main = new URL("../../src/app/main.ts", import.meta.url).pathname;
 
+/** A file holding `text` in a fresh temp dir. */
+function tempFile(name: string, text: string): string {
+  const file = join(mkdtempSync(join(tmpdir(), "plugpool-cli-")), name);
+  writeFileSync(file, text);
+  return file;
+}
+
 /** A valid configuration file in a fresh temp dir. */
 function validConfigFile(): string {
   const file = join(mkdtempSync(join(tmpdir(), "plugpool-cli-")), "config.yaml");
@@ -107,5 +114,35 @@ describe("plugpool (command line)", () => {
     const { code, stderr } = plugpool(["serve", "--config", validConfigFile(), "--log-level", "INFO", "--kubeconfig", "/nonexistent/kubeconfig"]);
     assert.equal(code, 1);
     assert.doesNotMatch(stderr, /log-level|invalid configuration/);
+  });
+
+  it("refuses at start a kubeconfig whose server URL carries a password, naming the file and the cluster, not the password", () => {
+    const kubeconfig = tempFile(
+      "kubeconfig",
+      [
+        "apiVersion: v1",
+        "kind: Config",
+        "clusters:",
+        "- name: lab",
+        "  cluster: { server: 'https://kubeadmin:S3cretPw@10.0.0.1:6443' }",
+        "users:",
+        "- name: admin",
+        "  user: { token: never-shown-0123 }",
+        "contexts:",
+        "- name: lab",
+        "  context: { cluster: lab, user: admin }",
+        "current-context: lab",
+      ].join("\n"),
+    );
+    for (const command of ["serve", "doctor"]) {
+      const { code, stdout, stderr } = plugpool([command, "--config", validConfigFile(), "--kubeconfig", kubeconfig]);
+      assert.equal(code, 1);
+      assert.equal(
+        stderr,
+        `plugpool: kubeconfig ${kubeconfig}: the server URL of cluster "lab" (https://[redacted]@10.0.0.1:6443) carries credentials; ` +
+          "remove them and authenticate through the context's user instead (a token, client certificate or exec plugin)\n",
+      );
+      assert.doesNotMatch(stdout + stderr, /S3cretPw|kubeadmin|never-shown/);
+    }
   });
 });

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { CoreV1Api, type KubeConfig, type V1ClusterRoleBinding, type V1RoleBinding } from "@kubernetes/client-node";
+import { CoreV1Api, KubeConfig, type V1ClusterRoleBinding, type V1RoleBinding } from "@kubernetes/client-node";
 import { stringify } from "yaml";
 import { doctor, type DoctorReport } from "../../src/app/doctor.ts";
 import { callOptions } from "../../src/adapters/kubernetes/api-errors.ts";
@@ -275,5 +275,22 @@ describe("doctor (emulated plugs, real apiserver)", () => {
       assert.match(stdout, /1 check\(s\) failed\n$/);
       assert.ok(!stdout.includes(PASSWORD));
     });
+  });
+});
+
+describe("doctor (no apiserver)", () => {
+  it("never shows the credentials of a kubeconfig's server URL, in the subject or the reason", async () => {
+    const kc = new KubeConfig();
+    kc.loadFromOptions({
+      clusters: [{ name: "c", server: "https://kubeadmin:S3cretPw@127.0.0.1:1" }],
+      users: [{ name: "u", token: "t" }],
+      contexts: [{ name: "x", cluster: "c", user: "u" }],
+      currentContext: "x",
+    });
+    const report = await doctor(load(config()), { kubeConfig: kc, probe: () => Promise.reject(new Error("no plug here")) });
+    const cluster = rowOf(report, "https://");
+    assert.equal(cluster.subject, "https://[redacted]@127.0.0.1:1");
+    assert.match(cluster.detail, /^cannot reach the apiserver: .*https:\/\/\[redacted\]@127\.0\.0\.1:1\//);
+    assert.doesNotMatch(report.text, /S3cretPw|kubeadmin/);
   });
 });

@@ -11,7 +11,10 @@ export function statusOf(error: unknown): number | undefined {
   return error instanceof ApiException ? (error as ApiException<unknown>).code : undefined;
 }
 
-/** The apiserver's explanation: the `message` of its Status answer, else the HTTP status or the error's message. */
+/**
+ * The apiserver's explanation: the `message` of its Status answer, else the HTTP status or the error's message.
+ * A request's own error may quote its URL, so any user name and password in it are redacted.
+ */
 export function apiserverReason(error: unknown): string {
   if (error instanceof ApiException) {
     const { body, code } = error as ApiException<unknown>;
@@ -20,9 +23,14 @@ export function apiserverReason(error: unknown): string {
   }
   if (error instanceof Error) {
     const cause = (error.cause as { code?: unknown } | undefined)?.code;
-    return typeof cause === "string" ? `${error.message} (${cause})` : error.message;
+    return redactUserinfo(typeof cause === "string" ? `${error.message} (${cause})` : error.message);
   }
-  return String(error);
+  return redactUserinfo(String(error));
+}
+
+/** `text` with the user name and password of every URL in it (the part before the host's `@`) redacted. */
+export function redactUserinfo(text: string): string {
+  return text.replace(/\/\/[^\s/?#]+@/g, "//[redacted]@");
 }
 
 function statusMessage(body: string): string | undefined {
