@@ -1,5 +1,5 @@
-// Loads the kubeconfig once, at start-up, and refuses one that would put its own secrets into messages: a server
-// URL with credentials is quoted by every error a failed request makes.
+// Loads the kubeconfig once, at start-up, and keeps its secrets out of messages: a server URL with credentials,
+// quoted by every error a failed request makes, is refused, and a file that does not parse is told by place only.
 import { KubeConfig } from "@kubernetes/client-node";
 import { redactUserinfo } from "../adapters/kubernetes/api-errors.ts";
 
@@ -10,11 +10,16 @@ export class KubeConfigError extends Error {
 
 /**
  * A KubeConfig filled by `load` (one of KubeConfig's loaders); `source` names it in errors, e.g. its file.
- * Throws KubeConfigError for a current cluster whose server URL carries credentials.
+ * Throws KubeConfigError for a file that is not valid YAML and for a current cluster whose server URL carries
+ * credentials.
  */
 export function loadKubeConfig(source: string, load: (kc: KubeConfig) => void): KubeConfig {
   const kc = new KubeConfig();
-  load(kc);
+  try {
+    load(kc);
+  } catch (error) {
+    throw yamlError(source, error) ?? error;
+  }
   const cluster = kc.getCurrentCluster();
   const server = cluster === null ? "" : redactUserinfo(cluster.server);
   if (cluster !== null && server !== cluster.server) {
@@ -26,4 +31,16 @@ export function loadKubeConfig(source: string, load: (kc: KubeConfig) => void): 
     );
   }
   return kc;
+}
+
+/**
+ * js-yaml's error for a file that does not parse, told by its place and reason only: its message goes on with
+ * the lines around the fault, which in a kubeconfig hold tokens and passwords. A reason may end by quoting a
+ * tag's or an alias's name (`unidentified alias "name"`), so it is cut before that.
+ */
+function yamlError(source: string, error: unknown): KubeConfigError | undefined {
+  const { name, reason, mark } = error as { name?: unknown; reason?: unknown; mark?: { line?: unknown; column?: unknown } };
+  if (name !== "YAMLException" || typeof reason !== "string" || typeof mark?.line !== "number" || typeof mark.column !== "number") return undefined;
+  const why = reason.split(/\s*(?:"|!<|:\s)/)[0] ?? "";
+  return new KubeConfigError(`kubeconfig ${source}: not valid YAML at line ${mark.line + 1}, column ${mark.column + 1} (${why})`);
 }

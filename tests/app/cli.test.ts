@@ -145,4 +145,19 @@ describe("plugpool (command line)", () => {
       assert.doesNotMatch(stdout + stderr, /S3cretPw|kubeadmin|never-shown/);
     }
   });
+
+  it("names the line and column of a kubeconfig that is not valid YAML, and never quotes its lines", () => {
+    const user = ["apiVersion: v1", "kind: Config", "users:", "- name: admin", "  user:", "    username: admin"];
+    const badIndent = tempFile("kubeconfig", [...user, "    password: Hunter2-kube-PW", "   token: x"].join("\n"));
+    const badAlias = tempFile("kubeconfig", [...user, "    password: *Hunter2-kube-PW"].join("\n"));
+    for (const [kubeconfig, fault] of [
+      [badIndent, "line 8, column 4 (bad indentation of a mapping entry)"],
+      [badAlias, "line 7, column 16 (unidentified alias)"],
+    ] as const) {
+      const { code, stdout, stderr } = plugpool(["doctor", "--config", validConfigFile(), "--kubeconfig", kubeconfig]);
+      assert.equal(code, 1);
+      assert.equal(stderr, `plugpool: kubeconfig ${kubeconfig}: not valid YAML at ${fault}\n`);
+      assert.doesNotMatch(stdout + stderr, /Hunter2/);
+    }
+  });
 });
