@@ -36,6 +36,7 @@ Options:
   --window DURATION   report: the span to add up, e.g. 24h, 168h (default 24h)
   --metrics-url URL   report: a running plugpool's /metrics
   --prometheus URL    report: a Prometheus that scrapes plugpool (its base URL, e.g. http://prometheus:9090)
+                      a user:password@ in either URL goes as HTTP Basic authentication
 
 Environment:
   PLUGPOOL_PLUG_USERNAME, PLUGPOOL_PLUG_PASSWORD   plug credentials (both or neither)

@@ -44,10 +44,11 @@ export class ReportError extends Error {
 export async function energyReport(options: ReportOptions): Promise<EnergyReport> {
   const { source } = options;
   const timeoutMs = options.timeoutMs ?? 5000;
+  const address = endpoint(source);
   const { values, covers } =
     source.kind === "metrics"
-      ? await fromMetrics(source.url, options.windowMs, timeoutMs, options.now ?? Date.now)
-      : await fromPrometheus(source.url, options.windowMs, timeoutMs, (options.now ?? Date.now)());
+      ? await fromMetrics(address, options.windowMs, timeoutMs, options.now ?? Date.now)
+      : await fromPrometheus(address, options.windowMs, timeoutMs, (options.now ?? Date.now)());
   const rows = figures(values);
   return { rows, covers, text: render(rows, covers) };
 }
@@ -74,10 +75,45 @@ function figures(values: Values): MachineFigures[] {
     .toSorted((a, b) => a.group.localeCompare(b.group) || a.machine.localeCompare(b.machine));
 }
 
-/** `what` names the request in an error (the address as given, not the query). */
-async function get(url: string, timeoutMs: number, what: string): Promise<Response> {
+/** A source's address, parsed once. */
+interface Endpoint {
+  /** Without credentials. */
+  readonly url: URL;
+  /** The address for messages: as given, less any credentials. */
+  readonly shown: string;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+/**
+ * fetch() refuses a URL with credentials (https://fetch.spec.whatwg.org/#dom-request), so a user name and
+ * password in the address go as Basic authentication, as curl sends them, and into no message.
+ */
+function endpoint(source: ReportSource): Endpoint {
+  const url = URL.parse(source.url);
+  if (url === null || (url.protocol !== "http:" && url.protocol !== "https:")) {
+    // Not quoted: in what does not parse, the credentials cannot be told from the rest.
+    throw new ReportError(`${source.kind === "metrics" ? "plugpool's metrics address" : "the Prometheus address"} is not an http:// or https:// URL`);
+  }
+  if (url.username === "" && url.password === "") return { url, shown: source.url, headers: {} };
+  const credentials = `${decoded(url.username)}:${decoded(url.password)}`;
+  url.username = "";
+  url.password = "";
+  return { url, shown: url.href, headers: { authorization: `Basic ${Buffer.from(credentials, "utf8").toString("base64")}` } };
+}
+
+/** A URL's percent-encoded user name or password as typed; kept encoded where it is no valid encoding. */
+function decoded(part: string): string {
   try {
-    return await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
+    return decodeURIComponent(part);
+  } catch {
+    return part;
+  }
+}
+
+/** `what` names the request in an error (the address as shown, not the query). */
+async function get(url: URL, headers: Endpoint["headers"], timeoutMs: number, what: string): Promise<Response> {
+  try {
+    return await fetch(url, { headers, signal: AbortSignal.timeout(timeoutMs) });
   } catch (e) {
     const why = e instanceof Error && e.name === "TimeoutError" ? `no answer within ${timeoutMs} ms` : causeOf(e);
     throw new ReportError(`${what}: ${why}`);
@@ -94,8 +130,9 @@ const SAMPLE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)/;
 const LABEL = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g;
 
 /** A running plugpool's counters, since it started (one scrape holds nothing older). */
-async function fromMetrics(url: string, windowMs: number, timeoutMs: number, now: () => number): Promise<{ values: Values; covers: string }> {
-  const response = await get(url, timeoutMs, `reading plugpool's metrics at ${url}`);
+async function fromMetrics(address: Endpoint, windowMs: number, timeoutMs: number, now: () => number): Promise<{ values: Values; covers: string }> {
+  const url = address.shown;
+  const response = await get(address.url, address.headers, timeoutMs, `reading plugpool's metrics at ${url}`);
   if (!response.ok) throw new ReportError(`reading plugpool's metrics at ${url}: HTTP ${response.status}`);
   const text = await response.text();
   const values: Values = new Map();
@@ -154,15 +191,17 @@ interface QueryAnswer {
  * All three are evaluated at the same instant `at` (epoch ms): otherwise a scrape landing between two queries
  * would give each figure another window.
  */
-async function fromPrometheus(base: string, windowMs: number, timeoutMs: number, at: number): Promise<{ values: Values; covers: string }> {
+async function fromPrometheus(prometheus: Endpoint, windowMs: number, timeoutMs: number, at: number): Promise<{ values: Values; covers: string }> {
   const range = promDuration(windowMs);
   const values: Values = new Map();
+  const base = prometheus.shown;
+  const api = new URL("api/v1/query", prometheus.url.href.endsWith("/") ? prometheus.url : `${prometheus.url.href}/`);
   for (const name of [ON, USED, AVOIDED]) {
     const query = `sum by (group, machine) (increase(${name}[${range}]))`;
-    const url = new URL("api/v1/query", base.endsWith("/") ? base : `${base}/`);
+    const url = new URL(api);
     url.searchParams.set("query", query);
     url.searchParams.set("time", (at / 1000).toFixed(3));
-    const response = await get(url.href, timeoutMs, `querying Prometheus at ${base}`);
+    const response = await get(url, prometheus.headers, timeoutMs, `querying Prometheus at ${base}`);
     let answer: QueryAnswer;
     try {
       answer = (await response.json()) as QueryAnswer;

@@ -229,6 +229,45 @@ describe("plugpool report from Prometheus", () => {
   });
 });
 
+describe("plugpool report from an address with a user name and password", () => {
+  it("sends the user name and password of an address as Basic authentication, and shows the address without them", async () => {
+    const authorization: (string | undefined)[] = [];
+    const answers = await serveHttp((req, res) => {
+      authorization.push(req.headers.authorization);
+      if (req.url?.startsWith("/api/v1/query?") === true) {
+        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ status: "success", data: { resultType: "vector", result: [] } }));
+      } else {
+        res.writeHead(200).end(METRICS_TEXT);
+      }
+    });
+    const dead = await deadUrl();
+    // Percent-encoded in the URL, as typed into a shell: sent decoded, as curl does.
+    const withPassword = (url: string) => url.replace("http://", "http://reader:Pr0m%20Secret@");
+    const basic = `Basic ${Buffer.from("reader:Pr0m Secret").toString("base64")}`;
+    try {
+      const metrics = await energyReport({ source: { kind: "metrics", url: withPassword(`${answers.url}/metrics`) }, windowMs: HOUR });
+      const prometheus = await energyReport({ source: { kind: "prometheus", url: withPassword(answers.url) }, windowMs: HOUR });
+      assert.deepEqual(authorization, [basic, basic, basic, basic]);
+      assert.match(metrics.covers, new RegExp(`^since the plugpool at ${answers.url}/metrics started`));
+      assert.equal(prometheus.covers, `over the last 1h, from Prometheus at ${answers.url}/`);
+      for (const kind of ["metrics", "prometheus"] as const) {
+        await assert.rejects(energyReport({ source: { kind, url: withPassword(dead) }, windowMs: HOUR, timeoutMs: 500 }), (e: unknown) => {
+          assert.ok(e instanceof ReportError);
+          assert.match(e.message, new RegExp(`at ${dead}/: connect ECONNREFUSED`));
+          assert.doesNotMatch(e.message, /reader|Pr0m/);
+          return true;
+        });
+      }
+      await assert.rejects(
+        energyReport({ source: { kind: "prometheus", url: "reader:Pr0m Secret@prometheus:9090" }, windowMs: HOUR }),
+        (e: unknown) => e instanceof ReportError && e.message === "the Prometheus address is not an http:// or https:// URL",
+      );
+    } finally {
+      await close(answers.server);
+    }
+  });
+});
+
 describe("plugpool report (command line)", () => {
   const run = promisify(execFile);
 
