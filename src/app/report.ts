@@ -110,14 +110,46 @@ function decoded(part: string): string {
   }
 }
 
-/** `what` names the request in an error (the address as shown, not the query). */
-async function get(url: URL, headers: Endpoint["headers"], timeoutMs: number, what: string): Promise<Response> {
+/**
+ * The most of an answer that is read. A plugpool's /metrics, or Prometheus's answer for a few series per
+ * machine, is far smaller; more is some other page, and not worth the memory.
+ */
+const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
+
+/**
+ * The status and whole body of a GET, within the timeout (which runs on while the body arrives) and
+ * MAX_ANSWER_BYTES. `what` names the request in an error (the address as shown, not the query).
+ */
+async function get(url: URL, headers: Endpoint["headers"], timeoutMs: number, what: string): Promise<{ status: number; text: string }> {
+  let response: Response;
   try {
-    return await fetch(url, { headers, signal: AbortSignal.timeout(timeoutMs) });
+    response = await fetch(url, { headers, signal: AbortSignal.timeout(timeoutMs) });
   } catch (e) {
-    const why = e instanceof Error && e.name === "TimeoutError" ? `no answer within ${timeoutMs} ms` : causeOf(e);
-    throw new ReportError(`${what}: ${why}`);
+    throw new ReportError(`${what}: ${isTimeout(e) ? `no answer within ${timeoutMs} ms` : causeOf(e)}`);
   }
+  if (response.body === null) return { status: response.status, text: "" };
+  const reader: ReadableStreamDefaultReader<Uint8Array> = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let bytes = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      bytes += value.byteLength;
+      if (bytes > MAX_ANSWER_BYTES) throw new ReportError(`${what}: HTTP ${response.status} with an answer of more than ${MAX_ANSWER_BYTES} bytes`);
+      chunks.push(value);
+    }
+  } catch (e) {
+    // Cancelling the stream closes the connection under it.
+    reader.cancel().catch(() => undefined);
+    if (e instanceof ReportError) throw e;
+    throw new ReportError(`${what}: ${isTimeout(e) ? `the answer did not arrive whole within ${timeoutMs} ms` : causeOf(e)}`);
+  }
+  return { status: response.status, text: new TextDecoder().decode(Buffer.concat(chunks)) };
+}
+
+function isTimeout(e: unknown): boolean {
+  return e instanceof Error && e.name === "TimeoutError";
 }
 
 function causeOf(e: unknown): string {
@@ -132,9 +164,8 @@ const LABEL = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g;
 /** A running plugpool's counters, since it started (one scrape holds nothing older). */
 async function fromMetrics(address: Endpoint, windowMs: number, timeoutMs: number, now: () => number): Promise<{ values: Values; covers: string }> {
   const url = address.shown;
-  const response = await get(address.url, address.headers, timeoutMs, `reading plugpool's metrics at ${url}`);
-  if (!response.ok) throw new ReportError(`reading plugpool's metrics at ${url}: HTTP ${response.status}`);
-  const text = await response.text();
+  const { status, text } = await get(address.url, address.headers, timeoutMs, `reading plugpool's metrics at ${url}`);
+  if (status < 200 || status > 299) throw new ReportError(`reading plugpool's metrics at ${url}: HTTP ${status}`);
   const values: Values = new Map();
   let started: number | undefined;
   for (const line of text.split("\n")) {
@@ -172,15 +203,48 @@ function put(values: Values, name: string, group: string, machine: string, value
   byMachine.set(`${group}\n${machine}`, (byMachine.get(`${group}\n${machine}`) ?? 0) + value);
 }
 
-/** The shape of an instant query's answer from Prometheus's HTTP API (/api/v1/query). */
-interface QueryAnswer {
-  readonly status?: string;
-  readonly errorType?: string;
-  readonly error?: string;
-  readonly data?: {
-    readonly resultType?: string;
-    readonly result?: readonly { readonly metric?: Readonly<Record<string, string>>; readonly value?: readonly [number, string] }[];
-  };
+type JsonObject = Readonly<Record<string, unknown>>;
+
+function isObject(value: unknown): value is JsonObject {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+interface Sample {
+  readonly metric: JsonObject;
+  readonly value: readonly unknown[];
+}
+
+function isSample(value: unknown): value is Sample {
+  return isObject(value) && isObject(value.metric) && Array.isArray(value.value);
+}
+
+/**
+ * The samples of an instant query's answer from Prometheus's HTTP API (/api/v1/query): `{"status": "success",
+ * "data": {"resultType": "vector", "result": [{"metric": {...}, "value": [time, "value"]}, ...]}}`, see
+ * https://prometheus.io/docs/prometheus/latest/querying/api/#instant-queries. Anything else, even well-formed
+ * JSON, is a ReportError saying so.
+ */
+function samplesOf(text: string, status: number, where: string, query: string): readonly Sample[] {
+  let answer: unknown;
+  try {
+    answer = JSON.parse(text);
+  } catch {
+    // Told below, like JSON of another shape.
+  }
+  if (!isObject(answer)) throw new ReportError(`${where}: HTTP ${status}, not a Prometheus API answer`);
+  if (answer.status !== "success") {
+    const type = typeof answer.errorType === "string" ? answer.errorType : `HTTP ${status}`;
+    throw new ReportError(`${where} for ${query}: ${type}: ${typeof answer.error === "string" ? answer.error : "no reason given"}`);
+  }
+  const data = isObject(answer.data) ? answer.data : {};
+  if (data.resultType !== "vector") {
+    throw new ReportError(`${where}: expected a vector, got ${typeof data.resultType === "string" ? data.resultType : "nothing"}`);
+  }
+  const result = data.result;
+  if (!Array.isArray(result) || !result.every(isSample)) {
+    throw new ReportError(`${where}: HTTP ${status}, a vector whose result is not a list of samples ({"metric": {...}, "value": [time, "value"]})`);
+  }
+  return result;
 }
 
 /**
@@ -201,26 +265,20 @@ async function fromPrometheus(prometheus: Endpoint, windowMs: number, timeoutMs:
     const url = new URL(api);
     url.searchParams.set("query", query);
     url.searchParams.set("time", (at / 1000).toFixed(3));
-    const response = await get(url, prometheus.headers, timeoutMs, `querying Prometheus at ${base}`);
-    let answer: QueryAnswer;
-    try {
-      answer = (await response.json()) as QueryAnswer;
-    } catch {
-      throw new ReportError(`querying Prometheus at ${base}: HTTP ${response.status}, not a Prometheus API answer`);
-    }
-    if (answer.status !== "success") {
-      throw new ReportError(`querying Prometheus at ${base} for ${query}: ${answer.errorType ?? `HTTP ${response.status}`}: ${answer.error ?? "no reason given"}`);
-    }
-    if (answer.data?.resultType !== "vector") {
-      throw new ReportError(`querying Prometheus at ${base}: expected a vector, got ${answer.data?.resultType ?? "nothing"}`);
-    }
-    for (const sample of answer.data.result ?? []) {
-      const value = Number(sample.value?.[1]);
+    const where = `querying Prometheus at ${base}`;
+    const { status, text } = await get(url, prometheus.headers, timeoutMs, where);
+    for (const { metric, value: [, raw] } of samplesOf(text, status, where, query)) {
+      const value = typeof raw === "string" ? Number(raw) : Number.NaN;
       if (!Number.isFinite(value)) continue;
-      put(values, name, sample.metric?.group ?? "", sample.metric?.machine ?? "", value);
+      put(values, name, labelOf(metric, "group"), labelOf(metric, "machine"), value);
     }
   }
   return { values, covers: `over the last ${formatSpan(windowMs)}, from Prometheus at ${base}` };
+}
+
+function labelOf(metric: JsonObject, name: string): string {
+  const value = metric[name];
+  return typeof value === "string" ? value : "";
 }
 
 /** A window as a Prometheus range: whole seconds when it has no fraction of one, else milliseconds. */

@@ -229,6 +229,62 @@ describe("plugpool report from Prometheus", () => {
   });
 });
 
+describe("plugpool report from a source that answers something else", () => {
+  it("fails with a ReportError naming Prometheus for well-formed JSON of another shape", async () => {
+    for (const body of [
+      "null",
+      "[]",
+      '{"status":"success","data":null}',
+      '{"status":"success","data":{"resultType":"vector","result":{"a":1}}}',
+      '{"status":"success","data":{"resultType":"vector","result":[null]}}',
+      '{"status":"success","data":{"resultType":"vector","result":[{"metric":null,"value":[1,"2"]}]}}',
+    ]) {
+      const prom = await serveHttp((_, res) => res.writeHead(200, { "content-type": "application/json" }).end(body));
+      try {
+        await assert.rejects(energyReport({ source: { kind: "prometheus", url: prom.url }, windowMs: HOUR }), (e: unknown) => {
+          assert.ok(e instanceof ReportError, `${body}: ${String(e)}`);
+          assert.match(e.message, new RegExp(`^querying Prometheus at ${prom.url}: (HTTP 200, not a Prometheus API answer|expected a vector, got nothing|HTTP 200, a vector whose result is not a list of samples)`), body);
+          return true;
+        });
+      } finally {
+        await close(prom.server);
+      }
+    }
+  });
+
+  it("stops reading an answer larger than 16 MiB, and one that does not arrive whole within the timeout", async () => {
+    const chunk = Buffer.alloc(1024 * 1024, "# filler\n");
+    const endless = await serveHttp((_, res) => {
+      res.writeHead(200, { "content-type": "text/plain" });
+      const more = (): void => {
+        while (res.write(chunk));
+      };
+      res.on("drain", more);
+      more();
+    });
+    const stalling = await serveHttp((_, res) => {
+      res.writeHead(200, { "content-type": "application/json" }).write('{"status":"succ');
+    });
+    try {
+      await assert.rejects(
+        energyReport({ source: { kind: "metrics", url: `${endless.url}/metrics` }, windowMs: HOUR }),
+        (e: unknown) => e instanceof ReportError && e.message === `reading plugpool's metrics at ${endless.url}/metrics: HTTP 200 with an answer of more than 16777216 bytes`,
+      );
+      for (const kind of ["metrics", "prometheus"] as const) {
+        await assert.rejects(energyReport({ source: { kind, url: stalling.url }, windowMs: HOUR, timeoutMs: 300 }), (e: unknown) => {
+          assert.ok(e instanceof ReportError, String(e));
+          assert.match(e.message, new RegExp(`at ${stalling.url}: the answer did not arrive whole within 300 ms$`));
+          return true;
+        });
+      }
+    } finally {
+      endless.server.closeAllConnections();
+      stalling.server.closeAllConnections();
+      await Promise.all([close(endless.server), close(stalling.server)]);
+    }
+  });
+});
+
 describe("plugpool report from an address with a user name and password", () => {
   it("sends the user name and password of an address as Basic authentication, and shows the address without them", async () => {
     const authorization: (string | undefined)[] = [];
