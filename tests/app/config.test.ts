@@ -254,12 +254,31 @@ describe("loadConfig()", () => {
       }
     });
 
-    it("rejects a file it cannot read, naming the path and never a value", () => {
+    it("rejects a file it cannot read, naming the key and never a value", () => {
       const missing = join(dir, "nope");
       const issues = issuesOf(config([group("workers", [node("worker-1", { credentials: { usernameFile: own.usernameFile, passwordFile: missing } })])]));
-      assert.deepEqual(issues, [`nodeGroups[0].nodes[0].plug.credentials.passwordFile: cannot read ${missing} (no such file)`]);
+      assert.deepEqual(issues, ["nodeGroups[0].nodes[0].plug.credentials.passwordFile: must be the path of a readable file (no such file)"]);
       const unreadable = issuesOf(config([group("workers", [node("worker-1", { credentials: { usernameFile: dir, passwordFile: own.passwordFile } })])]));
-      assert.deepEqual(unreadable, [`nodeGroups[0].nodes[0].plug.credentials.usernameFile: cannot read ${dir} (is a directory)`]);
+      assert.deepEqual(unreadable, ["nodeGroups[0].nodes[0].plug.credentials.usernameFile: must be the path of a readable file (is a directory)"]);
+    });
+
+    it("rejects a secret written where its file's path belongs, without repeating it", () => {
+      const token = "eyJhbGciOiJIUzI1NiJ9.eyJpc3MiOiJwbHVncG9vbCJ9.SECRETsig";
+      const issues = issuesOf(
+        config([
+          group("workers", [
+            node("worker-1", { credentials: { usernameFile: own.usernameFile, passwordFile: "plug-SECRETsig" } }),
+            { name: "worker-2", shelly: { url: "http://10.0.0.5", passwordFile: "hunter2" } },
+            { name: "worker-3", homeAssistant: { url: "http://ha.example:8123", entity: "switch.gpu_box", tokenFile: token } },
+          ]),
+        ]),
+      );
+      assert.deepEqual(issues, [
+        "nodeGroups[0].nodes[0].plug.credentials.passwordFile: must be the path of a readable file (no such file)",
+        "nodeGroups[0].nodes[1].shelly.passwordFile: must be the path of a readable file (no such file)",
+        "nodeGroups[0].nodes[2].homeAssistant.tokenFile: must be the path of a readable file (no such file)",
+      ]);
+      assert.doesNotMatch(issues.join("\n"), /SECRETsig|hunter2/);
     });
 
     it("rejects two plugs of one device with different credentials", () => {

@@ -320,7 +320,7 @@ function parseControl(read: Reader, node: ConfigPath, context: Omit<SectionConte
   return parsed === undefined ? undefined : { ...parsed, backend: backend.name, section: backend.section };
 }
 
-/** Reads each file a section names once; one that cannot be read is reported where it was first named. */
+/** Reads each file a section names once; one that cannot be read is reported where it was first named, by key. */
 function secretFileReader(report: Report): SectionContext["secretFile"] {
   const files = new Map<string, Secret | undefined>();
   return (file, at) => {
@@ -330,7 +330,8 @@ function secretFileReader(report: Report): SectionContext["secretFile"] {
         files.set(file, new Secret(readFileSync(file, "utf8").replace(/\r?\n$/u, "")));
       } catch (error) {
         files.set(file, undefined);
-        report(at, `cannot read ${file} (${whyUnreadable(error)})`);
+        // The path is not repeated: a secret is easily written where its file's path belongs.
+        report(at, `must be the path of a readable file (${whyUnreadable(error)})`);
       }
     }
     return files.get(file);

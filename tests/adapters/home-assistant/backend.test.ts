@@ -85,7 +85,7 @@ describe("homeAssistant section", () => {
     writeFileSync(spaced, `${TOKEN} ${TOKEN}\n`);
     const issues = issuesOf(config([group("g", [haNode("a", { tokenFile: join(dir, "missing") }), haNode("b", { tokenFile: spaced })])]), env);
     assert.deepEqual(issues, [
-      `nodeGroups[0].nodes[0].homeAssistant.tokenFile: cannot read ${join(dir, "missing")} (no such file)`,
+      "nodeGroups[0].nodes[0].homeAssistant.tokenFile: must be the path of a readable file (no such file)",
       `nodeGroups[0].nodes[1].homeAssistant.tokenFile: ${spaced} does not hold one token: it is empty or has spaces, line breaks or other characters a token never has`,
     ]);
     const broken = "line\nbreak";

@@ -99,8 +99,8 @@ describe("the redfish section", () => {
     ]);
     const [noPassword, noCa] = [join(dir, "absent-password"), join(dir, "absent-ca.pem")];
     assert.deepEqual(issuesOf(withSections({ url: "https://10.0.0.5", system: "1", usernameFile: files.username, passwordFile: noPassword, caFile: noCa }), ENV), [
-      `nodeGroups[0].nodes[0].redfish.passwordFile: cannot read ${noPassword} (no such file)`,
-      `nodeGroups[0].nodes[0].redfish.caFile: cannot read ${noCa} (no such file)`,
+      "nodeGroups[0].nodes[0].redfish.passwordFile: must be the path of a readable file (no such file)",
+      "nodeGroups[0].nodes[0].redfish.caFile: must be the path of a readable file (no such file)",
     ]);
   });
 

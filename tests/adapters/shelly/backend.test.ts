@@ -72,7 +72,7 @@ describe("the shelly section", () => {
     const issues = issuesOf(doc);
     assert.deepEqual(issues, [
       "nodeGroups[0].nodes[0].shelly.url: must be an http:// or https:// URL without credentials: set passwordFile or PLUGPOOL_SHELLY_PASSWORD instead",
-      "nodeGroups[0].nodes[1].shelly.passwordFile: cannot read /nonexistent/plugpool/pw (no such file)",
+      "nodeGroups[0].nodes[1].shelly.passwordFile: must be the path of a readable file (no such file)",
       "nodeGroups[0].nodes[2].shelly.switchId: must not be negative (found -1)",
       "nodeGroups[0].nodes[2].shelly.relay: unknown key (expected one of url, switchId, measure, passwordFile)",
       "nodeGroups[0].nodes[3]: sets plug and shelly; a machine has one power control",
