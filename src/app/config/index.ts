@@ -3,7 +3,7 @@
 // reported at once, by path, in file order.
 import { readFileSync } from "node:fs";
 import { Ajv2020, type ErrorObject } from "ajv/dist/2020.js";
-import { isNode, LineCounter, parseDocument, type Document } from "yaml";
+import { isNode, LineCounter, parseDocument, visit, type Document } from "yaml";
 import type { AppConfig } from "./app-config.ts";
 import { buildConfig } from "./build.ts";
 import { checkConfig } from "./checks.ts";
@@ -82,21 +82,41 @@ function parseYaml(text: string): { doc: Document; data: unknown } {
   // prettyErrors off: the pretty form quotes the offending source line, which may hold a credential.
   // logLevel "error": yaml would otherwise print its warnings (e.g. about odd keys) straight to the process.
   const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true, logLevel: "error" });
+  const at = (offset: number): string => {
+    const { line, col } = lineCounter.linePos(offset);
+    return `line ${line}, column ${col}`;
+  };
   if (doc.errors.length > 0) {
+    // By code, not message: yaml's messages may quote the source (`Block scalar header includes extra
+    // characters: |hunter2`), and a credential with it. The codes: https://eemeli.org/yaml/#errors
     throw new ConfigError(
-      doc.errors.map((e) => {
-        const { line, col } = lineCounter.linePos(e.pos[0]);
-        const what = e.code === "MULTIPLE_DOCS" ? "the file must hold a single YAML document" : e.message.split("\n")[0];
-        return `line ${line}, column ${col}: YAML syntax error: ${what ?? ""}`;
-      }),
+      doc.errors.map((e) =>
+        e.code === "MULTIPLE_DOCS" ? `${at(e.pos[0])}: YAML syntax error: the file must hold a single YAML document` : `${at(e.pos[0])}: YAML syntax error (${e.code})`,
+      ),
     );
   }
   try {
     return { doc, data: doc.toJS() };
   } catch (error) {
-    // Only alias bombs get here (yaml caps how far aliases expand).
+    // An alias without an anchor before it; yaml's message names the alias, which is source text.
+    const alias = unresolvedAlias(doc);
+    if (alias !== undefined) throw new ConfigError([`${at(alias)}: YAML error: an alias (*name) names no anchor (&name) set before it`]);
+    // Else an alias bomb: yaml caps how far aliases expand, and says so in words of its own.
     throw new ConfigError([`(top level): cannot read the YAML: ${messageOf(error)}`]);
   }
+}
+
+/** Where the first alias is that no anchor before it resolves, if any. */
+function unresolvedAlias(doc: Document): number | undefined {
+  let offset: number | undefined;
+  visit(doc, {
+    Alias(_, alias) {
+      if (alias.resolve(doc) !== undefined) return undefined;
+      offset = alias.range?.[0] ?? 0;
+      return visit.BREAK;
+    },
+  });
+  return offset;
 }
 
 /**
