@@ -311,7 +311,7 @@ describe("loadConfig()", () => {
 
   describe("with text that is not valid YAML", () => {
     it("names the line and column of the syntax error", () => {
-      assert.deepEqual(issuesOf('providerIDPrefix: "k3s://"\nlisten: a: b\nnodeGroups: []\n'), ["line 2, column 9: YAML syntax error (BLOCK_AS_IMPLICIT_KEY)"]);
+      assert.deepEqual(issuesOf('providerIDPrefix: "k3s://"\nlisten: a: b\nnodeGroups: []\n'), ["line 2, column 9: YAML syntax error: a mapping where a single value belongs (check the indentation, or quote a value holding \": \") (BLOCK_AS_IMPLICIT_KEY)"]);
     });
 
     it("does not quote the offending line, which may hold a credential", () => {
@@ -321,19 +321,19 @@ describe("loadConfig()", () => {
 
     it("tells a fault by line, column and yaml's error code, never by source text the message would quote", () => {
       const at = (value: string) => issuesOf(`providerIDPrefix: "k3s://"\nnodeGroups: []\npasswordFile: ${value}\n`);
-      assert.deepEqual(at("|Hunter2"), ["line 3, column 16: YAML syntax error (UNEXPECTED_TOKEN)"]);
-      assert.deepEqual(at(">Hunter2"), ["line 3, column 16: YAML syntax error (UNEXPECTED_TOKEN)"]);
+      assert.deepEqual(at("|Hunter2"), ["line 3, column 16: YAML syntax error: a character that does not belong there (quote the value) (UNEXPECTED_TOKEN)"]);
+      assert.deepEqual(at(">Hunter2"), ["line 3, column 16: YAML syntax error: a character that does not belong there (quote the value) (UNEXPECTED_TOKEN)"]);
       assert.deepEqual(at("*Hunter2"), ["line 3, column 15: YAML error: an alias (*name) names no anchor (&name) set before it"]);
     });
 
     it("rejects a key given twice in one mapping", () => {
       const issues = issuesOf('providerIDPrefix: "k3s://"\nproviderIDPrefix: "x://"\nnodeGroups: []\n');
-      assert.deepEqual(issues, ["line 2, column 1: YAML syntax error (DUPLICATE_KEY)"]);
+      assert.deepEqual(issues, ["line 2, column 1: YAML syntax error: a key given twice in one mapping (DUPLICATE_KEY)"]);
     });
 
     it("rejects a file with more than one document", () => {
       assert.deepEqual(issuesOf("providerIDPrefix: a\n---\nproviderIDPrefix: b\n"), [
-        "line 2, column 1: YAML syntax error: the file must hold a single YAML document",
+        "line 2, column 1: YAML syntax error: more than one YAML document (the file must hold a single one) (MULTIPLE_DOCS)",
       ]);
     });
 

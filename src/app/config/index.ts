@@ -3,7 +3,7 @@
 // reported at once, by path, in file order.
 import { readFileSync } from "node:fs";
 import { Ajv2020, type ErrorObject } from "ajv/dist/2020.js";
-import { isNode, LineCounter, parseDocument, visit, type Document } from "yaml";
+import { isNode, LineCounter, parseDocument, visit, type Document, type ErrorCode } from "yaml";
 import type { AppConfig } from "./app-config.ts";
 import { buildConfig } from "./build.ts";
 import { checkConfig } from "./checks.ts";
@@ -89,11 +89,7 @@ function parseYaml(text: string): { doc: Document; data: unknown } {
   if (doc.errors.length > 0) {
     // By code, not message: yaml's messages may quote the source (`Block scalar header includes extra
     // characters: |hunter2`), and a credential with it. The codes: https://eemeli.org/yaml/#errors
-    throw new ConfigError(
-      doc.errors.map((e) =>
-        e.code === "MULTIPLE_DOCS" ? `${at(e.pos[0])}: YAML syntax error: the file must hold a single YAML document` : `${at(e.pos[0])}: YAML syntax error (${e.code})`,
-      ),
-    );
+    throw new ConfigError(doc.errors.map((e) => `${at(e.pos[0])}: YAML syntax error: ${YAML_FAULTS[e.code]} (${e.code})`));
   }
   try {
     return { doc, data: doc.toJS() };
@@ -105,6 +101,33 @@ function parseYaml(text: string): { doc: Document; data: unknown } {
     throw new ConfigError([`(top level): cannot read the YAML: ${messageOf(error)}`]);
   }
 }
+
+/** Each of yaml's error codes in words of plugpool's own, which quote nothing from the file. */
+const YAML_FAULTS: Readonly<Record<ErrorCode, string>> = {
+  ALIAS_PROPS: "an alias (*name) cannot carry a tag or an anchor",
+  BAD_ALIAS: "an alias (*name) that is not well formed",
+  BAD_DIRECTIVE: "a %-directive yaml does not know",
+  BAD_DQ_ESCAPE: "a backslash escape a double-quoted string does not allow",
+  BAD_INDENT: "indentation that does not line up",
+  BAD_PROP_ORDER: "an anchor or a tag in the wrong place",
+  BAD_SCALAR_START: "a value that starts with a character reserved by YAML (quote the value)",
+  BLOCK_AS_IMPLICIT_KEY: "a mapping where a single value belongs (check the indentation, or quote a value holding \": \")",
+  BLOCK_IN_FLOW: "a block value inside [ ] or { }",
+  DUPLICATE_KEY: "a key given twice in one mapping",
+  IMPOSSIBLE: "a document yaml cannot read",
+  KEY_OVER_1024_CHARS: "a key longer than 1024 characters",
+  MISSING_CHAR: "a closing character missing (a quote, ] or })",
+  MULTILINE_IMPLICIT_KEY: "a key that runs over more than one line (check the indentation and the quotes)",
+  MULTIPLE_ANCHORS: "two anchors on one value",
+  MULTIPLE_DOCS: "more than one YAML document (the file must hold a single one)",
+  MULTIPLE_TAGS: "two tags on one value",
+  NON_STRING_KEY: "a key that is not a string",
+  RESOURCE_EXHAUSTION: "aliases that expand too far",
+  TAB_AS_INDENT: "a tab used for indentation (use spaces)",
+  TAG_RESOLVE_FAILED: "a tagged value that does not match its tag",
+  UNEXPECTED_TOKEN: "a character that does not belong there (quote the value)",
+  BAD_COLLECTION_TYPE: "a collection of the wrong kind for its tag",
+};
 
 /** Where the first alias is that no anchor before it resolves, if any. */
 function unresolvedAlias(doc: Document): number | undefined {
