@@ -56,8 +56,11 @@ export function createHomeAssistantSwitch(opts: HomeAssistantSwitchOptions): Bac
     return calls(address, action, options, (call) => queue.run(call.target, call.signal, () => work(call)));
   }
 
+  /** The calls that switch (see HubRequest.command). */
+  const commands = new WeakSet<Call>();
+
   async function send(address: HomeAssistantEntity, call: Call, method: "GET" | "POST", path: string, body?: unknown, maxBytes = MAX_ANSWER_BYTES): Promise<HubAnswer> {
-    const request = { method, path, body, signal: call.signal, maxBytes };
+    const request = { method, path, body, signal: call.signal, maxBytes, command: commands.has(call) };
     return resendDroppedGet(method, call.signal, () => transport(address.url, address.token.reveal(), request));
   }
 
@@ -113,6 +116,7 @@ export function createHomeAssistantSwitch(opts: HomeAssistantSwitchOptions): Bac
    * `mayCut`, when given, is asked right before the call is sent, with the entity's slot held.
    */
   async function command(address: HomeAssistantEntity, on: boolean, call: Call, mayCut?: CutGuard): Promise<PlugReading> {
+    commands.add(call);
     if ((await readSwitch(address, call)) === on) return { on };
     await readyToSend(call, mayCut);
     const path = `/api/services/${address.domain}/${on ? "turn_on" : "turn_off"}`;

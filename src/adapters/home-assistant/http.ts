@@ -16,6 +16,8 @@ export interface HubRequest {
   readonly signal: AbortSignal;
   /** The largest answer read; a larger one is refused unread (`plug-bad-answer`). */
   readonly maxBytes: number;
+  /** A request of a switch command (its read first, the service call, the read-backs), not of a read. */
+  readonly command: boolean;
 }
 
 export interface HubAnswer {
@@ -42,7 +44,9 @@ export function createHubTransport(): HubTransport {
       method,
       headers: { authorization: `Bearer ${token}`, accept: "application/json" },
       json: request.body,
-      agent: url.protocol === "https:" ? https : http,
+      // A command's requests take connections of their own: with the pool's sockets all busy with reads (a
+      // Refresh reads every entity at once), a switch-off would wait for one after the safety check said yes.
+      agent: request.command ? false : url.protocol === "https:" ? https : http,
       signal: request.signal,
       maxBytes,
       tooLarge: (status) => answerTooLarge(`${method} ${path}`, status, maxBytes),

@@ -228,6 +228,23 @@ describe("Home Assistant switch", () => {
       assert.equal(ha.maxInFlight, 1);
     });
 
+    it("sends a switch command at once while reads of other entities hold every pooled connection", async () => {
+      const many = await startHomeAssistantEmulator({ switches: ["a", "b", "c", "d", "e"] });
+      try {
+        const at = (name: string) => addressOf(many, `switch.${name}`);
+        await many.setSwitch("e", true);
+        many.inject({ kind: "hang", method: "GET", times: 4 });
+        const stuck = ["a", "b", "c", "d"].map((name) => failure(hub.read(at(name)), "plug-unreachable", many.token));
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        const started = Date.now();
+        assert.deepEqual(await hub.turnOff(at("e"), allow), { on: false });
+        assert.ok(Date.now() - started < TIMEOUT_MS / 2, "the command did not wait for a pooled connection");
+        await Promise.all(stuck);
+      } finally {
+        await many.stop();
+      }
+    });
+
     it("does not make other entities wait", async () => {
       ha.inject({ kind: "hang", method: "GET", times: 1 });
       const stuck = failure(hub.read(helper()), "plug-unreachable", ha.token);
