@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -259,7 +260,19 @@ describe("loadConfig()", () => {
       const issues = issuesOf(config([group("workers", [node("worker-1", { credentials: { usernameFile: own.usernameFile, passwordFile: missing } })])]));
       assert.deepEqual(issues, ["nodeGroups[0].nodes[0].plug.credentials.passwordFile: must be the path of a readable file (no such file)"]);
       const unreadable = issuesOf(config([group("workers", [node("worker-1", { credentials: { usernameFile: dir, passwordFile: own.passwordFile } })])]));
-      assert.deepEqual(unreadable, ["nodeGroups[0].nodes[0].plug.credentials.usernameFile: must be the path of a readable file (is a directory)"]);
+      assert.deepEqual(unreadable, ["nodeGroups[0].nodes[0].plug.credentials.usernameFile: must be the path of a readable file (not a regular file)"]);
+    });
+
+    it("reads no FIFO, device or oversized file, which would block start-up or fill the memory", () => {
+      const fifo = join(dir, "fifo");
+      execFileSync("mkfifo", [fifo]);
+      const big = join(dir, "big");
+      writeFileSync(big, "x".repeat(65 * 1024));
+      const at = (passwordFile: string) => issuesOf(config([group("workers", [node("worker-1", { credentials: { usernameFile: own.usernameFile, passwordFile } })])]));
+      const key = "nodeGroups[0].nodes[0].plug.credentials.passwordFile";
+      assert.deepEqual(at(fifo), [`${key}: must be the path of a readable file (not a regular file)`]);
+      assert.deepEqual(at("/dev/zero"), [`${key}: must be the path of a readable file (not a regular file)`]);
+      assert.deepEqual(at(big), [`${key}: must be the path of a readable file (larger than 64 KiB)`]);
     });
 
     it("rejects a secret written where its file's path belongs, without repeating it", () => {

@@ -6,7 +6,7 @@ import { parseDuration } from "./duration.ts";
 import { parseQuantity } from "./quantity.ts";
 import { isLoopback, isWildcard, parseHostPort, PARSED_FORMATS, type HostPort } from "./formats.ts";
 import { childOf, formatPath, type ConfigIssue, type ConfigPath } from "./issues.ts";
-import { readFileSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import type { Durations, NodeControl, ParsedConfig, ParsedGroup, ParsedNode, RawConfig, RawGroup, RawNode } from "./parsed.ts";
 import { Secret } from "../../adapters/secret.ts";
 import type { ParsedControl, SectionContext } from "../../adapters/power-backend.ts";
@@ -327,7 +327,7 @@ function secretFileReader(report: Report): SectionContext["secretFile"] {
     if (!files.has(file)) {
       try {
         // A Secret's files usually end in a newline that is no part of the value.
-        files.set(file, new Secret(readFileSync(file, "utf8").replace(/\r?\n$/u, "")));
+        files.set(file, new Secret(readSmallFile(file).replace(/\r?\n$/u, "")));
       } catch (error) {
         files.set(file, undefined);
         // The path is not repeated: a secret is easily written where its file's path belongs.
@@ -338,9 +338,25 @@ function secretFileReader(report: Report): SectionContext["secretFile"] {
   };
 }
 
+/** The largest secret file read: a password or a token is far smaller. */
+const MAX_SECRET_FILE_BYTES = 64 * 1024;
+
+/**
+ * A secret file's text. Only a regular file of a secret's size is read: a FIFO or a terminal would block
+ * start-up until something wrote to it, and a device such as /dev/zero would fill the memory.
+ */
+function readSmallFile(file: string): string {
+  const stat = statSync(file);
+  if (!stat.isFile()) throw Object.assign(new Error("not a regular file"), { code: "ENOTREGULAR" });
+  if (stat.size > MAX_SECRET_FILE_BYTES) throw Object.assign(new Error("too large"), { code: "ETOOLARGE" });
+  return readFileSync(file, "utf8");
+}
+
 /** Why a file could not be read, in a few words (never its content). */
 export function whyUnreadable(error: unknown): string {
   const code = (error as { code?: unknown }).code;
+  if (code === "ENOTREGULAR") return "not a regular file";
+  if (code === "ETOOLARGE") return `larger than ${MAX_SECRET_FILE_BYTES / 1024} KiB`;
   if (code === "ENOENT") return "no such file";
   if (code === "EACCES") return "permission denied";
   if (code === "EISDIR") return "is a directory";
