@@ -74,18 +74,18 @@ function abort(verdict: RefusedVerdict): StepOutcome {
 }
 
 const checkTaint: StepRun = {
-  async run({ pool, machine, job, options }) {
+  async run({ pool, machine, job, now, options }) {
     // Once this job may have cut the power there is nothing left to keep on: the plug-off step finds out.
     if (mayBeCut(job)) return done("power may already be cut");
     const verdict = mayCutPower(machine, pool.deps.cluster, pool.config.providerIDPrefix);
     if (!verdict.allowed) return abort(verdict);
     const nodes = nodesOf(pool, machine);
-    // A Node that registered since (or still shows the call's pending record) gets the committed one.
-    for (const node of nodes) {
-      if (powerOffRecordOf(node)?.pending !== false) {
-        await pool.deps.teardown.markPowerOff(node.name, { startedAt: job.startedAt, pending: false }, options);
-      }
-    }
+    // The job commits its record first, on its Node whatever the view shows yet (it may still show none, or the
+    // call's pending one): from here on a restart resumes it. A Node that registered since gets it too.
+    const commit = new Set(nodes.filter((n) => job.facts.recordCommitted === undefined || powerOffRecordOf(n)?.pending !== false).map((n) => n.name));
+    if (job.facts.recordCommitted === undefined && job.node !== "") commit.add(job.node);
+    for (const node of commit) await pool.deps.teardown.markPowerOff(node, { startedAt: job.startedAt, pending: false }, options);
+    job.facts.recordCommitted ??= now;
     return done(nodes.length === 0 ? "no node" : "node carries the ToBeDeleted taint");
   },
 };
@@ -141,7 +141,7 @@ const powerOffPod: StepRun = {
  * with nothing awaited between it and the request.
  */
 async function shutdownVerdict(pool: PoolContext, machine: Machine, options?: CallOptions): Promise<Verdict> {
-  const fresh = await freshVerdict(pool, machine, "power-off", options);
+  const fresh = await freshVerdict(pool, machine, "shutdown", options);
   return fresh.allowed ? mayCutPower(machine, pool.deps.cluster, pool.config.providerIDPrefix) : fresh;
 }
 
@@ -152,8 +152,18 @@ const awaitNotReady: StepRun = {
     if (facts.notReady !== undefined) {
       // NotReady must hold until the cut: a Node Ready again (a network blip, a pod that never ran, a reboot)
       // sends the power-off back to waiting for the shutdown, within the same deadline.
-      const ready = facts.hardCut === undefined && facts.powerSeenOff === undefined && !mayBeCut(job) ? nodes.find((n) => n.ready) : undefined;
+      const ready = facts.hardCut === undefined && !mayBeCut(job) ? nodes.find((n) => n.ready) : undefined;
       if (ready === undefined) return done(facts.hardCut === undefined ? "node NotReady" : "hard cut");
+      if (facts.powerSeenOff !== undefined) {
+        // A Node still shows Ready for a while after its machine lost power: the plug tells which it is.
+        const reading = await readPlug(pool, machine, options);
+        if (reading === undefined) return { kind: "retry", error: "the plug's state is not known yet" };
+        if (!reading.on) {
+          facts.plugOff = now;
+          return done("plug reads off");
+        }
+        delete facts.powerSeenOff;
+      }
       delete facts.notReady;
       delete facts.graceElapsed;
       delete facts.standby;

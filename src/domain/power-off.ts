@@ -25,25 +25,31 @@ export function startPowerOff(ctx: PoolContext, machine: Machine, node: string, 
   if (!resumed) ctx.deps.wake?.();
 }
 
+/** What an undo of a power-off record is given. */
+export interface RecordUndo {
+  /** The Nodes the record was written to: each is cleared, whatever the view shows. */
+  readonly nodes: readonly string[];
+  readonly startedAt: number;
+  /** Why, as PowerOffAborted tells it. */
+  readonly reason: string;
+  /** Settles once no write of the record is still out: the undo waits for it. */
+  readonly writes: Promise<unknown>;
+  /** Tells nothing: what it undoes was undone and told already (a view behind the apiserver shows it again). */
+  readonly quiet: boolean;
+}
+
 /**
  * A DeleteNodes that failed towards cluster-autoscaler leaves nothing behind: the power-off it had begun to
- * record is a job that only undoes that record on `nodes` (the Nodes the call wrote to), once every write of the
- * call has settled (`writes`), and is forgotten once the view shows it gone.
+ * record is a job that only undoes that record, once every write of the call has settled, and is forgotten once
+ * the view shows it gone.
  */
-export function undoPowerOffRecord(
-  ctx: PoolContext,
-  machine: Machine,
-  nodes: readonly string[],
-  startedAt: number,
-  reason: string,
-  writes: Promise<unknown>,
-): void {
+export function undoPowerOffRecord(ctx: PoolContext, machine: Machine, undo: RecordUndo): void {
   if (jobOf(stateOf(ctx, machine)) !== undefined) return;
-  const undoing = { nodes, writesOut: true };
-  const job: PowerOffJob = { ...newJob(nodes[0] ?? "", startedAt), undoing };
-  job.aborting = { step: "check-taint", reason };
+  const undoing = { nodes: undo.nodes, writesOut: true, quiet: undo.quiet };
+  const job: PowerOffJob = { ...newJob(undo.nodes[0] ?? "", undo.startedAt), undoing };
+  job.aborting = { step: "check-taint", reason: undo.reason };
   beginPowerOff(ctx, machine, job);
-  void writes.finally(() => {
+  void undo.writes.finally(() => {
     undoing.writesOut = false;
     ctx.deps.wake?.();
   });
@@ -67,19 +73,13 @@ function newJob(node: string, startedAt: number): PowerOffJob {
 }
 
 /**
- * Records a power-off on `nodes` (the annotation), the way DeleteNodes begins one, so that a restart resumes it
- * instead of losing it: first `pending`, then, once the whole call has succeeded, committed. Starts no job: the
- * caller does. The caller marks the machine (`beginMarking`) for the whole call, so the runner does not take the
- * record for one of an earlier run while the call may still fail.
+ * Records a pending power-off on `nodes` (the annotation), the way DeleteNodes begins one. Starts no job: the
+ * caller does, once the whole call has succeeded, and the job's first step commits the record (so a restart
+ * resumes it). A pending record a restart finds is one whose call failed or may have: it is undone. The caller
+ * marks the machine (`beginMarking`) for the whole call, so the runner does not take the record meanwhile.
  */
-export async function recordPowerOff(
-  ctx: PoolContext,
-  nodes: readonly string[],
-  startedAt: number,
-  pending: boolean,
-  options?: CallOptions,
-): Promise<void> {
-  await Promise.all(nodes.map((node) => ctx.deps.teardown.markPowerOff(node, { startedAt, pending }, options)));
+export async function recordPowerOff(ctx: PoolContext, nodes: readonly string[], startedAt: number, options?: CallOptions): Promise<void> {
+  await Promise.all(nodes.map((node) => ctx.deps.teardown.markPowerOff(node, { startedAt, pending: true }, options)));
 }
 
 /**
@@ -105,9 +105,15 @@ export function resumePowerOffs(ctx: PoolContext): void {
     if (pod === undefined && records.length === 0) continue;
     const committed = records.find((r) => !r.record.pending)?.record;
     const startedAt = pod?.startedAt ?? committed?.startedAt;
-    if (startedAt === undefined || startedAt === st.undoneRecord) {
-      const marked = records.map((r) => r.node);
-      undoPowerOffRecord(ctx, machine, marked, startedAt ?? records[0]?.record.startedAt ?? ctx.deps.clock.now(), "its DeleteNodes did not succeed", Promise.resolve());
+    const replayed = st.undoneRecord !== undefined && (pod?.startedAt === st.undoneRecord || records.some((r) => r.record.startedAt === st.undoneRecord));
+    if (startedAt === undefined || replayed) {
+      undoPowerOffRecord(ctx, machine, {
+        nodes: records.map((r) => r.node),
+        startedAt: startedAt ?? records[0]?.record.startedAt ?? ctx.deps.clock.now(),
+        reason: "its DeleteNodes did not succeed",
+        writes: Promise.resolve(),
+        quiet: replayed,
+      });
       continue;
     }
     startPowerOff(ctx, machine, nodes[0]?.name ?? pod?.nodeName ?? "", startedAt, true);
@@ -245,7 +251,7 @@ async function compensate(
   if (traces) return COMPENSATION_POLL_MS;
   st.undoneRecord = job.startedAt;
   endPowerOff(st);
-  ctx.deps.reporter.report({ type: "power-off-aborted", machine: machine.name, reason: aborting.reason });
+  if (job.undoing?.quiet !== true) ctx.deps.reporter.report({ type: "power-off-aborted", machine: machine.name, reason: aborting.reason });
   // Look again at once: the machine that keeps its power may need it restored.
   return 0;
 }

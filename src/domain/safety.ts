@@ -51,11 +51,12 @@ export type CutKind = "power-off" | "unregistered";
 /**
  * The verdict taken at the last moment before an irreversible act: the cluster view must be current, and the
  * Nodes that claim the machine are read fresh from the apiserver (and those of the view are honoured too, so a
- * lagging view can only add refusals). A power-off needs every claiming Node to allow it; an unregistered cut
+ * lagging view can only add refusals). A power-off's cut, and its OS shutdown before it (`shutdown`), need every
+ * claiming Node to allow it, and the cut no Node Ready again after the shutdown; an unregistered cut
  * needs no Node at all, plugpool's own record of the power-on (a machine powered on by anyone else is never
  * cut) and, with a power sensor, a draw at standby.
  */
-export async function freshVerdict(ctx: PoolContext, machine: Machine, kind: CutKind, options?: CallOptions): Promise<Verdict> {
+export async function freshVerdict(ctx: PoolContext, machine: Machine, kind: CutKind | "shutdown", options?: CallOptions): Promise<Verdict> {
   if (!ctx.deps.cluster.current()) {
     return { allowed: false, rule: "view-not-current", detail: "the cluster view is not known to be current" };
   }
@@ -66,7 +67,7 @@ export async function freshVerdict(ctx: PoolContext, machine: Machine, kind: Cut
     return { allowed: false, rule: "view-not-current", detail: `the Nodes of ${machine.name} could not be read: ${messageOf(e)}` };
   }
   const nodes = [...fresh, ...nodesOf(ctx, machine).filter((v) => !fresh.some((f) => f.name === v.name))];
-  if (kind === "power-off") {
+  if (kind !== "unregistered") {
     // A drained Node that vanished is no evidence the OS is down (it may have come back Ready just before): only a
     // power sensor at standby vouches for a cut without it. Gone from the apiserver is gone, whatever a lagging
     // view still shows.
@@ -75,9 +76,10 @@ export async function freshVerdict(ctx: PoolContext, machine: Machine, kind: Cut
       return { allowed: false, rule: "node-vanished", detail: `node ${job.node} vanished before the cut; no sign ${machine.name} is down` };
     }
     // Past its shutdown, a Node Ready again is an OS that did not go down (the pod never ran, the machine came
-    // back): only a hard cut the configuration asked for goes ahead.
-    const ready = job?.facts.notReady === undefined ? undefined : nodes.find((n) => n.ready);
-    if (ready !== undefined && job?.facts.hardCut === undefined && job?.facts.powerSeenOff === undefined) {
+    // back): only a hard cut the configuration asked for goes ahead. (A Node that still shows Ready after the
+    // plug was read off is settled by the power-off before it comes here.)
+    const ready = kind === "shutdown" || job?.facts.notReady === undefined ? undefined : nodes.find((n) => n.ready);
+    if (ready !== undefined && job?.facts.hardCut === undefined) {
       return { allowed: false, rule: "node-ready", detail: `node ${ready.name} is Ready again; ${machine.name} did not shut down` };
     }
     return cutVerdict(machine, nodes);
@@ -104,7 +106,10 @@ export async function freshVerdict(ctx: PoolContext, machine: Machine, kind: Cut
   return ALLOWED;
 }
 
-/** A refusal that only says "not now": the cut is tried again later rather than given up. */
+/**
+ * A refusal that only says "not now": the cut is tried again later rather than given up. A Node Ready again is
+ * one: the power-off goes back to waiting for the shutdown, as when its step sees it first.
+ */
 export function isTransient(verdict: Verdict): boolean {
-  return !verdict.allowed && verdict.rule === "view-not-current";
+  return !verdict.allowed && (verdict.rule === "view-not-current" || verdict.rule === "node-ready");
 }

@@ -82,10 +82,10 @@ interface PowerOffTarget {
 }
 
 /**
- * The writes of one DeleteNodes: each power-off recorded as pending, each unregistered machine cut, then each
- * record committed. The power-offs start once all succeeded; otherwise every record is undone (once every write
- * has settled) and the first failure thrown. A restart meanwhile finds pending records, which it undoes: only a
- * call that succeeded leaves a record a restart resumes.
+ * The writes of one DeleteNodes: each power-off recorded as pending, each unregistered machine cut. The power-offs
+ * start once all succeeded (each commits its record as its first step); otherwise every record is undone, once
+ * every write has settled, and the first failure thrown. Only a call that succeeded leaves a record that a restart
+ * resumes: one that fails, or a restart before its outcome, leaves pending records, which are undone.
  */
 async function recordAll(
   ctx: PoolContext,
@@ -96,29 +96,22 @@ async function recordAll(
   options?: CallOptions,
 ): Promise<void> {
   const signal = options?.signal;
-  const writes: Promise<void>[] = [];
-  const recordEach = async (pending: boolean): Promise<void> => {
-    const failed = new Map<string, string>();
-    const recorded = toPowerOff.map(({ machine, nodes }) => {
-      const write = recordPowerOff(ctx, nodes, startedAt, pending, options).catch((e: unknown) => {
-        failed.set(machine.name, `recording the power-off: ${messageOf(e)}`);
-      });
-      writes.push(write);
-      return write;
-    });
-    // The deadline ends the wait, not the writes: the undo waits for them.
-    await untilAborted(Promise.all(recorded), signal);
+  const failed = new Map<string, string>();
+  const writes = toPowerOff.map(({ machine, nodes }) =>
+    recordPowerOff(ctx, nodes, startedAt, options).catch((e: unknown) => {
+      failed.set(machine.name, `recording the power-off: ${messageOf(e)}`);
+    }),
+  );
+  let failure: Error | undefined;
+  try {
+    // The deadline ends the wait, not the writes: the undo waits for them to settle. One the apiserver applies
+    // after its request was given up leaves a pending record, undone when the view shows it.
+    await untilAborted(Promise.all(writes), signal);
     if (failed.size > 0) {
       const problems = [...failed].map(([name, error]) => `${name}: ${error}`);
       throw new PlugpoolError("cluster-refused", `${what}: ${problems.join("; ")}`);
     }
-  };
-  let failure: Error | undefined;
-  try {
-    await recordEach(true);
     await cutUnregistered(ctx, toCut, what, options);
-    throwIfCancelled(signal);
-    await recordEach(false);
     // An answer after the deadline never reaches cluster-autoscaler: it counts the call as failed.
     throwIfCancelled(signal);
   } catch (e) {
@@ -127,7 +120,9 @@ async function recordAll(
   if (failure !== undefined) {
     // Nothing may start from a call that failed towards cluster-autoscaler: undo every record it made.
     const settled = Promise.allSettled(writes);
-    for (const { machine, nodes } of toPowerOff) undoPowerOffRecord(ctx, machine, nodes, startedAt, `${what} failed`, settled);
+    for (const { machine, nodes } of toPowerOff) {
+      undoPowerOffRecord(ctx, machine, { nodes, startedAt, reason: `${what} failed`, writes: settled, quiet: false });
+    }
     throw failure;
   }
   for (const { machine, node } of toPowerOff) startPowerOff(ctx, machine, node, startedAt, false);

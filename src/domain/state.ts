@@ -31,6 +31,8 @@ export interface PoolDeps {
  * set and read them.
  */
 export interface PowerOffFacts {
+  /** The power-off's record on its Nodes is committed: a restart resumes it. */
+  recordCommitted?: number;
   /**
    * The OS was asked to shut down: this job's power-off pod exists (it created it, or found one an earlier run
    * created), or the power control accepted a shutdown request.
@@ -43,7 +45,10 @@ export interface PowerOffFacts {
    * when a Node of the machine is seen Ready again before the cut, unless its power was seen off.
    */
   notReady?: number;
-  /** The plug read off while the Node still showed Ready: the machine has no power, whatever the Node says. */
+  /**
+   * The plug read off while the Node still showed Ready. While it stays so, a Ready Node is checked against the
+   * plug: read off, it is known off (`plugOff`); read on, the machine has power again and this fact is dropped.
+   */
   powerSeenOff?: number;
   /** The Node never went NotReady and `onShutdownTimeout` is "cut": the cut is a hard one. */
   hardCut?: number;
@@ -84,10 +89,10 @@ export interface PowerOffJob {
   /** Nodes this job asked to delete (each reported once). */
   readonly deletedNodes: Set<string>;
   /**
-   * Set on a job that only undoes the record of a DeleteNodes that failed: the Nodes the call wrote its record
-   * on, and whether any of its writes is still out (a write that lands after the undo would leave the record).
+   * Set on a job that only undoes a power-off record (see RecordUndo): the Nodes it was written on, whether a
+   * write of it is still out (one that lands after the undo would leave the record), and whether the undo is told.
    */
-  readonly undoing?: { readonly nodes: readonly string[]; writesOut: boolean };
+  readonly undoing?: { readonly nodes: readonly string[]; writesOut: boolean; readonly quiet: boolean };
 }
 
 /**

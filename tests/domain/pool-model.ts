@@ -337,9 +337,15 @@ export class Model {
     const names = machines.map((x) => x.name);
     for (const name of names) this.#deleteRequested.add(name);
     const from = this.w.reporter.events.length;
-    // A power-off recorded before this call (by an earlier one, maybe an earlier run of plugpool) is not its.
+    // A power-off recorded before this call (by an earlier one, maybe an earlier run of plugpool), or running
+    // since an earlier call succeeded (its record may have gone with a Node deleted meanwhile), is not its.
     const recordedBefore = machines
-      .filter((x) => this.w.cluster.powerOffPod(x.name) !== undefined || this.#nodesOf(x).some((n) => n.annotations[POWER_OFF_ANNOTATION] !== undefined))
+      .filter(
+        (x) =>
+          this.w.cluster.powerOffPod(x.name) !== undefined ||
+          this.#nodesOf(x).some((n) => n.annotations[POWER_OFF_ANNOTATION] !== undefined) ||
+          this.#powerOffRunning(x.name),
+      )
       .map((x) => x.name);
     try {
       await this.#during(this.#inFlight.delete, names, () => this.w.pool.deleteNodes(machines[0]?.group ?? "a", refs));
@@ -348,6 +354,13 @@ export class Model {
       this.#checkFailedDelete(names.filter((name) => !recordedBefore.includes(name)), from);
       throw e;
     }
+  }
+
+  /** A power-off of the machine was reported started, and not yet finished or aborted. */
+  #powerOffRunning(name: string): boolean {
+    const events = this.w.reporter.events;
+    const last = events.findLastIndex((e) => "machine" in e && e.machine === name && (e.type === "power-off-started" || e.type === "power-off-finished" || e.type === "power-off-aborted"));
+    return events[last]?.type === "power-off-started";
   }
 
   /**

@@ -86,8 +86,18 @@ describe("power-off abort", () => {
 });
 
 describe("power-off after a restart", () => {
+  it("undoes a power-off whose job had not committed its record before the restart: the machine keeps its power", async () => {
+    const w = await deleting();
+    w.restart();
+    for (let i = 0; i < 10 && (await pass(w)) !== undefined; i++);
+    assert.ok(w.power.isOn(w.machine("worker-1").power));
+    assert.deepEqual(w.cluster.callsOf("createPowerOffPod"), []);
+    assert.equal(w.cluster.nodeNamed("worker-1")?.annotations[POWER_OFF_ANNOTATION], undefined);
+    assert.deepEqual(w.reporter.of("power-off-started").filter((e) => e.resumed), []);
+  });
+
   // Uninterrupted, worker-1's plug goes off on the third pass, at t0 + 120 s, and the job ends on the fifth.
-  for (let passes = 0; passes <= 4; passes++) {
+  for (let passes = 1; passes <= 4; passes++) {
     it(`resumes from what the cluster shows after ${passes} pass(es) and ends as without the restart`, async () => {
       const w = await deleting();
       const t0 = w.clock.now();

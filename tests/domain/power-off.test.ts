@@ -143,16 +143,28 @@ describe("the power-off saga", () => {
     assert.ok(steps(w).includes("power-off-pod done: node already NotReady"));
   });
 
-  it("creates no pod and skips the wait for NotReady when a fresh reading says the plug is off, and still cuts it to be sure", async () => {
+  it("creates no pod and skips the wait for NotReady when a fresh reading says the plug is off, and still cuts it to be sure once the Node shows NotReady", async () => {
     const w = await deleting();
     w.power.set(w.machine("worker-1").power, false);
     await w.pool.refresh();
     assert.equal(await w.pool.reconcile(), 120_000);
     assert.equal(w.cluster.callsOf("createPowerOffPod").length, 0);
     assert.ok(steps(w).includes("await-not-ready done: plug reads off"));
+    w.cluster.setReady("worker-1", false, w.clock.now());
     w.clock.advance(120_000);
     await w.pool.reconcile();
     assert.equal(w.power.callsOf("turnOff").length, 1);
+  });
+
+  it("takes a plug read off again, while its Node still shows Ready, for known off: nothing is sent and the power-off ends", async () => {
+    const w = await deleting();
+    w.power.set(w.machine("worker-1").power, false);
+    await w.pool.refresh();
+    await w.pool.reconcile();
+    await w.drive(50);
+    assert.equal(w.power.callsOf("turnOff").length, 0);
+    assert.equal(w.cluster.nodeNamed("worker-1"), undefined, "the Node is deleted");
+    assert.equal(w.reporter.of("power-off-finished").length, 1);
   });
 
   it("does not take a plug remembered off for a shutdown: one switched on again by hand gets its power-off pod and keeps its power while its Node stays Ready", async () => {

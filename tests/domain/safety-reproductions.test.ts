@@ -161,6 +161,24 @@ describe("safety reproductions", () => {
     );
   });
 
+  it("4b2: a runner pass while a DeleteNodes is recording its power-offs neither starts nor undoes them: once the call succeeded, both run", async () => {
+    const w = new World({ on: ["worker-1", "worker-2"] });
+    w.registerTainted("worker-1");
+    w.registerTainted("worker-2");
+    await w.pool.refresh();
+    const release = w.cluster.hold("markPowerOff", "worker-2");
+    const call = w.pool.deleteNodes("workers", [w.ref("worker-1"), w.ref("worker-2")]);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(w.cluster.nodeNamed("worker-1")?.annotations[POWER_OFF_ANNOTATION], `${w.clock.now()};pending`);
+    await w.pool.reconcile();
+    release();
+    await call;
+    await w.pool.reconcile();
+    assert.deepEqual(w.reporter.of("power-off-started").map((e) => e.machine).toSorted(), ["worker-1", "worker-2"]);
+    assert.deepEqual(w.reporter.of("power-off-aborted"), []);
+    assert.equal(w.cluster.nodeNamed("worker-1")?.annotations[POWER_OFF_ANNOTATION], String(w.clock.now()), "committed by the power-off");
+  });
+
   it("4c: a DeleteNodes whose deadline ends while its record is still on its way starts nothing when the record lands late", async () => {
     const w = new World({ on: ["worker-1", "worker-2"] });
     w.registerTainted("worker-1");
@@ -186,13 +204,16 @@ describe("safety reproductions", () => {
   it("4d: the undo of a failed DeleteNodes clears its record even where a lagging view does not show it yet, and the view catching up resumes nothing", async () => {
     const w = new World({ on: ["worker-1", "worker-2"], lagging: true });
     w.registerTainted("worker-1");
+    // A second Node claims worker-1 (its providerID): the record goes on both.
+    w.cluster.addNode({ name: "worker-1-again", providerID: "k3s://worker-1", taints: [TAINT] });
     w.registerTainted("worker-2");
     w.view?.sync();
     await w.pool.refresh();
-    w.cluster.failNext("markPowerOff", undefined, 1); // worker-1's record lands, worker-2's is refused
+    w.cluster.failNext("markPowerOff", undefined, 2); // worker-1's records land, worker-2's is refused
     await rejectsWith(w.pool.deleteNodes("workers", [w.ref("worker-1"), w.ref("worker-2")]), "cluster-refused", /worker-2/);
     await w.drive(20);
     assert.equal(w.cluster.nodeNamed("worker-1")?.annotations[POWER_OFF_ANNOTATION], undefined, "cleared on the apiserver");
+    assert.equal(w.cluster.nodeNamed("worker-1-again")?.annotations[POWER_OFF_ANNOTATION], undefined, "on both Nodes");
     w.view?.sync();
     w.pool.clusterChanged();
     await w.drive(20);
@@ -201,35 +222,36 @@ describe("safety reproductions", () => {
     assert.ok(w.power.isOn(w.machine("worker-1").power));
   });
 
-  it("4e: a view that shows a failed DeleteNodes' record only after the undo forgot it resumes nothing", async () => {
+  it("4e: a view that shows an aborted power-off's record only after the undo forgot it resumes nothing, and the abort is told once", async () => {
     const w = new World({ on: ["worker-1", "worker-2"], lagging: true });
     w.registerTainted("worker-1");
     w.register("worker-2");
     w.view?.sync();
     await w.pool.refresh();
     const startedAt = w.clock.now();
-    const controller = new AbortController();
-    // The deadline passes while the committed record is on its way: it lands, and the call still failed.
+    await w.pool.deleteNodes("workers", [w.ref("worker-1")]);
+    // The power-off commits its record; CA then cancels the scale-down (its taint goes) before the pod is created.
     w.cluster.onCall = (c) => {
-      if (c.op === "markPowerOff" && w.cluster.callsOf("markPowerOff").length === 2) controller.abort(new DOMException("deadline", "TimeoutError"));
+      if (c.op === "markPowerOff") w.cluster.untaint("worker-1");
     };
-    await rejectsWith(w.pool.deleteNodes("workers", [w.ref("worker-1")], { signal: controller.signal }), "cancelled");
-    w.cluster.onCall = undefined;
-    // The undo runs on a view that never showed the record, clears it and forgets the job. Then the watch
-    // delivers the record's landing, its clearing still to come (the fake view jumps to the truth, so the truth
-    // is set back to that moment).
     await w.drive(20);
+    w.cluster.onCall = undefined;
+    assert.equal(w.reporter.of("power-off-aborted").length, 1);
     assert.equal(w.cluster.nodeNamed("worker-1")?.annotations[POWER_OFF_ANNOTATION], undefined, "cleared on the apiserver");
+    // The undo ran on a view that never showed the committed record, and forgot the job. Now the watch delivers
+    // the Node as it was (record committed, taint on), its later changes still to come: the fake view jumps to
+    // the truth, so the truth is set back to that moment.
+    w.cluster.taint("worker-1");
     w.cluster.annotate("worker-1", POWER_OFF_ANNOTATION, String(startedAt));
     w.view?.sync();
     w.pool.clusterChanged();
     await w.drive(5);
-    w.cluster.setReady("worker-1", false, w.clock.now());
-    w.view?.sync();
-    w.clock.advance(200_000);
-    await w.drive(20);
-    assert.deepEqual(w.reporter.of("power-off-started"), []);
+    assert.deepEqual(w.reporter.of("power-off-started").filter((e) => e.resumed), [], "not resumed");
     assert.deepEqual(w.cluster.callsOf("createPowerOffPod"), []);
+    w.cluster.annotate("worker-1", POWER_OFF_ANNOTATION, undefined);
+    w.view?.sync();
+    await w.drive(20);
+    assert.equal(w.reporter.of("power-off-aborted").length, 1, "one abort, told once");
     assert.ok(w.power.isOn(w.machine("worker-1").power));
   });
 
@@ -283,7 +305,7 @@ describe("safety reproductions", () => {
     assert.equal(cutAt, down + 120_000, "the grace counted from the second NotReady");
   });
 
-  it("4i: a Node Ready again while the cut waits at the plug is refused there (node-ready)", async () => {
+  it("4i: a Node Ready again while the cut waits at the plug is refused there, and the power-off goes back to waiting", async () => {
     const w = await deletingWorker1();
     await w.pool.reconcile();
     w.cluster.setReady("worker-1", false, w.clock.now());
@@ -292,9 +314,30 @@ describe("safety reproductions", () => {
       if (c.op === "turnOff") w.cluster.setReady("worker-1", true, w.clock.now());
     };
     await w.drive(5);
-    assert.deepEqual(w.power.callsOf("turnOff").length, 1, "the cut was asked for");
+    w.power.onCall = undefined;
+    assert.equal(w.power.callsOf("turnOff").length, 1, "the cut was asked for");
     assert.ok(w.power.isOn(w.machine("worker-1").power), "and refused at the plug");
-    assert.equal(w.reporter.of("refused")[0]?.rule, "node-ready");
+    const steps = w.reporter.of("power-off-step");
+    assert.ok(steps.some((e) => e.step === "plug-off" && e.outcome === "failed" && /node worker-1 is Ready again/.test(e.detail)));
+    assert.ok(steps.some((e) => e.step === "await-not-ready" && e.outcome === "waiting" && /Ready again/.test(e.detail)));
+    assert.deepEqual(w.reporter.of("power-off-aborted"), [], "not given up: back to waiting for the shutdown");
+  });
+
+  it("4k: a machine whose plug was read off during its power-off, then switched on by hand with its Node Ready, is not cut", async () => {
+    const w = await deletingWorker1();
+    const plug = w.machine("worker-1").power;
+    await w.pool.reconcile();
+    w.power.set(plug, false);
+    await w.pool.refresh();
+    await w.pool.reconcile();
+    w.power.set(plug, true);
+    w.cluster.setReady("worker-1", false, w.clock.now());
+    w.clock.advance(1_000);
+    w.cluster.setReady("worker-1", true, w.clock.now());
+    await w.pool.refresh();
+    await w.drive(200);
+    assert.ok(w.power.isOn(plug));
+    assert.equal(w.power.callsOf("turnOff").length, 0);
   });
 
   it("4j: a BMC's OS shutdown is not sent once the taint is gone while it waited at the BMC", async () => {

@@ -47,8 +47,8 @@ export const PLANTS: readonly Plant[] = [
     edits: [
       {
         file: "src/domain/power-off-steps.ts",
-        find: "    const fresh = await freshVerdict(pool, machine, \"power-off\", options);\n    if (!fresh.allowed) return abort(fresh);\n    const verdict = mayCutPower(machine, pool.deps.cluster, pool.config.providerIDPrefix);\n    if (!verdict.allowed) return abort(verdict);\n    if (machine.power.shutsDown === true) {",
-        replace: "    if (machine.power.shutsDown === true) {",
+        find: "    const verdict = await shutdownVerdict(pool, machine, options);\n    if (!verdict.allowed) return abort(verdict);\n    await pool.deps.teardown.createPowerOffPod(",
+        replace: "    await pool.deps.teardown.createPowerOffPod(",
       },
     ],
   },
@@ -140,7 +140,7 @@ export const PLANTS: readonly Plant[] = [
     edits: [
       {
         file: "src/domain/power-off.ts",
-        find: "    if (startedAt === undefined || startedAt === st.undoneRecord) {",
+        find: "    if (startedAt === undefined || replayed) {",
         replace: "    if (startedAt === undefined) {",
       },
     ],
@@ -156,11 +156,26 @@ export const PLANTS: readonly Plant[] = [
     ],
   },
   {
+    name: "take a plug read off once for off for the rest of the power-off",
+    edits: [
+      {
+        file: "src/domain/power-off-steps.ts",
+        find: "      const ready = facts.hardCut === undefined && !mayBeCut(job) ? nodes.find((n) => n.ready) : undefined;",
+        replace: "      const ready = facts.hardCut === undefined && facts.powerSeenOff === undefined && !mayBeCut(job) ? nodes.find((n) => n.ready) : undefined;",
+      },
+      {
+        file: "src/domain/safety.ts",
+        find: "    if (ready !== undefined && job?.facts.hardCut === undefined) {",
+        replace: "    if (ready !== undefined && job?.facts.hardCut === undefined && job?.facts.powerSeenOff === undefined) {",
+      },
+    ],
+  },
+  {
     name: "cut at the plug a machine whose Node is Ready again",
     edits: [
       {
         file: "src/domain/safety.ts",
-        find: "    if (ready !== undefined && job?.facts.hardCut === undefined && job?.facts.powerSeenOff === undefined) {",
+        find: "    if (ready !== undefined && job?.facts.hardCut === undefined) {",
         replace: "    if (ready !== undefined && ready === undefined) {",
       },
     ],
