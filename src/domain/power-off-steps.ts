@@ -82,8 +82,14 @@ const checkTaint: StepRun = {
     const nodes = nodesOf(pool, machine);
     // The job commits its record first, on its Node whatever the view shows yet (it may still show none, or the
     // call's pending one): from here on a restart resumes it. A Node that registered since gets it too.
-    const commit = new Set(nodes.filter((n) => job.facts.recordCommitted === undefined || powerOffRecordOf(n)?.pending !== false).map((n) => n.name));
-    if (job.facts.recordCommitted === undefined && job.node !== "") commit.add(job.node);
+    // A Node the view shows with this very record committed has it (a view shows only what was written).
+    const shown = new Map(nodes.map((n) => [n.name, powerOffRecordOf(n)]));
+    const committed = (name: string): boolean => {
+      const record = shown.get(name);
+      return record?.pending === false && record.startedAt === job.startedAt;
+    };
+    const commit = new Set(nodes.map((n) => n.name).filter((name) => !committed(name)));
+    if (job.facts.recordCommitted === undefined && job.node !== "" && !committed(job.node)) commit.add(job.node);
     for (const node of commit) await pool.deps.teardown.markPowerOff(node, { startedAt: job.startedAt, pending: false }, options);
     job.facts.recordCommitted ??= now;
     return done(nodes.length === 0 ? "no node" : "node carries the ToBeDeleted taint");
@@ -155,10 +161,10 @@ const awaitNotReady: StepRun = {
       const ready = facts.hardCut === undefined && !mayBeCut(job) ? nodes.find((n) => n.ready) : undefined;
       if (ready === undefined) return done(facts.hardCut === undefined ? "node NotReady" : "hard cut");
       if (facts.powerSeenOff !== undefined) {
-        // A Node still shows Ready for a while after its machine lost power: the plug tells which it is.
-        const reading = await readPlug(pool, machine, options);
-        if (reading === undefined) return { kind: "retry", error: "the plug's state is not known yet" };
-        if (!reading.on) {
+        // A Node still shows Ready for a while after its machine lost power: the plug tells which it is. A plug
+        // that cannot be read now may have power again: waited on as one that has, within the same deadline.
+        const reading = await readPlug(pool, machine, options).catch(() => undefined);
+        if (reading?.on === false) {
           facts.plugOff = now;
           return done("plug reads off");
         }

@@ -79,7 +79,10 @@ function newJob(node: string, startedAt: number): PowerOffJob {
  * marks the machine (`beginMarking`) for the whole call, so the runner does not take the record meanwhile.
  */
 export async function recordPowerOff(ctx: PoolContext, nodes: readonly string[], startedAt: number, options?: CallOptions): Promise<void> {
-  await Promise.all(nodes.map((node) => ctx.deps.teardown.markPowerOff(node, { startedAt, pending: true }, options)));
+  // Settles only once every write has: the undo of a failed call waits for all of them.
+  const writes = await Promise.allSettled(nodes.map((node) => ctx.deps.teardown.markPowerOff(node, { startedAt, pending: true }, options)));
+  const failed = writes.find((w) => w.status === "rejected");
+  if (failed !== undefined) throw failed.reason;
 }
 
 /**
@@ -89,35 +92,38 @@ export async function recordPowerOff(ctx: PoolContext, nodes: readonly string[],
  * is undone instead; so is anything the view shows of a power-off this process already undid.
  */
 export function resumePowerOffs(ctx: PoolContext): void {
-  for (const machine of ctx.machines) {
-    // Only a machine with nothing else under way: a queued plug-on gives way to a power-off found recorded.
-    const st = stateOf(ctx, machine);
-    const { kind } = st.plan;
-    if (kind === "powering-off" || kind === "marking") continue;
-    // A terminating pod alone is a power-off being undone (or done): nothing to resume.
-    const found = ctx.deps.cluster.powerOffPod(machine.name);
-    const pod = found?.terminating === true ? undefined : found;
-    const nodes = nodesOf(ctx, machine);
-    const records = nodes.flatMap((n) => {
-      const record = powerOffRecordOf(n);
-      return record === undefined ? [] : [{ node: n.name, record }];
+  for (const machine of ctx.machines) resumePowerOff(ctx, machine);
+}
+
+/** `resumePowerOffs` for one machine. */
+export function resumePowerOff(ctx: PoolContext, machine: Machine): void {
+  // Only a machine with nothing else under way: a queued plug-on gives way to a power-off found recorded.
+  const st = stateOf(ctx, machine);
+  const { kind } = st.plan;
+  if (kind === "powering-off" || kind === "marking") return;
+  // A terminating pod alone is a power-off being undone (or done): nothing to resume.
+  const found = ctx.deps.cluster.powerOffPod(machine.name);
+  const pod = found?.terminating === true ? undefined : found;
+  const nodes = nodesOf(ctx, machine);
+  const records = nodes.flatMap((n) => {
+    const record = powerOffRecordOf(n);
+    return record === undefined ? [] : [{ node: n.name, record }];
+  });
+  if (pod === undefined && records.length === 0) return;
+  const committed = records.find((r) => !r.record.pending)?.record;
+  const startedAt = pod?.startedAt ?? committed?.startedAt;
+  const replayed = st.undoneRecord !== undefined && (pod?.startedAt === st.undoneRecord || records.some((r) => r.record.startedAt === st.undoneRecord));
+  if (startedAt === undefined || replayed) {
+    undoPowerOffRecord(ctx, machine, {
+      nodes: records.map((r) => r.node),
+      startedAt: startedAt ?? records[0]?.record.startedAt ?? ctx.deps.clock.now(),
+      reason: "its DeleteNodes did not succeed",
+      writes: Promise.resolve(),
+      quiet: replayed,
     });
-    if (pod === undefined && records.length === 0) continue;
-    const committed = records.find((r) => !r.record.pending)?.record;
-    const startedAt = pod?.startedAt ?? committed?.startedAt;
-    const replayed = st.undoneRecord !== undefined && (pod?.startedAt === st.undoneRecord || records.some((r) => r.record.startedAt === st.undoneRecord));
-    if (startedAt === undefined || replayed) {
-      undoPowerOffRecord(ctx, machine, {
-        nodes: records.map((r) => r.node),
-        startedAt: startedAt ?? records[0]?.record.startedAt ?? ctx.deps.clock.now(),
-        reason: "its DeleteNodes did not succeed",
-        writes: Promise.resolve(),
-        quiet: replayed,
-      });
-      continue;
-    }
-    startPowerOff(ctx, machine, nodes[0]?.name ?? pod?.nodeName ?? "", startedAt, true);
+    return;
   }
+  startPowerOff(ctx, machine, nodes[0]?.name ?? pod?.nodeName ?? "", startedAt, true);
 }
 
 /**

@@ -10,7 +10,7 @@ import { instanceOf, targetSizeOf } from "./instances.ts";
 import { hasDeletionTaint, isHeld, resolveRef } from "./matching.ts";
 import { throwIfCancelled, untilAborted } from "./lock.ts";
 import { switchOff } from "./switching.ts";
-import { recordPowerOff, startPowerOff, undoPowerOffRecord } from "./power-off.ts";
+import { recordPowerOff, resumePowerOff, startPowerOff, undoPowerOffRecord } from "./power-off.ts";
 
 /**
  * Validates every ref first and acts only if all pass: unknown → `instance-not-found`; held, registered
@@ -40,6 +40,9 @@ export async function deleteNodes(
     machines.set(machine.name, machine);
   }
   const chosen = [...machines.values()];
+  // A power-off an earlier run recorded (the runner may not have passed since a restart) is taken up first: the
+  // call then leaves it alone rather than writing its own record over it.
+  for (const machine of chosen) resumePowerOff(ctx, machine);
   for (const machine of chosen) validateDeletion(ctx, machine, what);
   const target = targetSizeOf(ctx, group);
   const lowering = chosen.filter((m) => {

@@ -3,8 +3,9 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { ClusterView, Machine, NodeView, PowerOffPodView, PowerRecords, PowerSwitch } from "../../src/domain/index.ts";
-import { POWER_OFF_ANNOTATION } from "../../src/domain/index.ts";
+import { createPool, POWER_OFF_ANNOTATION } from "../../src/domain/index.ts";
 import { observeOnlyPowerSwitch, observeOnlyRecords, observeOnlyTeardown, type DryRunAction } from "../../src/app/observe-only.ts";
+import { World } from "../fakes/world.ts";
 
 const machine: Machine = { name: "worker-1", group: "workers", index: 0, hold: false, power: { backend: "esphome", key: "p1 relay", label: "plug p1", measuresWatts: true } };
 
@@ -71,6 +72,35 @@ describe("observe-only ports (serve --dry-run)", () => {
     await assert.rejects(earlier.deletePowerOffPod(machine), { code: "cluster-refused" });
     await assert.rejects(earlier.deleteNode("worker-1"), { code: "cluster-refused" });
     assert.deepEqual(told.slice(1).map((a) => a.reason), Array.from({ length: 4 }, () => "DryRunPowerOffStep"));
+  });
+
+  it("takes up a power-off an earlier run committed and tells the pod it would create, not a new power-off", async () => {
+    const w = new World({ on: ["worker-1", "worker-2"] });
+    w.registerTainted("worker-1");
+    w.register("worker-2");
+    w.cluster.annotate("worker-1", POWER_OFF_ANNOTATION, String(w.clock.now()));
+    const told: DryRunAction[] = [];
+    const tell = (action: DryRunAction): void => { told.push(action); };
+    const pool = createPool(
+      {
+        clock: w.clock,
+        power: observeOnlyPowerSwitch(w.power, w.machines(), tell),
+        cluster: w.cluster,
+        lookup: w.cluster,
+        teardown: observeOnlyTeardown(w.cluster, tell),
+        records: observeOnlyRecords(w.records),
+        reporter: w.reporter,
+      },
+      w.config,
+    );
+    await pool.refresh();
+    for (let i = 0; i < 8; i++) {
+      const wait = await pool.reconcile();
+      if (wait === undefined) break;
+      w.clock.advance(wait);
+    }
+    assert.ok(!told.some((a) => a.reason === "DryRunPowerOff"), "not told as a power-off about to start");
+    assert.ok(told.some((a) => /create the power-off pod/.test(a.message)), "the dry run gets to the pod it would create");
   });
 
   it("keeps changes to plugpool's records in memory, over the stored ones", async () => {

@@ -156,6 +156,20 @@ describe("the power-off saga", () => {
     assert.equal(w.power.callsOf("turnOff").length, 1);
   });
 
+  it("waits on a plug read off and then unreadable, its Node Ready, as one that may have power: the power-off ends at its deadline", async () => {
+    const w = await deleting();
+    const plug = w.machine("worker-1").power;
+    await w.pool.reconcile();
+    w.power.set(plug, false);
+    await w.pool.refresh();
+    await w.pool.reconcile();
+    w.power.set(plug, true);
+    w.power.setFault(plug, "unreachable");
+    await w.drive(200);
+    assert.ok(w.power.isOn(plug));
+    assert.match(w.reporter.of("power-off-aborted")[0]?.reason ?? "", /did not go NotReady within 300000 ms/);
+  });
+
   it("takes a plug read off again, while its Node still shows Ready, for known off: nothing is sent and the power-off ends", async () => {
     const w = await deleting();
     w.power.set(w.machine("worker-1").power, false);

@@ -222,6 +222,39 @@ describe("safety reproductions", () => {
     assert.ok(w.power.isOn(w.machine("worker-1").power));
   });
 
+  it("4d2: the undo of a failed DeleteNodes waits for every write of the call, a machine's second Node's included", async () => {
+    const w = new World({ on: ["worker-1", "worker-2"] });
+    w.registerTainted("worker-1");
+    w.cluster.addNode({ name: "worker-1-again", providerID: "k3s://worker-1", taints: [TAINT] });
+    w.register("worker-2");
+    await w.pool.refresh();
+    const release = w.cluster.hold("markPowerOff", "worker-1-again");
+    w.cluster.failNext("markPowerOff"); // worker-1's write is refused; worker-1-again's is still out
+    const call = rejectsWith(w.pool.deleteNodes("workers", [w.ref("worker-1")]), "cluster-refused");
+    for (let turn = 0; turn < 3; turn++) await new Promise((resolve) => setImmediate(resolve));
+    await w.drive(5);
+    assert.deepEqual(w.cluster.callsOf("clearPowerOffMark"), [], "nothing cleared while a write is out");
+    release();
+    await call;
+    await w.drive(10);
+    assert.equal(w.cluster.nodeNamed("worker-1-again")?.annotations[POWER_OFF_ANNOTATION], undefined, "cleared after it landed");
+    assert.equal(w.reporter.of("power-off-aborted").length, 1);
+    assert.deepEqual(w.reporter.of("power-off-started"), []);
+  });
+
+  it("4d3: a DeleteNodes after a restart, before the runner's first pass, takes up the power-off an earlier run committed instead of writing over it", async () => {
+    const w = await deletingWorker1();
+    await w.pool.reconcile(); // the record is committed and the power-off pod created
+    const committed = w.cluster.nodeNamed("worker-1")?.annotations[POWER_OFF_ANNOTATION];
+    assert.match(committed ?? "", /^\d+$/);
+    w.restart();
+    const writes = w.cluster.callsOf("markPowerOff").length;
+    await w.pool.deleteNodes("workers", [w.ref("worker-1")]);
+    assert.equal(w.cluster.callsOf("markPowerOff").length, writes, "no record of its own");
+    assert.equal(w.cluster.nodeNamed("worker-1")?.annotations[POWER_OFF_ANNOTATION], committed);
+    assert.deepEqual(w.reporter.of("power-off-started").filter((e) => e.resumed).map((e) => e.machine), ["worker-1"]);
+  });
+
   it("4e: a view that shows an aborted power-off's record only after the undo forgot it resumes nothing, and the abort is told once", async () => {
     const w = new World({ on: ["worker-1", "worker-2"], lagging: true });
     w.registerTainted("worker-1");
