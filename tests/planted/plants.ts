@@ -100,8 +100,8 @@ export const PLANTS: readonly Plant[] = [
     edits: [
       {
         file: "src/domain/power-off.ts",
-        find: '    if (kind === "powering-off" || kind === "marking") continue;',
-        replace: '    if (kind === "powering-off") continue;',
+        find: '  if (kind === "powering-off" || kind === "marking") return;',
+        replace: '  if (kind === "powering-off") return;',
       },
     ],
   },
@@ -130,8 +130,8 @@ export const PLANTS: readonly Plant[] = [
     edits: [
       {
         file: "src/domain/power-off.ts",
-        find: "    const committed = records.find((r) => !r.record.pending)?.record;",
-        replace: "    const committed = records[0]?.record;",
+        find: "  const committed = records.find((r) => !r.record.pending)?.record;",
+        replace: "  const committed = records[0]?.record;",
       },
     ],
   },
@@ -140,8 +140,8 @@ export const PLANTS: readonly Plant[] = [
     edits: [
       {
         file: "src/domain/power-off.ts",
-        find: "    if (startedAt === undefined || replayed) {",
-        replace: "    if (startedAt === undefined) {",
+        find: "  if (startedAt === undefined || replayed) {",
+        replace: "  if (startedAt === undefined) {",
       },
     ],
   },
