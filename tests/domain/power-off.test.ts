@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { POWER_OFF_ANNOTATION } from "../../src/domain/index.ts";
-import { World, deletingWorker1, type WorldOptions } from "../fakes/world.ts";
+import { World, deletingWorker1, plugOffAndOnAgainMidPowerOff, type WorldOptions } from "../fakes/world.ts";
 
 const deleting = deletingWorker1;
 
@@ -157,13 +157,8 @@ describe("the power-off saga", () => {
   });
 
   it("waits on a plug read off and then unreadable, its Node Ready, as one that may have power: the power-off ends at its deadline", async () => {
-    const w = await deleting();
+    const w = await plugOffAndOnAgainMidPowerOff();
     const plug = w.machine("worker-1").power;
-    await w.pool.reconcile();
-    w.power.set(plug, false);
-    await w.pool.refresh();
-    await w.pool.reconcile();
-    w.power.set(plug, true);
     w.power.setFault(plug, "unreachable");
     await w.drive(200);
     assert.ok(w.power.isOn(plug));
@@ -239,43 +234,32 @@ describe("the power-off saga", () => {
       assert.ok(w.power.isOn(plug), "standby has held for 8 s only");
     });
 
-    it("takes a draw below -1 W for a faulty sensor, never for standby, and a slightly negative one for 0 W", async () => {
-      const w = await deleting(sensor);
-      const plug = w.machine("worker-1").power;
-      w.power.setWatts(plug, -500);
-      const t0 = w.clock.now();
-      let cutAt: number | undefined;
-      w.power.onCall = (c) => {
-        if (c.op === "turnOff") cutAt = w.clock.now();
-      };
-      await w.pool.reconcile();
-      w.cluster.setReady("worker-1", false, t0);
-      await w.drive(200);
-      assert.equal(cutAt, t0 + 120_000, "the full grace: no standby seen");
-      assert.equal(w.reporter.of("plug-off")[0]?.graceEnded, "elapsed");
-      assert.ok(w.reporter.of("power-off-step").some((e) => e.outcome === "waiting" && /drawing \? W/.test(e.detail)));
+    for (const [draw, how] of [[60, "stays high"], [-500, "reads below -1 W (a faulty sensor: unknown, never standby)"]] as const) {
+      it(`never waits longer than the grace when the draw ${how}`, async () => {
+        const w = await deleting(sensor);
+        w.power.setWatts(w.machine("worker-1").power, draw);
+        const t0 = w.clock.now();
+        let cutAt: number | undefined;
+        w.power.onCall = (c) => {
+          if (c.op === "turnOff") cutAt = w.clock.now();
+        };
+        await w.pool.reconcile();
+        w.cluster.setReady("worker-1", false, t0);
+        await w.drive(200);
+        assert.equal(cutAt, t0 + 120_000);
+        assert.equal(w.reporter.of("plug-off")[0]?.graceEnded, "elapsed");
+        const shown = draw < 0 ? "?" : String(draw);
+        assert.ok(w.reporter.of("power-off-step").some((e) => e.outcome === "waiting" && e.detail === `grace, drawing ${shown} W`));
+      });
+    }
 
-      const offset = await deleting(sensor);
-      offset.power.setWatts(offset.machine("worker-1").power, -0.4);
-      await offset.pool.reconcile();
-      offset.cluster.setReady("worker-1", false, offset.clock.now());
-      await offset.drive(200);
-      assert.equal(offset.reporter.of("plug-off")[0]?.graceEnded, "standby");
-    });
-
-    it("never waits longer than the grace when the draw stays high", async () => {
+    it("takes a slightly negative draw for 0 W, a sensor's offset at no load: the standby ends the grace", async () => {
       const w = await deleting(sensor);
-      w.power.setWatts(w.machine("worker-1").power, 60);
-      const t0 = w.clock.now();
-      let cutAt: number | undefined;
-      w.power.onCall = (c) => {
-        if (c.op === "turnOff") cutAt = w.clock.now();
-      };
+      w.power.setWatts(w.machine("worker-1").power, -0.4);
       await w.pool.reconcile();
-      w.cluster.setReady("worker-1", false, t0);
+      w.cluster.setReady("worker-1", false, w.clock.now());
       await w.drive(200);
-      assert.equal(cutAt, t0 + 120_000);
-      assert.equal(w.reporter.of("plug-off")[0]?.graceEnded, "elapsed");
+      assert.equal(w.reporter.of("plug-off")[0]?.graceEnded, "standby");
     });
   });
 

@@ -3,10 +3,19 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { POWER_OFF_ANNOTATION, TO_BE_DELETED_TAINT, isPlugpoolError } from "../../src/domain/index.ts";
-import { World, deletingWorker1 } from "../fakes/world.ts";
+import { World, deletingWorker1, plugOffAndOnAgainMidPowerOff } from "../fakes/world.ts";
 import { rejectsWith } from "../fakes/assertions.ts";
 
 const TAINT = { key: TO_BE_DELETED_TAINT, value: "1", effect: "NoSchedule" as const };
+
+/** The signal of a call whose deadline passes as its first power-off record is sent. */
+function deadlineAtRecord(w: World): AbortSignal {
+  const controller = new AbortController();
+  w.cluster.onCall = (c) => {
+    if (c.op === "markPowerOff") controller.abort(new DOMException("deadline", "TimeoutError"));
+  };
+  return controller.signal;
+}
 
 describe("safety reproductions", () => {
   it("1a: a machine switched on by hand is no instance and survives DeleteNodes and DecreaseTargetSize", async () => {
@@ -120,11 +129,8 @@ describe("safety reproductions", () => {
     const w = new World({ on: ["worker-1", "worker-2"] });
     w.registerTainted("worker-1");
     await w.pool.refresh();
-    const controller = new AbortController();
-    w.cluster.onCall = (c) => {
-      if (c.op === "markPowerOff") controller.abort(new DOMException("deadline", "TimeoutError"));
-    };
-    const error: unknown = await w.pool.deleteNodes("workers", [w.ref("worker-1")], { signal: controller.signal }).catch((e: unknown) => e);
+    const signal = deadlineAtRecord(w);
+    const error: unknown = await w.pool.deleteNodes("workers", [w.ref("worker-1")], { signal }).catch((e: unknown) => e);
     assert.ok(isPlugpoolError(error) && error.code === "cancelled");
     w.cluster.onCall = undefined;
     await w.drive(20);
@@ -184,12 +190,9 @@ describe("safety reproductions", () => {
     w.registerTainted("worker-1");
     w.register("worker-2");
     await w.pool.refresh();
-    const controller = new AbortController();
     const release = w.cluster.hold("markPowerOff", "worker-1");
-    w.cluster.onCall = (c) => {
-      if (c.op === "markPowerOff") controller.abort(new DOMException("deadline", "TimeoutError"));
-    };
-    const error: unknown = await w.pool.deleteNodes("workers", [w.ref("worker-1")], { signal: controller.signal }).catch((e: unknown) => e);
+    const signal = deadlineAtRecord(w);
+    const error: unknown = await w.pool.deleteNodes("workers", [w.ref("worker-1")], { signal }).catch((e: unknown) => e);
     assert.ok(isPlugpoolError(error) && error.code === "cancelled");
     w.cluster.onCall = undefined;
     await w.drive(20);
@@ -357,13 +360,8 @@ describe("safety reproductions", () => {
   });
 
   it("4k: a machine whose plug was read off during its power-off, then switched on by hand with its Node Ready, is not cut", async () => {
-    const w = await deletingWorker1();
+    const w = await plugOffAndOnAgainMidPowerOff();
     const plug = w.machine("worker-1").power;
-    await w.pool.reconcile();
-    w.power.set(plug, false);
-    await w.pool.refresh();
-    await w.pool.reconcile();
-    w.power.set(plug, true);
     w.cluster.setReady("worker-1", false, w.clock.now());
     w.clock.advance(1_000);
     w.cluster.setReady("worker-1", true, w.clock.now());

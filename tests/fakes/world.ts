@@ -204,6 +204,21 @@ export class World {
 }
 
 /** worker-1 registered, tainted and asked to be deleted; worker-2 registered and running. */
+/**
+ * worker-1 being powered off, its power-off pod created; then its plug switched off by hand and read off while
+ * its Node still shows Ready (the power-off takes that for the shutdown), and switched on again.
+ */
+export async function plugOffAndOnAgainMidPowerOff(): Promise<World> {
+  const w = await deletingWorker1();
+  const plug = w.machine("worker-1").power;
+  await w.pool.reconcile();
+  w.power.set(plug, false);
+  await w.pool.refresh();
+  await w.pool.reconcile();
+  w.power.set(plug, true);
+  return w;
+}
+
 export async function deletingWorker1(options: WorldOptions = {}): Promise<World> {
   const w = new World({ on: ["worker-1", "worker-2"], ...options });
   w.registerTainted("worker-1");
