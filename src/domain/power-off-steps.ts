@@ -80,9 +80,9 @@ const checkTaint: StepRun = {
     const verdict = mayCutPower(machine, pool.deps.cluster, pool.config.providerIDPrefix);
     if (!verdict.allowed) return abort(verdict);
     const nodes = nodesOf(pool, machine);
-    // The job commits its record first, on its Node whatever the view shows yet (it may still show none, or the
-    // call's pending one): from here on a restart resumes it. A Node that registered since gets it too.
-    // A Node the view shows with this very record committed has it (a view shows only what was written).
+    // The job commits its record first, on its Node whatever the view shows yet (none, or the call's pending
+    // one): from here on a restart resumes it. A Node that registered since gets it too; one the view shows with
+    // this very record committed has it already (a view shows only what was written).
     const shown = new Map(nodes.map((n) => [n.name, powerOffRecordOf(n)]));
     const committed = (name: string): boolean => {
       const record = shown.get(name);
