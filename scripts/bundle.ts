@@ -9,6 +9,7 @@ import { isAscii } from "node:buffer";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { build } from "esbuild";
+import { nativeAsyncGeneratorsPlugin } from "./native-async-generators.ts";
 
 const root = join(import.meta.dirname, "..");
 const outfile = process.argv[2] ?? join(root, "dist", "plugpool.mjs");
@@ -28,6 +29,9 @@ await build({
   // at its end: they hold names outside ASCII, which the check below refuses.
   legalComments: "external",
   logLevel: "warning",
+  // Dependencies compiled for ES2017 get their async generators back as native ones (see
+  // native-async-generators.ts for why).
+  plugins: [nativeAsyncGeneratorsPlugin],
 });
 
 // V8 keeps a script's source for lazy compilation, and Node hands it one byte per character only when the file

@@ -173,6 +173,13 @@ describe("Containerfile (runtime layout rebuilt without an engine)", () => {
     assert.match(readFileSync(join(app, "dist", "plugpool.mjs.LEGAL.txt"), "utf8"), /MIT License/);
   });
 
+  it("ships its dependencies' async generators native, not as tsc's ES2017 helper calls", () => {
+    // Connect's server pipeline is the one that matters: see scripts/native-async-generators.ts.
+    const bundle = readFileSync(join(app, "dist", "plugpool.mjs"), "utf8");
+    assert.doesNotMatch(bundle, /__asyncGenerator\(/);
+    assert.match(bundle, /async function\*pipe\(/);
+  });
+
   it("sends the engine exactly what it copies from the build context", () => {
     const allowed = readFileSync(join(root, ".dockerignore"), "utf8").split("\n").filter((l) => l.startsWith("!")).map((l) => l.slice(1).replace(/\/$/, ""));
     const copied = stages.flatMap((s) => s.copies.filter((c) => c.from === undefined).flatMap((c) => c.sources));
