@@ -11,56 +11,21 @@
 //
 // Each case runs in a process of its own as the image runs node (the Containerfile's ENV and ENTRYPOINT options)
 // with V8's --trace-gc-nvp, and reports, over its measured iterations, how many scavenges ran and the bytes they
-// promoted. No I/O: the Connect case calls the router's gRPC handler directly with a recorded request.
+// promoted. No I/O: the Connect cases call the router's gRPC handler directly with a recorded request, once with
+// Connect as published and once bundled as dist/plugpool.mjs is, its async generators made native
+// (scripts/native-async-generators.ts).
 //
 //   node bench/promotion.ts
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { create } from "@bufbuild/protobuf";
-import { createConnectRouter } from "@connectrpc/connect";
-import type { UniversalServerRequest } from "@connectrpc/connect/protocol";
-import { CloudProvider } from "../gen/clusterautoscaler/cloudprovider/v1/externalgrpc/externalgrpc_pb.ts";
+import { build } from "esbuild";
+import { nativeAsyncGeneratorsPlugin } from "../scripts/native-async-generators.ts";
+import { connectUnary, drain, single } from "./connect-unary.ts";
 import { containerfileEnv, containerfileNodeArgs, type ImageRuntime } from "./image-env.ts";
 
 const MEASURE = "promotion-bench: measuring";
 const STAGES = 8;
-
-/** One gRPC NodeGroupTargetSize call through Connect's router, as its Node.js adapter makes it. */
-function connectUnary(): () => Promise<number> {
-  const router = createConnectRouter({ grpc: true, grpcWeb: false, connect: false });
-  const targetSize = create(CloudProvider.method.nodeGroupTargetSize.output, { targetSize: 3 });
-  router.service(CloudProvider, { nodeGroupTargetSize: () => targetSize });
-  const path = `/${CloudProvider.typeName}/${CloudProvider.method.nodeGroupTargetSize.name}`;
-  const handler = router.handlers.find((h) => h.requestPath === path);
-  if (handler === undefined) throw new Error(`no handler for ${path}`);
-  // A gRPC frame: no compression, 4 bytes, NodeGroupTargetSizeRequest{id: "g1"}.
-  const frame = new Uint8Array([0, 0, 0, 0, 4, 0x0a, 0x02, 0x67, 0x31]);
-  return async () => {
-    const request: UniversalServerRequest = {
-      httpVersion: "2.0",
-      method: "POST",
-      url: `http://127.0.0.1${path}`,
-      header: new Headers({ "content-type": "application/grpc", te: "trailers" }),
-      body: single(frame),
-      signal: new AbortController().signal,
-      contextValues: undefined,
-    };
-    const response = await handler(request);
-    return drain(response.body);
-  };
-}
-
-/** One chunk as an async iterable, made without a generator so that only the stages measured make any. */
-function single(bytes: Uint8Array): AsyncIterable<Uint8Array> {
-  let given = false;
-  const next = (): Promise<IteratorResult<Uint8Array, undefined>> => {
-    const result: IteratorResult<Uint8Array, undefined> = given ? { done: true, value: undefined } : { done: false, value: bytes };
-    given = true;
-    return Promise.resolve(result);
-  };
-  return { [Symbol.asyncIterator]: () => ({ next }) };
-}
 
 async function* pass(source: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
   for await (const chunk of source) yield chunk;
@@ -77,36 +42,49 @@ function passStage(source: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array
   return stage();
 }
 
-async function drain(body: AsyncIterable<Uint8Array> | undefined): Promise<number> {
-  let bytes = 0;
-  if (body !== undefined) for await (const chunk of body) bytes += chunk.length;
-  return bytes;
+/** connect-unary.ts bundled as dist/plugpool.mjs is, its dependencies' async generators made native. */
+async function bundledConnectUnary(): Promise<() => Promise<number>> {
+  const { outputFiles } = await build({
+    entryPoints: [join(import.meta.dirname, "connect-unary.ts")],
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    write: false,
+    logLevel: "warning",
+    plugins: [nativeAsyncGeneratorsPlugin],
+  });
+  const [file] = outputFiles;
+  if (file === undefined) throw new Error("esbuild wrote nothing for connect-unary.ts");
+  const bundled = (await import(`data:text/javascript,${encodeURIComponent(file.text)}`)) as typeof import("./connect-unary.ts");
+  return bundled.connectUnary();
 }
 
 const frame = new Uint8Array(64);
 const cases = {
-  "Connect gRPC unary call": { iterations: 5_000, run: connectUnary() },
+  "Connect gRPC unary call, published build": { iterations: 5_000, make: () => Promise.resolve(connectUnary()) },
+  "Connect gRPC unary call, as bundled (native async generators)": { iterations: 5_000, make: bundledConnectUnary },
   [`${STAGES} async generator stages, functions made per call`]: {
     iterations: 20_000,
-    run: () => {
+    make: () => Promise.resolve(() => {
       let it: AsyncIterable<Uint8Array> = single(frame);
       for (let i = 0; i < STAGES; i++) it = passStage(it);
       return drain(it);
-    },
+    }),
   },
   [`${STAGES} async generator stages, module-level function`]: {
     iterations: 20_000,
-    run: () => {
+    make: () => Promise.resolve(() => {
       let it: AsyncIterable<Uint8Array> = single(frame);
       for (let i = 0; i < STAGES; i++) it = pass(it);
       return drain(it);
-    },
+    }),
   },
-} satisfies Record<string, { iterations: number; run: () => Promise<number> }>;
+} satisfies Record<string, { iterations: number; make: () => Promise<() => Promise<number>> }>;
 type CaseName = keyof typeof cases;
 
 async function runCase(name: CaseName): Promise<void> {
-  const { iterations, run } = cases[name];
+  const { iterations, make } = cases[name];
+  const run = await make();
   for (let i = 0; i < 500; i++) await run();
   console.log(MEASURE);
   for (let i = 0; i < iterations; i++) await run();
@@ -145,12 +123,12 @@ if (caseName !== undefined) {
   const containerfile = readFileSync(join(root, "Containerfile"), "utf8");
   const image: ImageRuntime = { env: containerfileEnv(containerfile), nodeArgs: containerfileNodeArgs(containerfile) };
   console.log(`as the image runs node: NODE_OPTIONS="${image.env.NODE_OPTIONS ?? ""}" node${image.nodeArgs.map((arg) => ` ${arg}`).join("")}; Node.js ${process.version}`);
-  console.log("case                                                  iterations  scavenges  promoted KB/iteration  mark-compacts");
+  console.log(`${"case".padEnd(64)}iterations  scavenges  promoted KB/iteration  mark-compacts`);
   for (const name of Object.keys(cases) as CaseName[]) {
     const { iterations } = cases[name];
     const m = measure(name, image);
     console.log(
-      `${name.padEnd(54)}${String(iterations).padStart(10)}${String(m.scavenges).padStart(11)}` +
+      `${name.padEnd(64)}${String(iterations).padStart(10)}${String(m.scavenges).padStart(11)}` +
         `${(m.promotedBytes / 1024 / iterations).toFixed(2).padStart(23)}${String(m.markCompacts).padStart(15)}`,
     );
   }
