@@ -24,7 +24,8 @@ process.on("message", (message) => {
     // The main thread's GC pauses, young (scavenges) and old (mark-compact, its incremental steps included).
     const pauseMs = (young: boolean): number =>
       statistics.filter((gc) => (gc.gcType === "Scavenge" || gc.gcType === "MinorMarkSweep") === young).reduce((sum, gc) => sum + gc.cost, 0) / 1000;
-    process.send?.({ allocatedBytes: usedAtEnd - usedAtStart + freed, youngGcMs: pauseMs(true), oldGcMs: pauseMs(false) });
+    const fullGcs = statistics.filter((gc) => gc.gcType === "MarkSweepCompact").length;
+    process.send?.({ allocatedBytes: usedAtEnd - usedAtStart + freed, youngGcMs: pauseMs(true), oldGcMs: pauseMs(false), fullGcs });
   } else if (message === "heap") {
     const heap = getHeapStatistics();
     const young = getHeapSpaceStatistics().find((s) => s.space_name === "new_space");

@@ -27,6 +27,8 @@ export interface PlugpoolProcess {
   memory(): ProcMemory;
   /** User + system CPU time since the spawn, ms (10 ms steps). */
   cpuMs(): number;
+  /** The same for the main thread alone: the rest is V8's helper threads (parallel and concurrent GC, compilers) and libuv's. */
+  mainThreadCpuMs(): number;
   /** Bytes plugpool allocated while `work` ran (all of it garbage once the calls are answered). */
   allocatedDuring<T>(work: () => Promise<T>): Promise<Allocated<T>>;
   /** What the V8 heap holds and reserves now, and the memory outside it that V8 knows of. */
@@ -95,6 +97,7 @@ export async function startPlugpool(options: PlugpoolProcessOptions): Promise<Pl
       startup,
       memory: () => procMemory(pid),
       cpuMs: () => procCpuMs(pid),
+      mainThreadCpuMs: () => threadCpuMs(pid, pid),
       allocatedDuring: (work) => allocatedDuring(child, work),
       heap: async () => (await ask(child, "heap")) as HeapReport,
       stop: async () => {
@@ -125,14 +128,16 @@ export interface Allocated<T> {
   /** The main thread's pauses for GC of the young generation and of the old one while `work` ran. */
   readonly youngGcMs: number;
   readonly oldGcMs: number;
+  /** Full (mark-compact) collections that ended while `work` ran. */
+  readonly fullGcs: number;
 }
 
 /** Bytes a process running gc-probe.ts allocated while `work` ran, and its GC pauses meanwhile. */
 export async function allocatedDuring<T>(child: ChildProcess, work: () => Promise<T>): Promise<Allocated<T>> {
   await ask(child, "start");
   const result = await work();
-  const { allocatedBytes, youngGcMs, oldGcMs } = (await ask(child, "stop")) as { allocatedBytes: number; youngGcMs: number; oldGcMs: number };
-  return { result, bytes: allocatedBytes, youngGcMs, oldGcMs };
+  const { allocatedBytes, youngGcMs, oldGcMs, fullGcs } = (await ask(child, "stop")) as { allocatedBytes: number; youngGcMs: number; oldGcMs: number; fullGcs: number };
+  return { result, bytes: allocatedBytes, youngGcMs, oldGcMs, fullGcs };
 }
 
 function ask(child: ChildProcess, message: string): Promise<unknown> {
@@ -206,8 +211,17 @@ export function procMemory(pid: number): ProcMemory {
 
 /** utime + stime of a process, ms (fields 14 and 15 of /proc/<pid>/stat, after the command name). */
 export function procCpuMs(pid: number): number {
+  return statCpuMs(`/proc/${pid}/stat`);
+}
+
+/** utime + stime of one thread of a process (its main thread: tid = pid), ms. */
+export function threadCpuMs(pid: number, tid: number): number {
+  return statCpuMs(`/proc/${pid}/task/${tid}/stat`);
+}
+
+function statCpuMs(path: string): number {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const stat = readFileSync(path, "utf8");
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
     return (Number(fields[11]) + Number(fields[12])) * CLOCK_TICK_MS;
   } catch {

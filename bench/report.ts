@@ -70,13 +70,15 @@ export function formatResults(results: readonly SizeResult[]): string {
     }),
   );
   const refresh = table(
-    ["machines", "memory", "Refresh p50 / p99 ms", "Refresh CPU ms mean / max", "GC pause ms young / old", "floor CPU ms", "ratio", "floor p50 / p99 ms", "garbage/Refresh MB", "garbage/loop rest MB"],
+    ["machines", "memory", "Refresh p50 / p99 ms", "Refresh CPU ms mean / max", "of it main thread", "GC pause ms young / old", "full GCs: in n Refreshes, CPU with / without", "floor CPU ms", "ratio", "floor p50 / p99 ms", "garbage/Refresh MB", "garbage/loop rest MB"],
     each.map(({ r, c }) => [
       String(r.site.machines),
       c.label,
       `${ms(c.refresh.p50Ms)} / ${ms(c.refresh.p99Ms)}`,
       `${ms(c.refreshCpuMs.mean)} / ${ms(c.refreshCpuMs.max)}`,
+      ms(c.refreshMainThreadCpuMs.mean),
       `${ms(c.refreshGcMs.young.mean)} / ${ms(c.refreshGcMs.old.mean)}`,
+      `${c.refreshFullGc.refreshes}, ${c.refreshFullGc.withCpuMs === undefined ? "-" : ms(c.refreshFullGc.withCpuMs.mean)} / ${c.refreshFullGc.withoutCpuMs === undefined ? "-" : ms(c.refreshFullGc.withoutCpuMs.mean)}`,
       ms(c.floor.cpuMs.mean),
       refreshCpuRatio(c).toFixed(2),
       `${ms(c.floor.refresh.p50Ms)} / ${ms(c.floor.refresh.p99Ms)}`,

@@ -67,6 +67,13 @@ export interface ConditionResult {
   readonly rpcsPerLoop: number;
   readonly refresh: LatencySummary;
   readonly refreshCpuMs: Share;
+  /** Of it, the main thread's; the rest ran on V8's helper threads (and libuv's). */
+  readonly refreshMainThreadCpuMs: Share;
+  /**
+   * The Refreshes with a full (mark-compact) collection ending in them, and the CPU of those with and without one:
+   * where V8's full collections fall moves a Refresh's CPU more than anything in it.
+   */
+  readonly refreshFullGc: { readonly refreshes: number; readonly withCpuMs?: Share; readonly withoutCpuMs?: Share };
   readonly refreshGarbageBytes: Share;
   /** The main thread's GC pauses during a Refresh: young generation, old generation. */
   readonly refreshGcMs: { readonly young: Share; readonly old: Share };
@@ -118,10 +125,23 @@ async function sleepUntil(at: number): Promise<void> {
 interface LoopSample {
   readonly refreshMs: number;
   readonly refreshCpuMs: number;
+  readonly refreshMainThreadCpuMs: number;
+  readonly refreshFullGcs: number;
   readonly refreshBytes: number;
   readonly refreshGcMs: { readonly young: number; readonly old: number };
   readonly rpcBytes: number;
   readonly rpcs: number;
+}
+
+/** The counted loops' Refreshes with a full collection ending in them, and the CPU of those with and without one. */
+function fullGcSplit(loops: readonly LoopSample[]): ConditionResult["refreshFullGc"] {
+  const withOne = loops.filter((l) => l.refreshFullGcs > 0).map((l) => l.refreshCpuMs);
+  const without = loops.filter((l) => l.refreshFullGcs === 0).map((l) => l.refreshCpuMs);
+  return {
+    refreshes: withOne.length,
+    ...(withOne.length > 0 && { withCpuMs: share(withOne) }),
+    ...(without.length > 0 && { withoutCpuMs: share(without) }),
+  };
 }
 
 /** One CA loop: a timed Refresh (its CPU and garbage counted apart), then the rest of the loop. */
@@ -130,15 +150,18 @@ async function caLoop(plugpool: PlugpoolProcess, site: Layout): Promise<LoopSamp
   // CPU counted around the RPC alone: the garbage probe's own start and stop are not the Refresh's.
   const refresh = await plugpool.allocatedDuring(async () => {
     const cpuBefore = plugpool.cpuMs();
+    const mainBefore = plugpool.mainThreadCpuMs();
     const started = performance.now();
     const { error } = await client.call("refresh", {}, { deadlineMs: 10_000 });
     if (error) throw new Error(`Refresh failed in a CA loop: ${error.message}`);
-    return { ms: performance.now() - started, cpuMs: plugpool.cpuMs() - cpuBefore };
+    return { ms: performance.now() - started, cpuMs: plugpool.cpuMs() - cpuBefore, mainThreadCpuMs: plugpool.mainThreadCpuMs() - mainBefore };
   });
   const rest = await plugpool.allocatedDuring(() => caLoopAfterRefresh(client, site, registeredNodes(site)));
   return {
     refreshMs: refresh.result.ms,
     refreshCpuMs: refresh.result.cpuMs,
+    refreshMainThreadCpuMs: refresh.result.mainThreadCpuMs,
+    refreshFullGcs: refresh.fullGcs,
     refreshBytes: refresh.bytes,
     refreshGcMs: { young: refresh.youngGcMs, old: refresh.oldGcMs },
     rpcBytes: rest.bytes,
@@ -237,6 +260,8 @@ async function measureCondition(run: Run, condition: Condition): Promise<{ resul
         rpcsPerLoop: loops[0]?.rpcs ?? 0,
         refresh: summarise(loops.map((l) => l.refreshMs), 0),
         refreshCpuMs: share(loops.map((l) => l.refreshCpuMs)),
+        refreshMainThreadCpuMs: share(loops.map((l) => l.refreshMainThreadCpuMs)),
+        refreshFullGc: fullGcSplit(loops),
         refreshGarbageBytes: share(loops.map((l) => l.refreshBytes)),
         refreshGcMs: { young: share(loops.map((l) => l.refreshGcMs.young)), old: share(loops.map((l) => l.refreshGcMs.old)) },
         loopRpcGarbageBytes: share(loops.map((l) => l.rpcBytes)),
