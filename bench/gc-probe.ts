@@ -2,9 +2,18 @@
 // plugpool-process.ts): counts the bytes allocated between a "start" and a "stop" message on the IPC channel,
 // i.e. the garbage a batch of calls makes. Allocated = heap used at the end − heap used at the start + what
 // every GC in between freed (v8.GCProfiler reports the heap before and after each one). The bench closes the
-// channel before it stops the process, so the listener never keeps it alive. A "heap" message answers what the
+// channel before it stops the process, so the listener never keeps it alive. It also counts what young collections
+// moved to the old generation meanwhile: a full collection starts once the old generation has grown by a margin, so
+// the part of a CA loop that moves the most tends to be where the full collections fall. A "heap" message answers what the
 // V8 heap holds and reserves, and the memory outside it, so that the RSS can be told apart.
-import { GCProfiler, getHeapSpaceStatistics, getHeapStatistics } from "node:v8";
+import { GCProfiler, getHeapSpaceStatistics, getHeapStatistics, type GCProfilerResult } from "node:v8";
+
+type HeapState = GCProfilerResult["statistics"][number]["beforeGC"];
+
+/** Bytes in use in the old generation: where a young collection moves what survived it twice. */
+function oldBytes(state: HeapState): number {
+  return state.heapSpaceStatistics.filter((s) => s.spaceName === "old_space" || s.spaceName === "large_object_space").reduce((sum, s) => sum + s.spaceUsedSize, 0);
+}
 
 let profiler: GCProfiler | undefined;
 let usedAtStart = 0;
@@ -25,7 +34,8 @@ process.on("message", (message) => {
     const pauseMs = (young: boolean): number =>
       statistics.filter((gc) => (gc.gcType === "Scavenge" || gc.gcType === "MinorMarkSweep") === young).reduce((sum, gc) => sum + gc.cost, 0) / 1000;
     const fullGcs = statistics.filter((gc) => gc.gcType === "MarkSweepCompact").length;
-    process.send?.({ allocatedBytes: usedAtEnd - usedAtStart + freed, youngGcMs: pauseMs(true), oldGcMs: pauseMs(false), fullGcs });
+    const promotedBytes = statistics.filter((gc) => gc.gcType === "Scavenge").reduce((sum, gc) => sum + oldBytes(gc.afterGC) - oldBytes(gc.beforeGC), 0);
+    process.send?.({ allocatedBytes: usedAtEnd - usedAtStart + freed, youngGcMs: pauseMs(true), oldGcMs: pauseMs(false), fullGcs, promotedBytes });
   } else if (message === "heap") {
     const heap = getHeapStatistics();
     const young = getHeapSpaceStatistics().find((s) => s.space_name === "new_space");

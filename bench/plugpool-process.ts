@@ -130,14 +130,16 @@ export interface Allocated<T> {
   readonly oldGcMs: number;
   /** Full (mark-compact) collections that ended while `work` ran. */
   readonly fullGcs: number;
+  /** What young-generation collections moved to the old generation while `work` ran. */
+  readonly promotedBytes: number;
 }
 
 /** Bytes a process running gc-probe.ts allocated while `work` ran, and its GC pauses meanwhile. */
 export async function allocatedDuring<T>(child: ChildProcess, work: () => Promise<T>): Promise<Allocated<T>> {
   await ask(child, "start");
   const result = await work();
-  const { allocatedBytes, youngGcMs, oldGcMs, fullGcs } = (await ask(child, "stop")) as { allocatedBytes: number; youngGcMs: number; oldGcMs: number; fullGcs: number };
-  return { result, bytes: allocatedBytes, youngGcMs, oldGcMs, fullGcs };
+  const { allocatedBytes, youngGcMs, oldGcMs, fullGcs, promotedBytes } = (await ask(child, "stop")) as Omit<Allocated<T>, "result" | "bytes"> & { allocatedBytes: number };
+  return { result, bytes: allocatedBytes, youngGcMs, oldGcMs, fullGcs, promotedBytes };
 }
 
 function ask(child: ChildProcess, message: string): Promise<unknown> {

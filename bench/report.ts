@@ -70,7 +70,7 @@ export function formatResults(results: readonly SizeResult[]): string {
     }),
   );
   const refresh = table(
-    ["machines", "memory", "Refresh p50 / p99 ms", "Refresh CPU ms mean / max", "of it main thread", "GC pause ms young / old", "full GCs: in n Refreshes, CPU with / without", "floor CPU ms", "ratio", "floor p50 / p99 ms", "garbage/Refresh MB", "garbage/loop rest MB"],
+    ["machines", "memory", "Refresh p50 / p99 ms", "Refresh CPU ms mean / max", "of it main thread", "GC pause ms young / old", "full GCs: in n Refreshes, CPU with / without", "floor CPU ms", "ratio", "floor p50 / p99 ms", "garbage/Refresh MB", "garbage/loop rest MB", "to old gen MB: Refresh / rest"],
     each.map(({ r, c }) => [
       String(r.site.machines),
       c.label,
@@ -84,6 +84,7 @@ export function formatResults(results: readonly SizeResult[]): string {
       `${ms(c.floor.refresh.p50Ms)} / ${ms(c.floor.refresh.p99Ms)}`,
       mb1(c.refreshGarbageBytes.mean),
       mb1(c.loopRpcGarbageBytes.mean),
+      `${mb1(c.promotedBytes.refresh.mean)} / ${mb1(c.promotedBytes.rest.mean)}`,
     ]),
   );
   const rpc = table(

@@ -79,6 +79,8 @@ export interface ConditionResult {
   readonly refreshGcMs: { readonly young: Share; readonly old: Share };
   /** The rest of a loop: every RPC after its Refresh. */
   readonly loopRpcGarbageBytes: Share;
+  /** What young collections moved to the old generation during a Refresh, and during the rest of its loop. */
+  readonly promotedBytes: { readonly refresh: Share; readonly rest: Share };
   readonly floor: { readonly refresh: LatencySummary; readonly cpuMs: Share; readonly answered: number };
   readonly apiserver: { readonly loops: number; readonly perLoop: number; readonly watchStarts: number; readonly seen: readonly string[] };
   readonly rpc: Readonly<Record<BenchedMethod, RpcResult>>;
@@ -130,6 +132,7 @@ interface LoopSample {
   readonly refreshBytes: number;
   readonly refreshGcMs: { readonly young: number; readonly old: number };
   readonly rpcBytes: number;
+  readonly promoted: { readonly refresh: number; readonly rest: number };
   readonly rpcs: number;
 }
 
@@ -165,6 +168,7 @@ async function caLoop(plugpool: PlugpoolProcess, site: Layout): Promise<LoopSamp
     refreshBytes: refresh.bytes,
     refreshGcMs: { young: refresh.youngGcMs, old: refresh.oldGcMs },
     rpcBytes: rest.bytes,
+    promoted: { refresh: refresh.promotedBytes, rest: rest.promotedBytes },
     rpcs: rest.result + 1,
   };
 }
@@ -265,6 +269,7 @@ async function measureCondition(run: Run, condition: Condition): Promise<{ resul
         refreshGarbageBytes: share(loops.map((l) => l.refreshBytes)),
         refreshGcMs: { young: share(loops.map((l) => l.refreshGcMs.young)), old: share(loops.map((l) => l.refreshGcMs.old)) },
         loopRpcGarbageBytes: share(loops.map((l) => l.rpcBytes)),
+        promotedBytes: { refresh: share(loops.map((l) => l.promoted.refresh)), rest: share(loops.map((l) => l.promoted.rest)) },
         floor: {
           refresh: summarise(floorRefreshes.map((f) => f.ms), 0),
           cpuMs: share(floorRefreshes.map((f) => f.cpuMs)),
