@@ -87,7 +87,8 @@ function build(commit: string | undefined): string {
   rmSync(tree, { recursive: true, force: true });
   mkdirSync(tree, { recursive: true });
   const bundled = execFileSync("git", ["ls-tree", "--name-only", commit, "scripts/bundle.ts"], { cwd: root, encoding: "utf8" }).trim() !== "";
-  const files = ["src", "gen", "package.json", "tsconfig.json", "tsconfig.build.json", ...(bundled ? ["scripts/bundle.ts"] : [])];
+  // The whole scripts/ directory: the bundle script imports others of it (its esbuild plugins).
+  const files = ["src", "gen", "package.json", "tsconfig.json", "tsconfig.build.json", ...(bundled ? ["scripts"] : [])];
   execFileSync("sh", ["-c", `git archive "$0" ${files.join(" ")} | tar -x -C "$1"`, commit, tree], { cwd: root, stdio: ["ignore", "inherit", "inherit"] });
   // The build resolves its packages from the repository's node_modules, beside .bench/.
   symlinkSync(join(root, "node_modules"), join(tree, "node_modules"));
