@@ -128,26 +128,18 @@ export function createBoundedCall<Control, Target>(rules: CallRules<Control, Tar
     return new PlugpoolError(code, `${where}: ${detail}`, causeOf(cause));
   }
 
-  /**
-   * What a call needs once it starts: its signal, its deadline's timer and its hold on the caller's signal. Made at
-   * its start, not when asked: a Refresh asks every plug at once and most of its calls wait a few turns for theirs,
-   * and whatever they held meanwhile lived through the young collections of that wait and was moved to the old
-   * generation, which only a full collection frees.
-   */
-  function begin(control: Control, callerSignal: AbortSignal | undefined, deadlineAt: number): { call: DeviceCall<Target>; end: () => void } {
+  // Chained, not awaited (see started.ts).
+  return <T>(control: Control, action: string, options: CallOptions | undefined, work: (call: DeviceCall<Target>) => Promise<T>): Promise<T> => {
+    const asked = currentPass();
     // One controller for the deadline and the caller's abort, whichever comes first; its reason tells them apart.
     const controller = new AbortController();
     const { signal } = controller;
+    const callerSignal = options?.signal;
     const abortCall = (): void => { controller.abort(callerSignal?.reason); };
-    const remainingMs = deadlineAt - performance.now();
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    // A deadline that passed while the call waited for its turn came first: the caller gives up later, if at all.
-    if (remainingMs <= 0) controller.abort(TIMED_OUT);
-    else if (callerSignal?.aborted === true) abortCall();
-    if (!signal.aborted) {
-      timer = setTimeout(() => { controller.abort(TIMED_OUT); }, remainingMs);
-      if (callerSignal !== undefined) onCallerAbort(callerSignal, abortCall);
-    }
+    if (callerSignal?.aborted === true) abortCall();
+    else if (callerSignal !== undefined) onCallerAbort(callerSignal, abortCall);
+    // At least half the timeout all the same: a pass that ran long must not end a call before it could try.
+    const timer = setTimeout(() => { controller.abort(TIMED_OUT); }, Math.max(rules.timeoutMs / 2, rules.timeoutMs - (performance.now() - asked.askedAt)));
     const call: DeviceCall<Target> = {
       signal,
       timedOut: () => signal.reason === TIMED_OUT,
@@ -161,31 +153,17 @@ export function createBoundedCall<Control, Target>(rules: CallRules<Control, Tar
       clearTimeout(timer);
       if (callerSignal !== undefined) offCallerAbort(callerSignal, abortCall);
     };
-    return { call, end };
-  }
-
-  // Chained, not awaited (see started.ts).
-  return <T>(control: Control, action: string, options: CallOptions | undefined, work: (call: DeviceCall<Target>) => Promise<T>): Promise<T> => {
-    const asked = currentPass();
-    // The deadline runs from the pass, and from before the call's turn to start: a call waits within its timeout.
-    // At least half the timeout all the same: a pass that ran long must not end a call before it could try.
-    const now = performance.now();
-    const deadlineAt = now + Math.max(rules.timeoutMs / 2, rules.timeoutMs - (now - asked.askedAt));
-    return new Promise<T>((resolve) => {
-      startSoon(asked, () => {
-        const { call, end } = begin(control, options?.signal, deadlineAt);
-        resolve(started(() => work(call)).then(
-          (value) => {
-            end();
-            return value;
-          },
-          (error: unknown) => {
-            end();
-            throw callError(rules.where(control, action), error, call);
-          },
-        ));
-      });
-    });
+    // The deadline already runs: a call that waits for its turn to start waits within its timeout.
+    return new Promise<T>((resolve) => { startSoon(asked, () => { resolve(started(() => work(call))); }); }).then(
+      (value) => {
+        end();
+        return value;
+      },
+      (error: unknown) => {
+        end();
+        throw callError(rules.where(control, action), error, call);
+      },
+    );
   };
 }
 

@@ -103,21 +103,6 @@ describe("createBoundedCall() start", () => {
     assert.deepEqual(started, [...plugs(0, 25), "plug-late"]);
   });
 
-  it("makes nothing for a call before its turn: its target is made when it starts", async () => {
-    const made: string[] = [];
-    const lazy = createBoundedCall<string, string>({
-      timeoutMs: 60_000,
-      target: (control) => { made.push(control); return control; },
-      where: (control, action) => `${action} ${control}`,
-      unsafe: "refused",
-      command: "the command",
-    });
-    const calls = plugs(0, 30).map((plug) => lazy(plug, "reading", undefined, (call) => Promise.resolve(call.target)));
-    assert.deepEqual(made, plugs(0, 20));
-    assert.deepEqual(await Promise.all(calls), plugs(0, 30));
-    assert.deepEqual(made, plugs(0, 30));
-  });
-
   it("starts the first calls of each new pass at once when none wait", async () => {
     const started: string[] = [];
     await Promise.all(plugs(0, 20).map((plug) => noting(started, plug)));
@@ -150,23 +135,6 @@ describe("createBoundedCall() deadlines", () => {
       "call 2: reading plug-2: timed out after 400 ms",
       "first + 75 ms",
     ]);
-  });
-
-  it("starts a call whose deadline passed while it waited for its turn as timed out, before its work sends anything", async () => {
-    const seen: DeviceCall<string>[] = [];
-    const asked = Array.from({ length: 21 }, (_, i) =>
-      short(`plug-${String(i)}`, "reading", undefined, (call) => {
-        if (i === 0) busy(450); // the first batch's set-up runs past every deadline of the pass
-        if (i < 20) return Promise.resolve("read");
-        seen.push(call);
-        return untilAborted([])(call);
-      }),
-    );
-    const last = asked.at(-1);
-    await assert.rejects(last ?? Promise.resolve(), /reading plug-20: timed out after 400 ms/);
-    assert.equal(seen.length, 1);
-    assert.equal(seen[0]?.timedOut(), true);
-    await Promise.all(asked.slice(0, 20));
   });
 
   it("still gives a call asked in a long pass half its timeout", async () => {
