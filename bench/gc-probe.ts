@@ -30,11 +30,11 @@ process.on("message", (message) => {
     const { statistics } = profiler.stop();
     profiler = undefined;
     const freed = statistics.reduce((sum, gc) => sum + gc.beforeGC.heapStatistics.usedHeapSize - gc.afterGC.heapStatistics.usedHeapSize, 0);
+    const isYoung = (gc: (typeof statistics)[number]): boolean => gc.gcType === "Scavenge" || gc.gcType === "MinorMarkSweep";
     // The main thread's GC pauses, young (scavenges) and old (mark-compact, its incremental steps included).
-    const pauseMs = (young: boolean): number =>
-      statistics.filter((gc) => (gc.gcType === "Scavenge" || gc.gcType === "MinorMarkSweep") === young).reduce((sum, gc) => sum + gc.cost, 0) / 1000;
+    const pauseMs = (young: boolean): number => statistics.filter((gc) => isYoung(gc) === young).reduce((sum, gc) => sum + gc.cost, 0) / 1000;
     const fullGcs = statistics.filter((gc) => gc.gcType === "MarkSweepCompact").length;
-    const promotedBytes = statistics.filter((gc) => gc.gcType === "Scavenge").reduce((sum, gc) => sum + oldBytes(gc.afterGC) - oldBytes(gc.beforeGC), 0);
+    const promotedBytes = statistics.filter(isYoung).reduce((sum, gc) => sum + oldBytes(gc.afterGC) - oldBytes(gc.beforeGC), 0);
     process.send?.({ allocatedBytes: usedAtEnd - usedAtStart + freed, youngGcMs: pauseMs(true), oldGcMs: pauseMs(false), fullGcs, promotedBytes });
   } else if (message === "heap") {
     const heap = getHeapStatistics();
