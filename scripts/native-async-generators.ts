@@ -113,6 +113,7 @@ export function nativeAsyncGenerators(code: string, fileName: string): Rewritten
   const remaining: string[] = [];
   const find = (node: ts.Node): void => {
     if (ts.isVariableDeclaration(node) && ts.isIdentifier(node.name) && helpers.has(node.name.text)) return; // the helpers themselves
+    // __asyncValues is not among them: tsc also uses it for `for await` in plain async functions, which stay as they are.
     if (ts.isCallExpression(node) && ts.isIdentifier(node.expression) && ["__asyncGenerator", "__await", "__asyncDelegator"].includes(node.expression.text)) {
       remaining.push(where(ts.getOriginalNode(node)));
     }
