@@ -13,7 +13,8 @@
 // with V8's --trace-gc-nvp, and reports, over its measured iterations, how many scavenges ran and the bytes they
 // promoted. No I/O: the Connect cases call the router's gRPC handler directly with a recorded request, once with
 // Connect as published and once bundled as dist/plugpool.mjs is, its async generators made native
-// (scripts/native-async-generators.ts).
+// (scripts/native-async-generators.ts) and the ones it makes per call moved to module level
+// (scripts/hoist-generator-closures.ts).
 //
 //   node bench/promotion.ts
 import { spawnSync } from "node:child_process";
@@ -42,7 +43,7 @@ function passStage(source: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array
   return stage();
 }
 
-/** connect-unary.ts bundled as dist/plugpool.mjs is, its dependencies' async generators made native. */
+/** connect-unary.ts bundled as dist/plugpool.mjs is: its dependencies' async generators made native, Connect's per-call ones moved to module level. */
 async function bundledConnectUnary(): Promise<() => Promise<number>> {
   const { outputFiles } = await build({
     entryPoints: [join(import.meta.dirname, "connect-unary.ts")],
@@ -62,7 +63,7 @@ async function bundledConnectUnary(): Promise<() => Promise<number>> {
 const frame = new Uint8Array(64);
 const cases = {
   "Connect gRPC unary call, published build": { iterations: 5_000, make: () => Promise.resolve(connectUnary()) },
-  "Connect gRPC unary call, as bundled (native async generators)": { iterations: 5_000, make: bundledConnectUnary },
+  "Connect gRPC unary call, as bundled (generators native and hoisted)": { iterations: 5_000, make: bundledConnectUnary },
   [`${STAGES} async generator stages, functions made per call`]: {
     iterations: 20_000,
     make: () => Promise.resolve(() => {

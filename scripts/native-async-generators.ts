@@ -8,7 +8,8 @@
 // every young-generation collection until the next full one, with its context: the stage's `iterable`, and
 // through it the whole call (request, stream, buffers). That is some 15 KB moved into the old generation per
 // unary call, about half of what a cluster-autoscaler loop promotes. A native `async function*` takes its
-// iterable as a parameter, which lives in the generator's frame and dies with it.
+// iterable as a parameter, which lives in the generator's frame and dies with it; one still made per call keeps
+// what it closes over, which hoist-generator-closures.ts (applied after this, to Connect) takes care of.
 //
 // The rewrite is the inverse of tsc's, node by node: the function whose whole body is
 // `return __asyncGenerator(this, arguments, function* () { B })` becomes `async function* (…) { B' }`, where in
@@ -18,6 +19,7 @@
 import { readFileSync } from "node:fs";
 import type { Plugin } from "esbuild";
 import ts from "typescript";
+import { hoistGeneratorClosures } from "./hoist-generator-closures.ts";
 
 const { factory } = ts;
 
@@ -131,14 +133,22 @@ function usesName(node: ts.Node, name: string): boolean {
   return ts.forEachChild(node, (child) => usesName(child, name) || undefined) ?? false;
 }
 
-/** For esbuild: every dependency module with a lowered async generator is loaded rewritten. */
+/** Packages whose generator functions made per call are moved to module level (hoist-generator-closures.ts). */
+const hoistIn = /[\\/]node_modules[\\/]@connectrpc[\\/]/;
+
+/**
+ * For esbuild: every dependency module with a lowered async generator is loaded rewritten, and Connect's modules
+ * with their per-call generator functions moved to module level.
+ */
 export const nativeAsyncGeneratorsPlugin: Plugin = {
   name: "native-async-generators",
   setup(build) {
     build.onLoad({ filter: /[\\/]node_modules[\\/].*\.js$/ }, (args) => {
-      const code = readFileSync(args.path, "utf8");
-      if (!code.includes("__asyncGenerator(this, arguments")) return undefined;
-      return { contents: nativeAsyncGenerators(code, args.path).code, loader: "js" };
+      const original = readFileSync(args.path, "utf8");
+      let code = original;
+      if (code.includes("__asyncGenerator(this, arguments")) code = nativeAsyncGenerators(code, args.path).code;
+      if (hoistIn.test(args.path) && code.includes("function*")) code = hoistGeneratorClosures(code, args.path).code;
+      return code === original ? undefined : { contents: code, loader: "js" };
     });
   },
 };
