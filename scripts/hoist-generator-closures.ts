@@ -17,10 +17,11 @@
 //
 // Passing a binding by value is the same as closing over it only when the binding never changes after the
 // function is created, so a generator is rewritten only when every binding it takes is initialised before it
-// (a parameter, a hoisted function, or a declaration earlier in the text) and never assigned again, and when it
-// does not use `this`, `arguments`, `new.target` or `super`, or refer to itself by name. Anything else is left as
-// it is (it behaves the same, it only keeps its memory longer) and reported with the reason; a test requires
-// that none of Connect's server pipeline is left, so a change in Connect that stops the rewrite fails it.
+// (a parameter, a hoisted function, or a declaration earlier in the text, not a `var` in a loop) and never
+// assigned again, and when it does not use `this`, `arguments`, `new.target` or `super`, or refer to itself by
+// name. Anything else is left as it is (it behaves the same, it only keeps its memory longer) and reported with
+// the reason; a test requires that none of Connect's server pipeline is left, so a change in Connect that stops
+// the rewrite fails it.
 import ts from "typescript";
 
 const { factory } = ts;
@@ -113,6 +114,9 @@ function capturedBindingProblem(checker: ts.TypeChecker, symbol: ts.Symbol, gene
   const initialisedBefore = ts.isParameter(declaration) || ts.isFunctionDeclaration(declaration)
     || ((ts.isVariableDeclaration(declaration) || ts.isBindingElement(declaration) || ts.isClassDeclaration(declaration)) && declaration.end <= generator.pos);
   if (!initialisedBefore) return `${symbol.name} is declared after it`;
+  // A `var` initialiser in a loop assigns the same binding again on every pass.
+  const functionScoped = (ts.isVariableDeclaration(declaration) || ts.isBindingElement(declaration)) && (ts.getCombinedNodeFlags(declaration) & ts.NodeFlags.BlockScoped) === 0;
+  if (functionScoped && ts.findAncestor(declaration, (n) => n === scope || ts.isIterationStatement(n, false)) !== scope) return `${symbol.name} is a var in a loop`;
   const writes = (node: ts.Node): boolean =>
     (ts.isIdentifier(node) && node.text === symbol.name && isReference(node) && isWritten(node) && symbolOf(checker, node) === symbol)
     || (ts.forEachChild(node, (child) => writes(child) || undefined) ?? false);

@@ -28,13 +28,14 @@ export function sent(prefix) { return function* () { const a = yield prefix; yie
 // arguments or name.
 export function reassigned() { let n = 1; const gen = function* () { yield n; yield n; }; return { gen, set(v) { n = v; } }; }
 export function writesCaptured() { let n = 0; return function* () { n++; yield n; }; }
+export function varInLoop() { let started; for (let k = 0; k < 2; k++) { var x = "pass " + k; if (k === 0) started = (function* () { yield x; })(); } return started; }
 export function declaredAfter() { const gen = function* () { yield later; }; const started = gen(); const later = "late"; return started; }
 export function usesThis() { return function* () { yield this?.tag; }; }
 export function usesArguments() { return function* () { yield arguments.length; }; }
 export function selfReferring(depth) { return function* again(d = depth) { yield d; if (d > 0) yield* again(d - 1); }; }
 `;
 
-const LEFT = ["n is assigned", "n is assigned", "later is declared after it", "it uses this", "it uses arguments", "it refers to itself as again"];
+const LEFT = ["n is assigned", "n is assigned", "x is a var in a loop", "later is declared after it", "it uses this", "it uses arguments", "it refers to itself as again"];
 
 type Factory = (...args: never[]) => unknown;
 type Module = Record<string, Factory>;
@@ -111,6 +112,7 @@ const scenarios: Record<string, { run: (m: Module) => Promise<unknown>; twice?: 
       return [await all(gen()), await all(gen())];
     },
   },
+  "a var assigned again by its loop while a generator is suspended": { run: async (m) => all((m.varInLoop as () => Iterable<unknown>)()) },
   "a generator made before a binding it uses is initialised": { run: async (m) => all((m.declaredAfter as () => Iterable<unknown>)()) },
   "this": { run: async (m) => all((m.usesThis as () => Gen)().call({ tag: "the receiver" })) },
   "arguments": { run: async (m) => all((m.usesArguments as () => Gen)()(1, 2)) },
