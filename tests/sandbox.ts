@@ -171,6 +171,15 @@ async function step(env: Environment, what: string, check: () => Promise<void> |
 
 const plugsOn = (env: Environment): string[] => machines.filter((m) => env.powered(m.name)).map((m) => m.name);
 
+/**
+ * Throws until plugpool has logged `type` for `machine`. An emulated plug changes state when plugpool's request
+ * arrives, and plugpool logs the act only once it has the answer; a step waits for both, so the narration shows
+ * the act before the next step's heading.
+ */
+function logged(env: Environment, type: string, machine: string): void {
+  if (!env.events(type).some((e) => e.machine === machine)) throw new Error(`plugpool has not logged ${type} of ${machine} yet`);
+}
+
 /** The guided tour: a scale-up whose first machine never boots, then a scale-down to zero; then it exits. */
 async function runTour(env: Environment): Promise<never> {
   const began = performance.now();
@@ -184,6 +193,7 @@ async function runTour(env: Environment): Promise<never> {
   say("sandbox", "created pod default/demo: pending, no machine is on");
   await step(env, "worker-1's plug on", () => {
     if (!env.plug("worker-1").state("Relay")) throw new Error("still off");
+    logged(env, "powered-on", "worker-1");
   }, 60_000);
 
   explain(
@@ -196,10 +206,12 @@ async function runTour(env: Environment): Promise<never> {
   );
   await step(env, "worker-1's plug cut after CA gave it up", () => {
     if (env.plug("worker-1").state("Relay")) throw new Error("worker-1 still on");
+    logged(env, "plug-off", "worker-1");
   }, 120_000);
   await step(env, "pod demo Running", async () => {
     const pod = await readPod(env.core, "demo");
     if (pod.status?.phase !== "Running") throw new Error(`pod demo is ${pod.status?.phase ?? "unknown"}`);
+    logged(env, "powered-on", pod.spec?.nodeName ?? "");
   }, 120_000);
   const pod = await readPod(env.core, "demo");
   say("sandbox", `pod demo runs on ${pod.spec?.nodeName ?? "?"}; worker-1 is quarantined: ${String(env.events("quarantined").some((e) => e.machine === "worker-1"))}`);
@@ -217,6 +229,7 @@ async function runTour(env: Environment): Promise<never> {
     const names = await nodeNames(env.core);
     const on = plugsOn(env);
     if (names.length > 0 || on.length > 0) throw new Error(`Nodes ${names.join(", ") || "none"}; plugs on: ${on.join(", ") || "none"}`);
+    logged(env, "node-deleted", pod.spec?.nodeName ?? "");
   }, 180_000);
 
   const cuts = env.events("plug-off").map((e) => `${String(e.machine)} (${String(e.reason)})`);
