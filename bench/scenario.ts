@@ -1,8 +1,8 @@
-// One size of the bench, start to finish: plugs, Nodes and the floor client once; then, for each memory
-// condition (inside the example Deployment's limit, and without one), plugpool in its own process driven at
-// cluster-autoscaler's cadence — one full CA loop every 10 s, idle in between as a real CA leaves it — with
-// the floor client's Refresh in the middle of each gap; then the benchmarked RPCs one after another, and the
-// same RPCs against the transport baseline.
+// One size of the bench, start to finish: plugs and Nodes once; then, for each memory condition (inside the
+// example Deployment's limit, and without one), plugpool in its own process driven at cluster-autoscaler's
+// cadence — one full CA loop every 10 s, idle in between as a real CA leaves it — with a floor client of the
+// condition's own reading the plugs in the middle of each gap; then the benchmarked RPCs one after another, and
+// the same RPCs against the transport baseline.
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -14,7 +14,7 @@ import { BENCHED, recordAnswers, startBaseline, type BenchedMethod, type Recorde
 import type { MemoryCgroup } from "./cgroup.ts";
 import { deleteAllNodes, registerNodes } from "./cluster-fixture.ts";
 import type { CountingProxy } from "./counting-proxy.ts";
-import { startFleet } from "./fleet.ts";
+import { startFleet, type Fleet } from "./fleet.ts";
 import { startFloor, type Floor } from "./floor.ts";
 import { sequential, summarise, type LatencySummary } from "./latency.ts";
 import { configYaml, layout, PLUG_TIMEOUT_MS, RELAY_PATH, SLOW_PLUG_MS, summary, type Layout } from "./layout.ts";
@@ -178,19 +178,23 @@ interface Run {
   readonly configPath: string;
   readonly kubeconfigPath: string;
   readonly proxy: CountingProxy;
-  readonly floor: Floor;
+  readonly fleet: Fleet;
   readonly s: BenchSettings;
   readonly say: Say;
 }
 
 /** Everything measured on plugpool in one condition; it is stopped when this returns. */
 async function measureCondition(run: Run, condition: Condition): Promise<{ result: ConditionResult; answers: RecordedAnswers }> {
-  const { site, proxy, floor, s, say } = run;
+  const { site, proxy, fleet, s, say } = run;
   const count = site.machines.length;
   const tag = `${count}-${condition.cgroup === undefined ? "unlimited" : "limited"}`;
   const profileDir = s.cpuProfile ? join(s.workDir, `cpu-profile-${tag}`) : undefined;
   if (profileDir !== undefined) rmSync(profileDir, { recursive: true, force: true });
   say(`  ${condition.label}: start-up`);
+  // A floor process per condition, as old as plugpool in it: the floor's CPU per Refresh keeps falling over its
+  // first few dozen Refreshes (one measured 102 ms per Refresh over its 3rd to 24th, 73 ms over its 27th to
+  // 48th), so one floor for both conditions held the second condition's new plugpool to an older floor.
+  const floor = await startFloor({ urls: fleet.urls, path: RELAY_PATH, timeoutMs: PLUG_TIMEOUT_MS });
   const plugpool = await startPlugpool({
     configPath: run.configPath,
     kubeconfigPath: run.kubeconfigPath,
@@ -201,6 +205,9 @@ async function measureCondition(run: Run, condition: Condition): Promise<{ resul
     workDir: s.workDir,
     ...(condition.cgroup !== undefined && { cgroupProcs: condition.cgroup.procs }),
     ...(profileDir !== undefined && { cpuProfileDir: profileDir }),
+  }).catch(async (error: unknown) => {
+    await floor.close();
+    throw error;
   });
   try {
     const rssAtStartBytes = plugpool.memory().rssBytes;
@@ -287,6 +294,7 @@ async function measureCondition(run: Run, condition: Condition): Promise<{ resul
     };
   } finally {
     await plugpool.stop();
+    await floor.close();
   }
 }
 
@@ -337,14 +345,13 @@ export async function runSize(
     devices: site.machines.map((m) => ({ platform: m.platform, on: m.registered, ...(m.fault && { fault: m.fault }) })),
     slowMs: SLOW_PLUG_MS,
   });
-  const floor = await startFloor({ urls: fleet.urls, path: RELAY_PATH, timeoutMs: PLUG_TIMEOUT_MS });
   try {
     await registerNodes(plane, registeredNodes(site));
     const configPath = join(s.workDir, `config-${count}.yaml`);
     const yaml = configYaml(site, fleet.urls);
     loadConfig(yaml, {}); // fails here, with its message, rather than in the child
     writeFileSync(configPath, yaml);
-    const run: Run = { site, configPath, kubeconfigPath, proxy, floor, s, say };
+    const run: Run = { site, configPath, kubeconfigPath, proxy, fleet, s, say };
     const results: ConditionResult[] = [];
     let answers: RecordedAnswers | undefined;
     for (const condition of conditions) {
@@ -359,7 +366,6 @@ export async function runSize(
     const baselineImageEnv = await measureBaseline(answers, site, s, s.image);
     return { site: summary(site), conditions: results, baseline, baselineImageEnv, loadAverage: { start: loadAtStart, end: load() } };
   } finally {
-    await floor.close();
     await fleet.close();
     await deleteAllNodes(plane);
   }
