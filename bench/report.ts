@@ -32,8 +32,8 @@ const mb1 = (bytes: number): string => (bytes / MB).toFixed(1);
 const kb = (bytes: number): string => (bytes / 1024).toFixed(1);
 const refreshCpuRatio = (c: ConditionResult): number => c.refreshCpuMs.mean / c.floor.cpuMs.mean;
 
-function rpcRatio(r: SizeResult, c: ConditionResult, m: BenchedMethod): number {
-  return c.rpc[m].latency.p99Ms / r.baseline[m].latency.p99Ms;
+function rpcRatio(c: ConditionResult, m: BenchedMethod): number {
+  return c.rpc[m].latency.p99Ms / c.baseline[m].latency.p99Ms;
 }
 
 export function formatResults(results: readonly SizeResult[]): string {
@@ -93,12 +93,12 @@ export function formatResults(results: readonly SizeResult[]): string {
       BENCHED.map((m) => [
         `${r.site.machines} ${c.label} ${RPC_NAMES[m]}`,
         `${ms(c.rpc[m].latency.p50Ms)} / ${ms(c.rpc[m].latency.p99Ms)}`,
-        `${ms(r.baseline[m].latency.p50Ms)} / ${ms(r.baseline[m].latency.p99Ms)}`,
-        rpcRatio(r, c, m).toFixed(2),
-        `${kb(c.rpc[m].garbageBytesPerCall)} (${kb(r.baseline[m].garbageBytesPerCall)})`,
-        `${ms(c.rpc[m].gcMs.young)} / ${ms(c.rpc[m].gcMs.old)} (${ms(r.baseline[m].gcMs.young)} / ${ms(r.baseline[m].gcMs.old)})`,
-        `${ms(r.baselineImageEnv[m].latency.p50Ms)} / ${ms(r.baselineImageEnv[m].latency.p99Ms)}`,
-        `${ms(r.baselineImageEnv[m].gcMs.young)} / ${ms(r.baselineImageEnv[m].gcMs.old)}`,
+        `${ms(c.baseline[m].latency.p50Ms)} / ${ms(c.baseline[m].latency.p99Ms)}`,
+        rpcRatio(c, m).toFixed(2),
+        `${kb(c.rpc[m].garbageBytesPerCall)} (${kb(c.baseline[m].garbageBytesPerCall)})`,
+        `${ms(c.rpc[m].gcMs.young)} / ${ms(c.rpc[m].gcMs.old)} (${ms(c.baseline[m].gcMs.young)} / ${ms(c.baseline[m].gcMs.old)})`,
+        `${ms(c.baselineImageEnv[m].latency.p50Ms)} / ${ms(c.baselineImageEnv[m].latency.p99Ms)}`,
+        `${ms(c.baselineImageEnv[m].gcMs.young)} / ${ms(c.baselineImageEnv[m].gcMs.old)}`,
       ]),
     ),
   );
@@ -115,7 +115,7 @@ export function formatResults(results: readonly SizeResult[]): string {
     "Refresh — plugpool against the floor (plain node:http keep-alive client, same plugs, same cadence, own process)",
     refresh,
     "",
-    "RPC latency over h2c gRPC (grpc-js client), sequential; baseline = bare Connect server answering the same bytes (with Node.js defaults; then with the image's environment, its heap flags, for comparison)",
+    "RPC latency over h2c gRPC (grpc-js client), one call at a time, plugpool and two baselines taking turns call by call; baseline = bare Connect server answering the same bytes (with Node.js defaults; then with the image's environment, its heap flags, for comparison)",
     rpc,
     "",
     ...(cgroups.length > 0 ? [`cgroups: ${cgroups.join("; ")}`] : []),
@@ -131,7 +131,7 @@ export function goals(results: readonly SizeResult[]): Goal[] {
   const at = `at ${largest.site.machines} machines`;
   const refreshLimit = PLUG_TIMEOUT_MS + 100;
   return largest.conditions.flatMap((c) => {
-    const worst = BENCHED.map((m) => ({ m, ratio: rpcRatio(largest, c, m) })).sort((a, b) => b.ratio - a.ratio)[0];
+    const worst = BENCHED.map((m) => ({ m, ratio: rpcRatio(c, m) })).sort((a, b) => b.ratio - a.ratio)[0];
     const ratio = refreshCpuRatio(c);
     return [
       {

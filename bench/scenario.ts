@@ -1,8 +1,8 @@
 // One size of the bench, start to finish: plugs and Nodes once; then, for each memory condition (inside the
 // example Deployment's limit, and without one), plugpool in its own process driven at cluster-autoscaler's
 // cadence — one full CA loop every 10 s, idle in between as a real CA leaves it — with a floor client of the
-// condition's own reading the plugs in the middle of each gap; then the benchmarked RPCs one after another, and
-// the same RPCs against the transport baseline.
+// condition's own reading the plugs in the middle of each gap; then the benchmarked RPCs, one call at a time,
+// taking turns with the same calls to the transport baselines started for the condition.
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -10,16 +10,16 @@ import { loadConfig } from "../src/app/config/index.ts";
 import { createCloudProviderClient, type CloudProviderClient } from "../tests/support/grpc-client.ts";
 import type { ControlPlane } from "../tests/support/control-plane.ts";
 import type { ImageRuntime } from "./image-env.ts";
-import { BENCHED, recordAnswers, startBaseline, type BenchedMethod, type RecordedAnswers } from "./baseline.ts";
+import { BENCHED, recordAnswers, startBaseline, type BaselineServer, type BenchedMethod } from "./baseline.ts";
 import type { MemoryCgroup } from "./cgroup.ts";
 import { deleteAllNodes, registerNodes } from "./cluster-fixture.ts";
 import type { CountingProxy } from "./counting-proxy.ts";
 import { startFleet, type Fleet } from "./fleet.ts";
 import { startFloor, type Floor } from "./floor.ts";
-import { sequential, summarise, type LatencySummary } from "./latency.ts";
+import { interleaved, summarise, type LatencySummary } from "./latency.ts";
 import { configYaml, layout, PLUG_TIMEOUT_MS, RELAY_PATH, SLOW_PLUG_MS, summary, type Layout } from "./layout.ts";
 import { load, round } from "./machine-info.ts";
-import { probeModule, startPlugpool, type HeapReport, type PlugpoolProcess, type StartupTimes } from "./plugpool-process.ts";
+import { probeModule, startPlugpool, type Allocated, type HeapReport, type PlugpoolProcess, type StartupTimes } from "./plugpool-process.ts";
 import { caLoopAfterRefresh, probeFor, registeredNodes } from "./probes.ts";
 
 export interface BenchSettings {
@@ -84,10 +84,17 @@ export interface ConditionResult {
   readonly floor: { readonly refresh: LatencySummary; readonly cpuMs: Share; readonly answered: number };
   readonly apiserver: { readonly loops: number; readonly perLoop: number; readonly watchStarts: number; readonly seen: readonly string[] };
   readonly rpc: Readonly<Record<BenchedMethod, RpcResult>>;
+  /** The bare Connect server with Node.js defaults, its calls taking turns with `rpc`'s: the goal's yardstick. */
+  readonly baseline: Readonly<Record<BenchedMethod, RpcResult>>;
+  /**
+   * The same bare server run with the image's environment (its heap flags), in the same turns: what of
+   * plugpool's tail is the young generation it is given rather than its own work. Shown, not judged.
+   */
+  readonly baselineImageEnv: Readonly<Record<BenchedMethod, RpcResult>>;
   readonly cpuProfileDir?: string;
 }
 
-/** One RPC's sequential samples against one server: latency, garbage per call, and the GC pauses among them. */
+/** One RPC's samples against one server: latency, garbage per call, and the GC pauses among them. */
 export interface RpcResult {
   readonly latency: LatencySummary;
   readonly garbageBytesPerCall: number;
@@ -98,12 +105,6 @@ export interface RpcResult {
 export interface SizeResult {
   readonly site: ReturnType<typeof summary>;
   readonly conditions: readonly ConditionResult[];
-  readonly baseline: Readonly<Record<BenchedMethod, RpcResult>>;
-  /**
-   * The same bare server run with the image's environment (its heap flags): what of plugpool's tail is the
-   * young generation it is given rather than its own work. Shown, not judged: the goal is against the default.
-   */
-  readonly baselineImageEnv: Readonly<Record<BenchedMethod, RpcResult>>;
   readonly loadAverage: { readonly start: readonly number[]; readonly end: readonly number[] };
 }
 
@@ -184,7 +185,7 @@ interface Run {
 }
 
 /** Everything measured on plugpool in one condition; it is stopped when this returns. */
-async function measureCondition(run: Run, condition: Condition): Promise<{ result: ConditionResult; answers: RecordedAnswers }> {
+async function measureCondition(run: Run, condition: Condition): Promise<ConditionResult> {
   const { site, proxy, fleet, s, say } = run;
   const count = site.machines.length;
   const tag = `${count}-${condition.cgroup === undefined ? "unlimited" : "limited"}`;
@@ -244,89 +245,111 @@ async function measureCondition(run: Run, condition: Condition): Promise<{ resul
     const plateauSamples = rss.filter((r) => r.at >= half);
     const plateau = plateauSamples.map((r) => r.bytes);
     const memoryAtEnd = { anonBytes: plugpool.memory().anonBytes, heap: await plugpool.heap() };
-    say(`  ${condition.label}: RPC latency and garbage`);
-    const rpc = await measureEach(plugpool, plugpool.client, site, s);
-    const [group] = site.groups;
-    const [node] = registeredNodes(site);
-    if (group === undefined || node === undefined) throw new Error("the site has no registered node");
-    const answers = await recordAnswers(plugpool.client, group, node);
+    say(`  ${condition.label}: RPC latency and garbage, taking turns with the baselines`);
+    const { rpc, baseline, baselineImageEnv } = await measureRpcs(plugpool, site, s);
     return {
-      answers,
-      result: {
-        label: condition.label,
-        ...(condition.cgroup !== undefined && {
-          cgroup: { where: condition.cgroup.where, peakBytes: condition.cgroup.peakBytes(), oomKills: condition.cgroup.oomKills() },
-        }),
-        startup: plugpool.startup,
-        rssAtStartBytes,
-        rssPlateau: {
-          samples: plateau.length,
-          medianBytes: median(plateau),
-          maxBytes: Math.max(...plateau),
-          anonMaxBytes: Math.max(...plateauSamples.map((r) => r.anonBytes)),
-        },
-        peakRssBytes: plugpool.memory().peakRssBytes,
-        memoryAtEnd,
-        cpuMsPerLoop: round(cpuMsPerLoop, 0),
-        rpcsPerLoop: loops[0]?.rpcs ?? 0,
-        refresh: summarise(loops.map((l) => l.refreshMs), 0),
-        refreshCpuMs: share(loops.map((l) => l.refreshCpuMs)),
-        refreshMainThreadCpuMs: share(loops.map((l) => l.refreshMainThreadCpuMs)),
-        refreshFullGc: fullGcSplit(loops),
-        refreshGarbageBytes: share(loops.map((l) => l.refreshBytes)),
-        refreshGcMs: { young: share(loops.map((l) => l.refreshGcMs.young)), old: share(loops.map((l) => l.refreshGcMs.old)) },
-        loopRpcGarbageBytes: share(loops.map((l) => l.rpcBytes)),
-        promotedBytes: { refresh: share(loops.map((l) => l.promoted.refresh)), rest: share(loops.map((l) => l.promoted.rest)) },
-        floor: {
-          refresh: summarise(floorRefreshes.map((f) => f.ms), 0),
-          cpuMs: share(floorRefreshes.map((f) => f.cpuMs)),
-          answered: Math.min(...floorRefreshes.map((f) => f.answered)),
-        },
-        apiserver: {
-          loops: n,
-          perLoop: round((reads + writes) / n, 2),
-          watchStarts: requests.watches - counted.requests.watches,
-          seen: requests.others.slice(counted.requests.others.length).slice(0, 10),
-        },
-        rpc,
-        ...(profileDir !== undefined && { cpuProfileDir: profileDir }),
+      label: condition.label,
+      ...(condition.cgroup !== undefined && {
+        cgroup: { where: condition.cgroup.where, peakBytes: condition.cgroup.peakBytes(), oomKills: condition.cgroup.oomKills() },
+      }),
+      startup: plugpool.startup,
+      rssAtStartBytes,
+      rssPlateau: {
+        samples: plateau.length,
+        medianBytes: median(plateau),
+        maxBytes: Math.max(...plateau),
+        anonMaxBytes: Math.max(...plateauSamples.map((r) => r.anonBytes)),
       },
+      peakRssBytes: plugpool.memory().peakRssBytes,
+      memoryAtEnd,
+      cpuMsPerLoop: round(cpuMsPerLoop, 0),
+      rpcsPerLoop: loops[0]?.rpcs ?? 0,
+      refresh: summarise(loops.map((l) => l.refreshMs), 0),
+      refreshCpuMs: share(loops.map((l) => l.refreshCpuMs)),
+      refreshMainThreadCpuMs: share(loops.map((l) => l.refreshMainThreadCpuMs)),
+      refreshFullGc: fullGcSplit(loops),
+      refreshGarbageBytes: share(loops.map((l) => l.refreshBytes)),
+      refreshGcMs: { young: share(loops.map((l) => l.refreshGcMs.young)), old: share(loops.map((l) => l.refreshGcMs.old)) },
+      loopRpcGarbageBytes: share(loops.map((l) => l.rpcBytes)),
+      promotedBytes: { refresh: share(loops.map((l) => l.promoted.refresh)), rest: share(loops.map((l) => l.promoted.rest)) },
+      floor: {
+        refresh: summarise(floorRefreshes.map((f) => f.ms), 0),
+        cpuMs: share(floorRefreshes.map((f) => f.cpuMs)),
+        answered: Math.min(...floorRefreshes.map((f) => f.answered)),
+      },
+      apiserver: {
+        loops: n,
+        perLoop: round((reads + writes) / n, 2),
+        watchStarts: requests.watches - counted.requests.watches,
+        seen: requests.others.slice(counted.requests.others.length).slice(0, 10),
+      },
+      rpc,
+      baseline,
+      baselineImageEnv,
+      ...(profileDir !== undefined && { cpuProfileDir: profileDir }),
     };
   } finally {
-    await plugpool.stop();
-    await floor.close();
+    try {
+      await plugpool.stop();
+    } finally {
+      await floor.close();
+    }
   }
 }
 
-/** Each benchmarked RPC, sequentially, against the server whose process `probed` watches. */
-async function measureEach(
-  probed: Pick<PlugpoolProcess, "allocatedDuring">,
-  client: CloudProviderClient,
-  site: Layout,
-  s: BenchSettings,
-): Promise<Readonly<Record<BenchedMethod, RpcResult>>> {
-  const out: Partial<Record<BenchedMethod, RpcResult>> = {};
-  for (const method of BENCHED) {
-    const probe = probeFor(client, method, site);
-    const { result, bytes, youngGcMs, oldGcMs } = await probed.allocatedDuring(() => sequential(probe, s.rpcSamples, s.rpcWarmup));
-    out[method] = { latency: result, garbageBytesPerCall: bytes / (s.rpcSamples + s.rpcWarmup), gcMs: { young: youngGcMs, old: oldGcMs } };
-  }
-  return out as Record<BenchedMethod, RpcResult>;
+type Probed = Pick<PlugpoolProcess, "allocatedDuring">;
+type Measured = Omit<Allocated<unknown>, "result">;
+
+/** What each of `servers` allocated (and its GC pauses) while `work` ran. */
+async function allocatedInEach<T>(servers: readonly Probed[], work: () => Promise<T>): Promise<{ result: T; each: Measured[] }> {
+  const [first, ...rest] = servers;
+  if (first === undefined) return { result: await work(), each: [] };
+  const outer = await first.allocatedDuring(() => allocatedInEach(rest, work));
+  return { result: outer.result.result, each: [outer, ...outer.result.each] };
 }
 
-async function measureBaseline(
-  answers: RecordedAnswers,
-  site: Layout,
-  s: BenchSettings,
-  image?: ImageRuntime,
-): Promise<SizeResult["baseline"]> {
-  const baseline = await startBaseline(answers, probeModule(s.workDir), image);
-  const client: CloudProviderClient = createCloudProviderClient(baseline.address);
+/**
+ * Each benchmarked RPC against plugpool and against two bare Connect servers answering what plugpool answered
+ * (with Node.js defaults, and with the image's environment), the three taking turns call by call.
+ */
+async function measureRpcs(plugpool: PlugpoolProcess, site: Layout, s: BenchSettings): Promise<Pick<ConditionResult, "rpc" | "baseline" | "baselineImageEnv">> {
+  const [group] = site.groups;
+  const [node] = registeredNodes(site);
+  if (group === undefined || node === undefined) throw new Error("the site has no registered node");
+  const answers = await recordAnswers(plugpool.client, group, node);
+  const probe = probeModule(s.workDir);
+  const bare = await startBaseline(answers, probe);
+  const started: { server: BaselineServer; client: CloudProviderClient }[] = [{ server: bare, client: createCloudProviderClient(bare.address) }];
   try {
-    return await measureEach(baseline, client, site, s);
+    const imageEnv = await startBaseline(answers, probe, s.image);
+    started.push({ server: imageEnv, client: createCloudProviderClient(imageEnv.address) });
+    const servers = [{ probed: plugpool, client: plugpool.client }, ...started.map((b) => ({ probed: b.server, client: b.client }))];
+    const out = servers.map((): Partial<Record<BenchedMethod, RpcResult>> => ({}));
+    for (const method of BENCHED) {
+      const probes = servers.map((server) => probeFor(server.client, method, site));
+      const { result, each } = await allocatedInEach(
+        servers.map((server) => server.probed),
+        () => interleaved(probes, s.rpcSamples, s.rpcWarmup),
+      );
+      out.forEach((o, i) => {
+        const latency = result[i];
+        const allocated = each[i];
+        if (latency === undefined || allocated === undefined) throw new Error(`no samples for server ${String(i)}`);
+        o[method] = {
+          latency,
+          garbageBytesPerCall: allocated.bytes / (s.rpcSamples + s.rpcWarmup),
+          gcMs: { young: allocated.youngGcMs, old: allocated.oldGcMs },
+        };
+      });
+    }
+    const [rpc, baseline, baselineImageEnv] = out as Record<BenchedMethod, RpcResult>[];
+    if (rpc === undefined || baseline === undefined || baselineImageEnv === undefined) throw new Error("a server was not measured");
+    return { rpc, baseline, baselineImageEnv };
   } finally {
-    client.close();
-    await baseline.close();
+    for (const { server, client } of started) {
+      client.close();
+      await server.close();
+    }
   }
 }
 
@@ -353,18 +376,8 @@ export async function runSize(
     writeFileSync(configPath, yaml);
     const run: Run = { site, configPath, kubeconfigPath, proxy, fleet, s, say };
     const results: ConditionResult[] = [];
-    let answers: RecordedAnswers | undefined;
-    for (const condition of conditions) {
-      const measured = await measureCondition(run, condition);
-      results.push(measured.result);
-      answers = measured.answers;
-    }
-    if (answers === undefined) throw new Error("no condition to measure");
-    say("  baseline");
-    const baseline = await measureBaseline(answers, site, s);
-    say("  baseline with the image's environment");
-    const baselineImageEnv = await measureBaseline(answers, site, s, s.image);
-    return { site: summary(site), conditions: results, baseline, baselineImageEnv, loadAverage: { start: loadAtStart, end: load() } };
+    for (const condition of conditions) results.push(await measureCondition(run, condition));
+    return { site: summary(site), conditions: results, loadAverage: { start: loadAtStart, end: load() } };
   } finally {
     await fleet.close();
     await deleteAllNodes(plane);
