@@ -88,13 +88,14 @@ export function formatResults(results: readonly SizeResult[]): string {
     ]),
   );
   const rpc = table(
-    ["machines memory RPC", "plugpool p50 / p99 ms", "baseline p50 / p99 ms", "p99 ratio", "garbage KB/call (baseline)", "GC pause ms young / old (baseline)", "baseline, image's env: p50 / p99 ms", "its GC pause ms young / old"],
+    ["machines memory RPC", "plugpool p50 / p99 ms", "baseline p50 / p99 ms", "p99 ratio", "plugpool alone: p50 / p99 ms", "garbage KB/call (baseline)", "GC pause ms young / old (baseline)", "baseline, image's env: p50 / p99 ms", "its GC pause ms young / old"],
     each.flatMap(({ r, c }) =>
       BENCHED.map((m) => [
         `${r.site.machines} ${c.label} ${RPC_NAMES[m]}`,
         `${ms(c.rpc[m].latency.p50Ms)} / ${ms(c.rpc[m].latency.p99Ms)}`,
         `${ms(c.baseline[m].latency.p50Ms)} / ${ms(c.baseline[m].latency.p99Ms)}`,
         rpcRatio(c, m).toFixed(2),
+        `${ms(c.alone[m].p50Ms)} / ${ms(c.alone[m].p99Ms)}`,
         `${kb(c.rpc[m].garbageBytesPerCall)} (${kb(c.baseline[m].garbageBytesPerCall)})`,
         `${ms(c.rpc[m].gcMs.young)} / ${ms(c.rpc[m].gcMs.old)} (${ms(c.baseline[m].gcMs.young)} / ${ms(c.baseline[m].gcMs.old)})`,
         `${ms(c.baselineImageEnv[m].latency.p50Ms)} / ${ms(c.baselineImageEnv[m].latency.p99Ms)}`,
@@ -115,7 +116,7 @@ export function formatResults(results: readonly SizeResult[]): string {
     "Refresh — plugpool against the floor (plain node:http keep-alive client, same plugs, same cadence, own process)",
     refresh,
     "",
-    "RPC latency over h2c gRPC (grpc-js client), one call at a time, plugpool and two baselines taking turns call by call; baseline = bare Connect server answering the same bytes (with Node.js defaults; then with the image's environment, its heap flags, for comparison)",
+    "RPC latency over h2c gRPC (grpc-js client), one call at a time, plugpool and two baselines taking turns call by call (then plugpool alone, its calls back to back); baseline = bare Connect server answering the same bytes (with Node.js defaults; then with the image's environment, its heap flags, for comparison)",
     rpc,
     "",
     ...(cgroups.length > 0 ? [`cgroups: ${cgroups.join("; ")}`] : []),

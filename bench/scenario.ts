@@ -91,6 +91,11 @@ export interface ConditionResult {
    * plugpool's tail is the young generation it is given rather than its own work. Shown, not judged.
    */
   readonly baselineImageEnv: Readonly<Record<BenchedMethod, RpcResult>>;
+  /**
+   * plugpool on its own right after, its calls back to back: taking turns leaves each server the other two's calls
+   * of idle between its own, which CA's loop does not, so this shows what those gaps are worth to plugpool's tail.
+   */
+  readonly alone: Readonly<Record<BenchedMethod, LatencySummary>>;
   readonly cpuProfileDir?: string;
 }
 
@@ -246,7 +251,7 @@ async function measureCondition(run: Run, condition: Condition): Promise<Conditi
     const plateau = plateauSamples.map((r) => r.bytes);
     const memoryAtEnd = { anonBytes: plugpool.memory().anonBytes, heap: await plugpool.heap() };
     say(`  ${condition.label}: RPC latency and garbage, taking turns with the baselines`);
-    const { rpc, baseline, baselineImageEnv } = await measureRpcs(plugpool, site, s);
+    const { rpc, baseline, baselineImageEnv, alone } = await measureRpcs(plugpool, site, s);
     return {
       label: condition.label,
       ...(condition.cgroup !== undefined && {
@@ -286,6 +291,7 @@ async function measureCondition(run: Run, condition: Condition): Promise<Conditi
       rpc,
       baseline,
       baselineImageEnv,
+      alone,
       ...(profileDir !== undefined && { cpuProfileDir: profileDir }),
     };
   } finally {
@@ -310,9 +316,14 @@ async function allocatedInEach<T>(servers: readonly Probed[], work: () => Promis
 
 /**
  * Each benchmarked RPC against plugpool and against two bare Connect servers answering what plugpool answered
- * (with Node.js defaults, and with the image's environment), the three taking turns call by call.
+ * (with Node.js defaults, and with the image's environment), the three taking turns call by call; then against
+ * plugpool alone, back to back.
  */
-async function measureRpcs(plugpool: PlugpoolProcess, site: Layout, s: BenchSettings): Promise<Pick<ConditionResult, "rpc" | "baseline" | "baselineImageEnv">> {
+async function measureRpcs(
+  plugpool: PlugpoolProcess,
+  site: Layout,
+  s: BenchSettings,
+): Promise<Pick<ConditionResult, "rpc" | "baseline" | "baselineImageEnv" | "alone">> {
   const [group] = site.groups;
   const [node] = registeredNodes(site);
   if (group === undefined || node === undefined) throw new Error("the site has no registered node");
@@ -325,6 +336,7 @@ async function measureRpcs(plugpool: PlugpoolProcess, site: Layout, s: BenchSett
     started.push({ server: imageEnv, client: createCloudProviderClient(imageEnv.address) });
     const servers = [{ probed: plugpool, client: plugpool.client }, ...started.map((b) => ({ probed: b.server, client: b.client }))];
     const out = servers.map((): Partial<Record<BenchedMethod, RpcResult>> => ({}));
+    const alone: Partial<Record<BenchedMethod, LatencySummary>> = {};
     for (const method of BENCHED) {
       const probes = servers.map((server) => probeFor(server.client, method, site));
       const { result, each } = await allocatedInEach(
@@ -341,10 +353,11 @@ async function measureRpcs(plugpool: PlugpoolProcess, site: Layout, s: BenchSett
           gcMs: { young: allocated.youngGcMs, old: allocated.oldGcMs },
         };
       });
+      [alone[method]] = await interleaved([probeFor(plugpool.client, method, site)], s.rpcSamples, s.rpcWarmup);
     }
     const [rpc, baseline, baselineImageEnv] = out as Record<BenchedMethod, RpcResult>[];
     if (rpc === undefined || baseline === undefined || baselineImageEnv === undefined) throw new Error("a server was not measured");
-    return { rpc, baseline, baselineImageEnv };
+    return { rpc, baseline, baselineImageEnv, alone: alone as Record<BenchedMethod, LatencySummary> };
   } finally {
     for (const { server, client } of started) {
       client.close();
