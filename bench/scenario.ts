@@ -328,11 +328,11 @@ async function measureRpcs(
   const [node] = registeredNodes(site);
   if (group === undefined || node === undefined) throw new Error("the site has no registered node");
   const answers = await recordAnswers(plugpool.client, group, node);
-  const probe = probeModule(s.workDir);
-  const bare = await startBaseline(answers, probe);
+  const gcProbe = probeModule(s.workDir);
+  const bare = await startBaseline(answers, gcProbe);
   const started: { server: BaselineServer; client: CloudProviderClient }[] = [{ server: bare, client: createCloudProviderClient(bare.address) }];
   try {
-    const imageEnv = await startBaseline(answers, probe, s.image);
+    const imageEnv = await startBaseline(answers, gcProbe, s.image);
     started.push({ server: imageEnv, client: createCloudProviderClient(imageEnv.address) });
     const servers = [{ probed: plugpool, client: plugpool.client }, ...started.map((b) => ({ probed: b.server, client: b.client }))];
     const out = servers.map((): Partial<Record<BenchedMethod, RpcResult>> => ({}));
