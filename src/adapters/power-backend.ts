@@ -3,7 +3,7 @@
 // for its controls that keeps the PowerSwitch rules; and a probe for `doctor`. The composition root lists the
 // backends in one place (src/app/power/backends.ts) and routes each machine's calls to its own.
 import type { PlugReading } from "../domain/model.ts";
-import type { CallOptions, CutGuard } from "../domain/ports.ts";
+import type { CallOptions, CutGuard, DeviceIdentity, SwitchOptions } from "../domain/ports.ts";
 import type { Secret } from "./secret.ts";
 
 /** A location in the configuration file: keys and list indexes from the top. */
@@ -61,6 +61,8 @@ export interface BackendProbe {
   readonly sensorError?: string;
   /** How the control was reached (firmware, URL form, auth scheme, ...), in a few words. Never a secret. */
   readonly detail: string;
+  /** What the device says it is now; absent for a backend whose address is its identity (a hub's entity). */
+  readonly identity?: DeviceIdentity;
 }
 
 /**
@@ -68,20 +70,22 @@ export interface BackendProbe {
  * device are serialised; each call is bounded by `timeoutMs`, its wait behind others included; failures are
  * PlugpoolErrors (`plug-unconfirmed` when a command may have been carried out, `unsafe` when the guard refused
  * and nothing was sent) whose messages name the control, never a secret or text from the wire; `mayCut` is asked
- * with the device's slot held, immediately before the switch-off is sent. A state the device cannot tell is a
- * failed read, never "off".
+ * with the device's slot held, immediately before the switch-off is sent. Before every switch command, in the same
+ * slot, the device is asked what it is and `options.device` is asked with its answer (unless the backend's address is
+ * its identity): a refusal sends nothing and throws `device-mismatch`. A state the device cannot tell is a failed
+ * read, never "off".
  */
 export interface BackendSwitch<Address> {
   read(address: Address, options?: CallOptions): Promise<PlugReading>;
-  turnOn(address: Address, options?: CallOptions): Promise<PlugReading>;
-  turnOff(address: Address, mayCut: CutGuard, options?: CallOptions): Promise<PlugReading>;
+  turnOn(address: Address, options: SwitchOptions): Promise<PlugReading>;
+  turnOff(address: Address, mayCut: CutGuard, options: SwitchOptions): Promise<PlugReading>;
   probe(address: Address, options?: CallOptions): Promise<BackendProbe>;
   /**
    * Asks the OS to shut down (e.g. Redfish `ComputerSystem.Reset` with `GracefulShutdown`), leaving the power on,
    * if `mayShutDown` allows it when asked as `mayCut` is; resolves once the device accepted it. Required when
    * `parse` returns controls with `shutsDown`.
    */
-  shutdown?(address: Address, mayShutDown: CutGuard, options?: CallOptions): Promise<void>;
+  shutdown?(address: Address, mayShutDown: CutGuard, options: SwitchOptions): Promise<void>;
 }
 
 export interface BackendOptions {

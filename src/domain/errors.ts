@@ -10,6 +10,8 @@ export type ErrorCode =
   | "plug-bad-answer"
   /** A switch command may have reached the plug, but its outcome was not confirmed: the state is unknown. */
   | "plug-unconfirmed"
+  /** The device at the control's address answered as another device: nothing was sent. */
+  | "device-mismatch"
   | "cluster-refused"
   /** The call's signal aborted (deadline or cancel) before it finished; `cause` is the signal's reason. */
   | "cancelled"

@@ -20,7 +20,8 @@ export type SafetyRule =
   | "view-not-current"
   | "powered-outside"
   | "node-vanished"
-  | "node-ready";
+  | "node-ready"
+  | "device-mismatch";
 
 /** Everything the domain reports, as plain data; one variant per kind of outcome. */
 export type PoolEvent =
@@ -124,6 +125,41 @@ export type PoolEvent =
       readonly machine: string;
       readonly node: string;
       readonly detail: string;
+    }
+  | {
+      /**
+       * The machine's power device answered as another device right before a switch command: nothing was sent and
+       * the machine is held until it answers as `expected` again, or an operator pins the new identity.
+       */
+      readonly type: "device-mismatch";
+      readonly machine: string;
+      readonly expected: string;
+      readonly seen: string;
+    }
+  | {
+      /** First contact with the machine's power device: its identity is stored, and every later command checks it. */
+      readonly type: "device-learned";
+      readonly machine: string;
+      readonly identity: string;
+    }
+  | {
+      /** The identity of a first contact could not be stored: nothing was sent (a restart could not confirm it). */
+      readonly type: "device-not-recorded";
+      readonly machine: string;
+      readonly identity: string;
+      readonly error: string;
+    }
+  | {
+      /** A device that had answered as another answers as expected again: its machine is no longer held. */
+      readonly type: "device-confirmed";
+      readonly machine: string;
+      readonly identity: string;
+    }
+  | {
+      /** The machine's power device restarted since plugpool last heard it (its uptime went back). */
+      readonly type: "device-restarted";
+      readonly machine: string;
+      readonly uptimeSeconds: number;
     }
   | {
       /**

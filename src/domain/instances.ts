@@ -3,7 +3,8 @@
 import type { Instance, Machine, NodeGroupSpec } from "./model.ts";
 import type { PoolContext } from "./state.ts";
 import { jobOf, nodesOf, poweredByPlugpool, stateOf } from "./state.ts";
-import { instanceId, isHeld, matchedNode } from "./matching.ts";
+import { instanceId, matchedNode } from "./matching.ts";
+import { isMachineHeld } from "./device-identity.ts";
 import { PLUG_ON_FAILED } from "./model.ts";
 
 /**
@@ -35,7 +36,7 @@ export function instanceOf(ctx: PoolContext, machine: Machine): Instance | undef
  */
 export function isOutOfView(ctx: PoolContext, machine: Machine): boolean {
   const job = jobOf(stateOf(ctx, machine));
-  return (job === undefined || job.aborting !== undefined) && isHeld(machine, nodesOf(ctx, machine));
+  return (job === undefined || job.aborting !== undefined) && isMachineHeld(ctx, machine, nodesOf(ctx, machine));
 }
 
 /** The group's instances in config order. */

@@ -63,6 +63,12 @@ export interface PowerControl {
    * instead of creating the power-off pod. Absent: false.
    */
   readonly shutsDown?: boolean;
+  /**
+   * The identity its device must answer with (`DeviceIdentity.id`), pinned in the configuration: it wins over the
+   * one plugpool learned, so setting it is how an operator accepts a replaced device. Absent: learned on first
+   * contact.
+   */
+  readonly identity?: string;
 }
 
 /** A configured machine: one node of one group, powered through one power control. */

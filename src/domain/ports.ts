@@ -30,6 +30,31 @@ export interface Clock {
 export type CutGuard = (options?: CallOptions) => Promise<boolean>;
 
 /**
+ * What a device says it is, as it said it just now: ESPHome's friendly name, a Shelly's id and MAC, a Redfish
+ * System's UUID and serial number. An address (a URL, a DHCP lease) is not an identity: it may reach another
+ * device tomorrow.
+ */
+export interface DeviceIdentity {
+  /** The backend's spelling of the identity, compared whole (e.g. `name "plug-worker-1"`). Never a secret. */
+  readonly id: string;
+  /** Seconds since the device started, where it tells: less than before means it restarted meanwhile. */
+  readonly uptimeSeconds?: number;
+}
+
+/**
+ * Asked by the PowerSwitch with the device's slot held, immediately before a switch command is sent (and before the
+ * CutGuard, where there is one), with what the device said it is in that same slot. Resolves true to let the
+ * command go; false (or a rejection) sends nothing, and the call throws `device-mismatch`. A backend whose address
+ * is its identity (a hub's entity id) never asks it.
+ */
+export type DeviceCheck = (seen: DeviceIdentity, options?: CallOptions) => Promise<boolean>;
+
+/** The options of a switch command: the call's, and the check of the device it goes to. */
+export interface SwitchOptions extends CallOptions {
+  readonly device: DeviceCheck;
+}
+
+/**
  * The power control of a machine (a plug's relay, a hub's entity, a BMC). Calls to one device are serialised by
  * the implementation (it knows which controls share a device), and
  * each call is bounded by its own timeout, including its wait behind other calls to the same device. Failures
@@ -44,19 +69,19 @@ export interface PowerSwitch {
    * Switches the relay on and resolves with the state read back once it reports on. Idempotent: a relay
    * already on is success. Throws `plug-unconfirmed` when the command was sent but the state not confirmed.
    */
-  turnOn(control: PowerControl, options?: CallOptions): Promise<PlugReading>;
+  turnOn(control: PowerControl, options: SwitchOptions): Promise<PlugReading>;
   /**
    * As turnOn, for off, and only if `mayCut` allows it when asked at the plug (see CutGuard). A refusal sends
    * nothing and throws `unsafe`.
    */
-  turnOff(control: PowerControl, mayCut: CutGuard, options?: CallOptions): Promise<PlugReading>;
+  turnOff(control: PowerControl, mayCut: CutGuard, options: SwitchOptions): Promise<PlugReading>;
   /**
    * Asks the machine's OS to shut down through the control itself (`PowerControl.shutsDown`); the power stays
    * on. Only if `mayShutDown` allows it when asked at the device, as `turnOff` asks `mayCut`: a refusal sends
    * nothing and throws `unsafe`. Resolves once the control accepted the request; asking a machine already
    * shutting down or off is success. Needed only when some control has `shutsDown`.
    */
-  shutdown?(control: PowerControl, mayShutDown: CutGuard, options?: CallOptions): Promise<void>;
+  shutdown?(control: PowerControl, mayShutDown: CutGuard, options: SwitchOptions): Promise<void>;
 }
 
 /**
@@ -104,6 +129,13 @@ export interface PowerRecords {
   quarantine(machine: string): QuarantineRecord | undefined;
   /** Sets (or with undefined, clears) the machine's quarantine: at once in memory, stored in the background. */
   setQuarantine(machine: string, record: QuarantineRecord | undefined): void;
+  /** The identity plugpool learned of the machine's power device (`DeviceIdentity.id`), if it has one. */
+  deviceIdentity(machine: string): string | undefined;
+  /**
+   * Stores the identity learned of the machine's power device; resolves once it is stored on the cluster (throws
+   * `cluster-refused` if it cannot be), so that a restart confirms the device against it rather than learning anew.
+   */
+  recordDeviceIdentity(machine: string, id: string, options?: CallOptions): Promise<void>;
 }
 
 /**

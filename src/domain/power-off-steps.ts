@@ -10,7 +10,8 @@ import type { Verdict } from "./safety.ts";
 import { nodesOf } from "./state.ts";
 import { powerOffRecordOf } from "./model.ts";
 import { hasDeletionTaint } from "./matching.ts";
-import { PlugpoolError } from "./errors.ts";
+import { isPlugpoolError, PlugpoolError } from "./errors.ts";
+import { deviceCheck } from "./device-identity.ts";
 import { freshVerdict, isTransient, mayCutPower } from "./safety.ts";
 import { readPlug, switchOff } from "./switching.ts";
 
@@ -125,9 +126,10 @@ const powerOffPod: StepRun = {
         return verdict.allowed;
       };
       try {
-        await shutdown(machine.power, mayShutDown, options);
+        await shutdown(machine.power, mayShutDown, { ...options, device: deviceCheck(pool, machine) });
       } catch (e) {
         if (refusal !== undefined) return abort(refusal);
+        if (isPlugpoolError(e) && e.code === "device-mismatch") return abort({ allowed: false, rule: "device-mismatch", detail: e.message });
         throw e;
       }
       job.facts.shutdownRequested = now;

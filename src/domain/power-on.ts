@@ -8,7 +8,8 @@ import { lifecycleOf } from "./lifecycle.ts";
 import { PLUG_ON_FAILED, POWER_OFF_ANNOTATION } from "./model.ts";
 import { dropQueued, nodesOf, queuedPosition, stateOf, withGroupLock } from "./state.ts";
 import { messageOf } from "./errors.ts";
-import { hasDeletionTaint, isHeld } from "./matching.ts";
+import { hasDeletionTaint } from "./matching.ts";
+import { isMachineHeld } from "./device-identity.ts";
 import { powerOnSlotWait, restorePower, switchOn, takePowerOnSlot } from "./switching.ts";
 import { recordBootFailure } from "./quarantine.ts";
 import { soonest } from "./waits.ts";
@@ -27,7 +28,7 @@ export function restoreTarget(ctx: PoolContext, machine: Machine): string | unde
   const lifecycle = lifecycleOf(ctx, machine);
   if (lifecycle.phase !== "registered" || stateOf(ctx, machine).power.plug !== "off") return undefined;
   const { nodes } = lifecycle;
-  if (ctx.deps.cluster.powerOffPod(machine.name) !== undefined || isHeld(machine, nodes)) return undefined;
+  if (ctx.deps.cluster.powerOffPod(machine.name) !== undefined || isMachineHeld(ctx, machine, nodes)) return undefined;
   if (nodes.some((n) => hasDeletionTaint(n) || n.annotations[POWER_OFF_ANNOTATION] !== undefined)) return undefined;
   return nodes[0]?.name;
 }
@@ -103,7 +104,7 @@ async function powerOnsOf(ctx: PoolContext, group: NodeGroupSpec, options?: Call
  * reads on (someone else switched it on: not plugpool's to count or cut), it is held (refused).
  */
 function recheckQueued(ctx: PoolContext, machine: Machine): "go" | "wait" | "dequeued" {
-  if (isHeld(machine, nodesOf(ctx, machine))) {
+  if (isMachineHeld(ctx, machine, nodesOf(ctx, machine))) {
     const detail = `${machine.name} is held; its queued plug-on is dropped`;
     ctx.deps.reporter.report({ type: "refused", machine: machine.name, rule: "held", detail });
     return "dequeued";

@@ -7,7 +7,8 @@ import type { PoolContext } from "./state.ts";
 import { beginMarking, dropQueued, endMarking, jobOf, nodesOf, poweredByPlugpool, queuedPosition, stateOf } from "./state.ts";
 import { messageOf, PlugpoolError } from "./errors.ts";
 import { instanceOf, targetSizeOf } from "./instances.ts";
-import { hasDeletionTaint, isHeld, resolveRef } from "./matching.ts";
+import { hasDeletionTaint, resolveRef } from "./matching.ts";
+import { isMachineHeld } from "./device-identity.ts";
 import { throwIfCancelled, untilAborted } from "./lock.ts";
 import { switchOff } from "./switching.ts";
 import { recordPowerOff, resumePowerOff, startPowerOff, undoPowerOffRecord } from "./power-off.ts";
@@ -138,7 +139,7 @@ function validateDeletion(ctx: PoolContext, machine: Machine, what: string): voi
   }
   if (job !== undefined) return;
   const nodes = nodesOf(ctx, machine);
-  if (isHeld(machine, nodes)) throw refusal(ctx, machine, "held", `${what}: ${machine.name} is held`);
+  if (isMachineHeld(ctx, machine, nodes)) throw refusal(ctx, machine, "held", `${what}: ${machine.name} is held`);
   const untainted = nodes.find((n) => !hasDeletionTaint(n));
   if (untainted !== undefined) {
     const detail = `node ${untainted.name} is registered without the ToBeDeletedByClusterAutoscaler taint`;
@@ -167,7 +168,7 @@ export async function decreaseTargetSize(
       const st = stateOf(ctx, m);
       const nodes = nodesOf(ctx, m);
       return (
-        instanceOf(ctx, m)?.state === "creating" && st.power.command === undefined && nodes.length === 0 && !isHeld(m, nodes)
+        instanceOf(ctx, m)?.state === "creating" && st.power.command === undefined && nodes.length === 0 && !isMachineHeld(ctx, m, nodes)
       );
     })
     .toSorted((a, b) => queuedAt(ctx, b) - queuedAt(ctx, a) || poweredOnAt(ctx, b) - poweredOnAt(ctx, a) || b.index - a.index);

@@ -8,7 +8,7 @@ import { queuePowerOn, stateOf } from "./state.ts";
 import { DEFAULT_SCALE_UP } from "./model.ts";
 import { messageOf, PlugpoolError } from "./errors.ts";
 import { targetSizeOf } from "./instances.ts";
-import { isHeld } from "./matching.ts";
+import { isMachineHeld } from "./device-identity.ts";
 import { untilAborted } from "./lock.ts";
 import { switchOn, takePowerOnSlot } from "./switching.ts";
 import { isQuarantined } from "./quarantine.ts";
@@ -20,7 +20,7 @@ import { isQuarantined } from "./quarantine.ts";
  */
 export function isScaleUpCandidate(ctx: PoolContext, machine: Machine): boolean {
   if (lifecycleOf(ctx, machine).phase !== "off") return false;
-  return !isQuarantined(ctx, machine) && ctx.deps.cluster.powerOffPod(machine.name) === undefined && !isHeld(machine, []);
+  return !isQuarantined(ctx, machine) && ctx.deps.cluster.powerOffPod(machine.name) === undefined && !isMachineHeld(ctx, machine, []);
 }
 
 /**

@@ -142,12 +142,21 @@ export interface BootRecord {
   quarantinedUntil: number | undefined;
 }
 
+/** What plugpool heard its power device say it is (see device-identity.ts). */
+export interface DeviceMemory {
+  /** It answered as another device at the last switch command: the machine is held meanwhile. */
+  mismatch: { readonly expected: string; readonly seen: string } | undefined;
+  /** Its uptime at the last switch command, where it tells one. */
+  uptimeSeconds: number | undefined;
+}
+
 /** What plugpool remembers about one machine. */
 export interface MachineState {
   /** Changed only by the transitions below. */
   plan: Plan;
   readonly power: PowerKnowledge;
   readonly boot: BootRecord;
+  readonly device: DeviceMemory;
   /** When plugpool switched it on, or first saw it on. */
   poweredOnAt: number | undefined;
   /** Time on and off and energy drawn, from plugpool's own readings since it started (lost on restart). */
@@ -273,6 +282,7 @@ function newMachineState(deps: PoolDeps, machine: Machine): MachineState {
     plan: NO_PLAN,
     power: { plug: "unknown", watts: undefined, readError: undefined, version: 0, command: undefined },
     boot: { startedAt: poweredOn, failure: undefined, failures: quarantine?.failures ?? 0, quarantinedUntil: quarantine?.until },
+    device: { mismatch: undefined, uptimeSeconds: undefined },
     poweredOnAt: poweredOn,
     meter: newMeter(),
     restoredAt: undefined,

@@ -10,6 +10,7 @@ import { isPlugpoolError, messageOf, PlugpoolError } from "./errors.ts";
 import { freshVerdict } from "./safety.ts";
 import { recordBootFailure } from "./quarantine.ts";
 import { interrupted, observe, switched } from "./energy.ts";
+import { deviceCheck } from "./device-identity.ts";
 
 /**
  * Takes one plug-on from the inrush budget: true (and counted from now) when fewer than
@@ -74,7 +75,7 @@ export async function switchOn(ctx: PoolContext, machine: Machine, why: string, 
     reporter.report({ type: "powered-on", machine: machine.name, group: machine.group, confirmed });
   };
   try {
-    const reading = await ctx.deps.power.turnOn(machine.power, options);
+    const reading = await ctx.deps.power.turnOn(machine.power, { ...options, device: deviceCheck(ctx, machine) });
     applySwitchAnswer(ctx, st, reading);
     if (!reading.on) throw new PlugpoolError("plug-bad-answer", `plug of ${machine.name} still reads off after turn_on`);
     poweredOn(true);
@@ -100,7 +101,7 @@ export function restorePower(ctx: PoolContext, machine: Machine, node: string, o
   const st = stateOf(ctx, machine);
   const { reporter } = ctx.deps;
   st.power.command = "on";
-  return ctx.deps.power.turnOn(machine.power, options).then(
+  return ctx.deps.power.turnOn(machine.power, { ...options, device: deviceCheck(ctx, machine) }).then(
     (reading) => {
       applySwitchAnswer(ctx, st, reading);
       st.poweredOnAt ??= ctx.deps.clock.now();
@@ -148,8 +149,12 @@ export async function switchOff(ctx: PoolContext, machine: Machine, cut: CutRepo
   st.power.command = "off";
   let reading: PlugReading;
   try {
-    reading = await ctx.deps.power.turnOff(machine.power, guard, options);
+    reading = await ctx.deps.power.turnOff(machine.power, guard, { ...options, device: deviceCheck(ctx, machine) });
   } catch (e) {
+    if (isPlugpoolError(e) && e.code === "device-mismatch") {
+      st.power.command = undefined;
+      return { kind: "refused", verdict: { allowed: false, rule: "device-mismatch", detail: e.message } };
+    }
     if (isPlugpoolError(e) && e.code === "plug-unconfirmed" && refusal === undefined) {
       unconfirmed(ctx, st);
       // The cut may have happened: plugpool's power-on licenses nothing more (whoever powers it next is not plugpool).

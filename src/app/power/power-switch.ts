@@ -2,7 +2,7 @@
 // control, with the address that backend parsed from the configuration.
 import type { BackendProbe, BackendSwitch, PowerBackend } from "../../adapters/power-backend.ts";
 import type { PlugReading, PowerControl } from "../../domain/model.ts";
-import type { CallOptions, CutGuard, PowerSwitch } from "../../domain/ports.ts";
+import type { CallOptions, CutGuard, PowerSwitch, SwitchOptions } from "../../domain/ports.ts";
 import { BACKENDS } from "./backends.ts";
 
 /** A control as the configuration resolved it: its backend's name and that backend's own address. */
@@ -42,15 +42,15 @@ export function createPowerSwitch(
       const { to, address } = route(control);
       return to.read(address, options);
     },
-    turnOn(control: PowerControl, options?: CallOptions): Promise<PlugReading> {
+    turnOn(control: PowerControl, options: SwitchOptions): Promise<PlugReading> {
       const { to, address } = route(control);
       return to.turnOn(address, options);
     },
-    turnOff(control: PowerControl, mayCut: CutGuard, options?: CallOptions): Promise<PlugReading> {
+    turnOff(control: PowerControl, mayCut: CutGuard, options: SwitchOptions): Promise<PlugReading> {
       const { to, address } = route(control);
       return to.turnOff(address, mayCut, options);
     },
-    shutdown(control: PowerControl, mayShutDown: CutGuard, options?: CallOptions): Promise<void> {
+    shutdown(control: PowerControl, mayShutDown: CutGuard, options: SwitchOptions): Promise<void> {
       const { to, address } = route(control);
       if (to.shutdown === undefined) throw new Error(`${control.label} cannot shut the OS down`);
       return to.shutdown(address, mayShutDown, options);
