@@ -70,6 +70,7 @@ const lookup: NodeLookup = {
 
 const powerOns = new Map<string, PowerOnRecord>();
 const quarantines = new Map<string, QuarantineRecord>();
+const identities = new Map<string, string>();
 const records: PowerRecords = {
   powerOn: (machine) => powerOns.get(machine),
   recordPowerOn: (machine, record) => {
@@ -83,6 +84,11 @@ const records: PowerRecords = {
   setQuarantine: (machine, record) => {
     if (record === undefined) quarantines.delete(machine);
     else quarantines.set(machine, record);
+  },
+  deviceIdentity: (machine) => identities.get(machine),
+  recordDeviceIdentity: (machine, id) => {
+    identities.set(machine, id);
+    return Promise.resolve();
   },
 };
 

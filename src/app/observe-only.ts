@@ -5,7 +5,6 @@
 // DeleteNodes fails before any power-off starts (CA takes its taint off again), a step of a power-off left by an
 // earlier run fails and is retried. plugpool's own records are kept in memory only.
 import type {
-  CallOptions,
   ClusterView,
   CutGuard,
   Machine,
@@ -15,6 +14,7 @@ import type {
   PowerOnRecord,
   PowerRecords,
   PowerSwitch,
+  SwitchOptions,
   QuarantineRecord,
 } from "../domain/index.ts";
 import { PlugpoolError, POWER_OFF_ANNOTATION } from "../domain/index.ts";
@@ -47,7 +47,7 @@ export function observeOnlyPowerSwitch(power: PowerSwitch, machines: readonly Ma
       });
       return Promise.reject(new PlugpoolError("unsafe", `dry run: the plug of ${machine} was not switched on`));
     },
-    async turnOff(plug: PowerControl, mayCut: CutGuard, options?: CallOptions): Promise<PlugReading> {
+    async turnOff(plug: PowerControl, mayCut: CutGuard, options: SwitchOptions): Promise<PlugReading> {
       const machine = machineOf(plug);
       // The check a real switch-off takes at the plug, so the dry run says whether the cut would have happened.
       if (!(await mayCut(options))) {
@@ -56,7 +56,7 @@ export function observeOnlyPowerSwitch(power: PowerSwitch, machines: readonly Ma
       tell({ node: machine, reason: "DryRunPlugOff", message: `would switch the plug of ${machine} off now (the check at the plug allowed it); ${NOTHING_SENT}` });
       throw new PlugpoolError("unsafe", `dry run: the plug of ${machine} was not switched off`);
     },
-    async shutdown(control: PowerControl, mayShutDown: CutGuard, options?: CallOptions): Promise<void> {
+    async shutdown(control: PowerControl, mayShutDown: CutGuard, options: SwitchOptions): Promise<void> {
       const machine = machineOf(control);
       // The check a real shutdown takes at the device, so the dry run says whether it would have been asked.
       if (!(await mayShutDown(options))) {
@@ -112,6 +112,7 @@ export function observeOnlyRecords(stored: PowerRecords): PowerRecords {
   // null: ended or cleared during this run.
   const powerOns = new Map<string, PowerOnRecord | null>();
   const quarantines = new Map<string, QuarantineRecord | null>();
+  const identities = new Map<string, string>();
   return {
     powerOn: (machine) => (powerOns.has(machine) ? (powerOns.get(machine) ?? undefined) : stored.powerOn(machine)),
     recordPowerOn(machine, record) {
@@ -124,6 +125,11 @@ export function observeOnlyRecords(stored: PowerRecords): PowerRecords {
     quarantine: (machine) => (quarantines.has(machine) ? (quarantines.get(machine) ?? undefined) : stored.quarantine(machine)),
     setQuarantine(machine, record) {
       quarantines.set(machine, record ?? null);
+    },
+    deviceIdentity: (machine) => identities.get(machine) ?? stored.deviceIdentity(machine),
+    recordDeviceIdentity(machine, id) {
+      identities.set(machine, id);
+      return Promise.resolve();
     },
   };
 }

@@ -8,7 +8,10 @@ import { stateOf } from "./state.ts";
 import { messageOf } from "./errors.ts";
 import { isHeld } from "./matching.ts";
 
-/** A device that answered as another: its machine is held until the device answers as expected again. */
+/**
+ * A device that answered as another: its machine is held for the rest of this process's life, or until an operator
+ * pins the identity the device should answer with (a change of configuration, so a restart).
+ */
 export interface DeviceMismatch {
   readonly expected: string;
   readonly seen: string;
@@ -36,7 +39,7 @@ export function isMachineHeld(ctx: PoolContext, machine: Machine, nodes: readonl
  * The DeviceCheck of the machine's switch commands. A device that answers as expected goes ahead. With nothing
  * expected yet (first contact), the identity it gives is stored on the cluster first: a command goes only once a
  * restart would confirm the same device. A device that answers as another gets nothing, and its machine is held
- * (reported once per identity seen). A device whose uptime went back restarted (see `noteUptime`).
+ * (reported once per identity seen): no further command is sent to it, so nothing would ever confirm it again. A device whose uptime went back restarted (see `noteUptime`).
  */
 export function deviceCheck(ctx: PoolContext, machine: Machine): DeviceCheck {
   return async (seen: DeviceIdentity, options?: CallOptions): Promise<boolean> => {
@@ -57,10 +60,6 @@ export function deviceCheck(ctx: PoolContext, machine: Machine): DeviceCheck {
         return false;
       }
       ctx.deps.reporter.report({ type: "device-learned", machine: machine.name, identity: seen.id });
-    }
-    if (device.mismatch !== undefined) {
-      device.mismatch = undefined;
-      ctx.deps.reporter.report({ type: "device-confirmed", machine: machine.name, identity: seen.id });
     }
     noteUptime(ctx, machine, seen);
     return true;

@@ -109,15 +109,13 @@ export function describeEvent(event: PoolEvent): EventText {
     case "device-mismatch":
       return warning(
         `the power device of ${event.machine} answers as ${event.seen}, not as ${event.expected}: nothing is switched and ` +
-          `${event.machine} is held until it answers as ${event.expected} again or its new identity is pinned in the configuration`,
+          `${event.machine} is held until the identity of its device is pinned in the configuration`,
         "DeviceMismatch",
       );
     case "device-learned":
       return info(`the power device of ${event.machine} answers as ${event.identity}: every switch command checks it from now on`, "DeviceLearned");
     case "device-not-recorded":
       return warning(`could not store the identity ${event.identity} of the power device of ${event.machine}, nothing switched: ${event.error}`, "DeviceNotRecorded");
-    case "device-confirmed":
-      return info(`the power device of ${event.machine} answers as ${event.identity} again: no longer held`, "DeviceConfirmed");
     case "device-restarted":
       return warning(
         `the power device of ${event.machine} restarted (up ${event.uptimeSeconds}s): its relay may have come up off, so plugpool's power-on licenses no cut`,

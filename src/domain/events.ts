@@ -129,7 +129,7 @@ export type PoolEvent =
   | {
       /**
        * The machine's power device answered as another device right before a switch command: nothing was sent and
-       * the machine is held until it answers as `expected` again, or an operator pins the new identity.
+       * the machine is held until an operator pins the identity its device should answer with.
        */
       readonly type: "device-mismatch";
       readonly machine: string;
@@ -148,12 +148,6 @@ export type PoolEvent =
       readonly machine: string;
       readonly identity: string;
       readonly error: string;
-    }
-  | {
-      /** A device that had answered as another answers as expected again: its machine is no longer held. */
-      readonly type: "device-confirmed";
-      readonly machine: string;
-      readonly identity: string;
     }
   | {
       /** The machine's power device restarted since plugpool last heard it (its uptime went back). */

@@ -19,11 +19,14 @@ export type {
   Clock,
   ClusterView,
   CutGuard,
+  DeviceCheck,
+  DeviceIdentity,
   NodeLookup,
   NodeTeardown,
   PowerRecords,
   PowerSwitch,
   Reporter,
+  SwitchOptions,
 } from "./ports.ts";
 
 export {

@@ -38,7 +38,7 @@ describe("observe-only ports (serve --dry-run)", () => {
     const told: DryRunAction[] = [];
     const power = observeOnlyPowerSwitch(real, [machine], (a) => told.push(a));
     assert.deepEqual(await power.read(machine.power), { on: true, watts: 80 });
-    await assert.rejects(power.turnOn(machine.power), { code: "unsafe", message: "dry run: the plug of worker-1 was not switched on" });
+    await assert.rejects(power.turnOn(machine.power, { device: () => Promise.resolve(true) }), { code: "unsafe", message: "dry run: the plug of worker-1 was not switched on" });
     assert.equal(real.writes, 0);
     assert.deepEqual(told.map((a) => [a.node, a.reason]), [["worker-1", "DryRunPowerOn"]]);
   });
@@ -47,9 +47,9 @@ describe("observe-only ports (serve --dry-run)", () => {
     const real = plugs();
     const told: DryRunAction[] = [];
     const power = observeOnlyPowerSwitch(real, [machine], (a) => told.push(a));
-    await assert.rejects(power.turnOff(machine.power, () => Promise.resolve(false)), { code: "unsafe", message: /refused at the plug by the safety check/ });
+    await assert.rejects(power.turnOff(machine.power, () => Promise.resolve(false), { device: () => Promise.resolve(true) }), { code: "unsafe", message: /refused at the plug by the safety check/ });
     assert.equal(told.length, 0);
-    await assert.rejects(power.turnOff(machine.power, () => Promise.resolve(true)), { message: "dry run: the plug of worker-1 was not switched off" });
+    await assert.rejects(power.turnOff(machine.power, () => Promise.resolve(true), { device: () => Promise.resolve(true) }), { message: "dry run: the plug of worker-1 was not switched off" });
     assert.deepEqual(told.map((a) => a.reason), ["DryRunPlugOff"]);
     assert.equal(real.writes, 0);
   });
@@ -111,6 +111,8 @@ describe("observe-only ports (serve --dry-run)", () => {
       endPowerOn: (m) => { writes.push(m); },
       quarantine: (m) => (m === "worker-1" ? { until: 9, failures: 1 } : undefined),
       setQuarantine: (m) => { writes.push(m); },
+      deviceIdentity: () => undefined,
+      recordDeviceIdentity: (m) => { writes.push(m); return Promise.resolve(); },
     };
     const records = observeOnlyRecords(stored);
     assert.deepEqual(records.powerOn("worker-1"), { at: 5, why: "scale-up" });

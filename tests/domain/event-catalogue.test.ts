@@ -26,6 +26,10 @@ const ONE_OF_EACH: { readonly [K in PoolEvent["type"]]: Extract<PoolEvent, { typ
   "powered-outside": { type: "powered-outside", machine: "w1", detail: "no Node, no record" },
   "duplicate-nodes": { type: "duplicate-nodes", machine: "w1", nodes: ["w1", "w1-old"] },
   "hard-cut": { type: "hard-cut", machine: "w1", node: "", detail: "still Ready after 5m" },
+  "device-mismatch": { type: "device-mismatch", machine: "w1", expected: 'name "plug-w1"', seen: 'name "plug-w2"' },
+  "device-learned": { type: "device-learned", machine: "w1", identity: 'name "plug-w1"' },
+  "device-not-recorded": { type: "device-not-recorded", machine: "w1", identity: 'name "plug-w1"', error: "apiserver down" },
+  "device-restarted": { type: "device-restarted", machine: "w1", uptimeSeconds: 3 },
   "template-slices-differ": { type: "template-slices-differ", machine: "w1", group: "g", differing: ["w2"], detail: "GPU model" },
 };
 
@@ -50,6 +54,9 @@ describe("describeEvent()", () => {
   it("warns about what someone should look at, and only that", () => {
     const warnings = Object.values(ONE_OF_EACH).filter((e) => describeEvent(e).level === "warning").map((e) => e.type).sort();
     assert.deepEqual(warnings, [
+      "device-mismatch",
+      "device-not-recorded",
+      "device-restarted",
       "duplicate-nodes", "hard-cut", "plug-read-failed", "power-off-aborted", "power-on-failed", "power-restored",
       "powered-outside", "provider-id-mismatch", "quarantined", "refused", "template-slices-differ", "unexpected-power",
     ]);

@@ -111,8 +111,8 @@ describe("Pool.refresh()", () => {
               answerRead = resolve;
             })
           : w.power.read(control),
-      turnOn: (plug) => w.power.turnOn(plug),
-      turnOff: (plug, mayCut) => w.power.turnOff(plug, mayCut),
+      turnOn: (plug, options) => w.power.turnOn(plug, options),
+      turnOff: (plug, mayCut, options) => w.power.turnOff(plug, mayCut, options),
     };
     const deps = {
       clock: w.clock,

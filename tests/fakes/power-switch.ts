@@ -1,4 +1,4 @@
-import type { CutGuard, PowerControl, PlugReading, PowerSwitch } from "../../src/domain/index.ts";
+import type { CutGuard, DeviceCheck, PowerControl, PlugReading, PowerSwitch, SwitchOptions } from "../../src/domain/index.ts";
 import { PlugpoolError } from "../../src/domain/index.ts";
 
 export type PowerOp = "read" | "turnOn" | "turnOff" | "shutdown";
@@ -18,17 +18,24 @@ export interface PowerCall {
 export interface Arrival {
   readonly op: "turnOn" | "turnOff" | "shutdown";
   readonly control: PowerControl;
+  /** The key of the control whose machine the device that got it powers (the control's own, unless addresses swapped). */
+  readonly device: string;
 }
 
 interface Relay {
   on: boolean;
   /** Draw while on; 0 while off. */
   watts: number;
+  /** What the device says it is. */
+  identity: string;
+  /** Seconds up, as it tells: 100 when added, one more at each identity asked, back to 0 at a restart. */
+  uptime: number;
 }
 
 /**
  * Relays with real state, keyed by their control's key. Only plugs added with `add` exist; a call to any
- * other plug throws. Every call is logged (and passed to `onCall` at the moment it is made) before any
+ * other plug throws. Each control's address reaches its own device until `swapAddresses`; a switch command first
+ * asks the caller's DeviceCheck with the identity of the device it reached. Every call is logged (and passed to `onCall` at the moment it is made) before any
  * fault applies. Calls to one device wait for each other, and each waits `latency()` turns of the event loop
  * once it has the device (others may act meanwhile). Signals are ignored on purpose: the domain must not rely
  * on a plug honouring them.
@@ -48,25 +55,52 @@ export class FakePowerSwitch implements PowerSwitch {
   readonly #queues = new Map<string, Promise<unknown>>();
   #loseNext = new Set<PowerOp>();
   readonly #relays = new Map<string, Relay>();
+  /** Which device (the key of the control it was added for) each control's address reaches. */
+  readonly #routes = new Map<string, string>();
   readonly #faults = new Map<string, PlugFault>();
   readonly #failNext = new Map<PowerOp, Error[]>();
 
   add(control: PowerControl, on = false, watts = 80): void {
-    this.#relays.set(control.key, { on, watts });
+    this.#relays.set(control.key, { on, watts, identity: `device ${control.key}`, uptime: 100 });
   }
 
-  /** Flips the relay by hand (someone pressed the button). */
+  /** The identity the device of `control`'s machine answers with. */
+  identityOf(control: PowerControl): string {
+    return this.#own(control).identity;
+  }
+
+  /** The addresses of two controls now reach each other's device (a DHCP lease handed out anew). */
+  swapAddresses(a: PowerControl, b: PowerControl): void {
+    const toA = this.#routes.get(a.key) ?? a.key;
+    this.#routes.set(a.key, this.#routes.get(b.key) ?? b.key);
+    this.#routes.set(b.key, toA);
+  }
+
+  /** The device of `control`'s machine is replaced by one that answers as `identity` (relay as it was). */
+  replaceDevice(control: PowerControl, identity: string): void {
+    this.#own(control).identity = identity;
+  }
+
+  /** The device of `control`'s machine restarts: its uptime starts again and its relay comes up `on`. */
+  restartDevice(control: PowerControl, on: boolean): void {
+    const relay = this.#own(control);
+    relay.uptime = 0;
+    relay.on = on;
+  }
+
+  /** Flips the relay of the machine's own device by hand (someone pressed the button). */
   set(control: PowerControl, on: boolean): void {
-    this.#relay(control).on = on;
+    this.#own(control).on = on;
   }
 
+  /** Whether the machine of `control` has power: its own device's relay, whatever its address reaches now. */
   isOn(control: PowerControl): boolean {
-    return this.#relay(control).on;
+    return this.#own(control).on;
   }
 
-  /** The draw the sensor reports while the relay is on. */
+  /** The draw the sensor of the machine's own device reports while the relay is on. */
   setWatts(control: PowerControl, watts: number): void {
-    this.#relay(control).watts = watts;
+    this.#own(control).watts = watts;
   }
 
   setFault(control: PowerControl, fault: PlugFault | undefined): void {
@@ -96,51 +130,58 @@ export class FakePowerSwitch implements PowerSwitch {
   }
 
   read(control: PowerControl): Promise<PlugReading> {
-    return this.#call("read", control, undefined, () => undefined);
+    return this.#call("read", control, {}, () => undefined);
   }
 
-  turnOn(control: PowerControl): Promise<PlugReading> {
-    return this.#call("turnOn", control, undefined, (relay) => {
+  turnOn(control: PowerControl, options: SwitchOptions): Promise<PlugReading> {
+    return this.#call("turnOn", control, { check: options.device }, (relay) => {
       relay.on = true;
     });
   }
 
-  turnOff(control: PowerControl, mayCut: CutGuard): Promise<PlugReading> {
-    return this.#call("turnOff", control, mayCut, (relay) => {
+  turnOff(control: PowerControl, mayCut: CutGuard, options: SwitchOptions): Promise<PlugReading> {
+    return this.#call("turnOff", control, { check: options.device, guard: mayCut }, (relay) => {
       relay.on = false;
     });
   }
 
   /** A BMC's graceful shutdown: accepted by a control that `shutsDown`; what the OS does is the test's. */
-  async shutdown(control: PowerControl, mayShutDown: CutGuard): Promise<void> {
+  async shutdown(control: PowerControl, mayShutDown: CutGuard, options: SwitchOptions): Promise<void> {
     if (control.shutsDown !== true) throw new Error(`the fake was asked to shut down through ${control.label}, which cannot`);
-    await this.#call("shutdown", control, mayShutDown, () => undefined);
+    await this.#call("shutdown", control, { check: options.device, guard: mayShutDown }, () => undefined);
     this.shutdownsAccepted.push(control.key);
   }
 
-  #call(op: PowerOp, control: PowerControl, guard: CutGuard | undefined, act: (r: Relay) => void): Promise<PlugReading> {
+  #call(op: PowerOp, control: PowerControl, asks: Asks, act: (r: Relay) => void): Promise<PlugReading> {
     const call = { op, control };
     this.calls.push(call);
     this.onCall?.(call);
-    const relay = this.#relay(control);
+    const reached = this.#routes.get(control.key) ?? control.key;
     const fault = this.#faults.get(control.key);
     if (fault === "hang") return new Promise<PlugReading>(() => undefined);
     const device = this.deviceOf(control);
     const before = this.#queues.get(device) ?? Promise.resolve();
-    const mine = before.then(() => this.#atDevice(op, control, relay, guard, act));
+    const mine = before.then(() => this.#atDevice(op, control, reached, asks, act));
     this.#queues.set(device, mine.catch(() => undefined));
     return mine;
   }
 
-  async #atDevice(op: PowerOp, control: PowerControl, relay: Relay, guard: CutGuard | undefined, act: (r: Relay) => void): Promise<PlugReading> {
+  async #atDevice(op: PowerOp, control: PowerControl, reached: string, asks: Asks, act: (r: Relay) => void): Promise<PlugReading> {
     for (let turns = Math.max(1, this.latency()); turns > 0; turns--) await new Promise((r) => setImmediate(r));
     if (this.#faults.get(control.key) === "unreachable") throw unreachable(op, control);
     const next = this.#failNext.get(op)?.shift();
     if (next !== undefined) throw next;
-    if (guard !== undefined && !(await guard())) {
+    const relay = this.#relayOf(reached);
+    if (asks.check !== undefined) {
+      const uptimeSeconds = relay.uptime++;
+      if (!(await asks.check({ id: relay.identity, uptimeSeconds }))) {
+        throw new PlugpoolError("device-mismatch", `${op} of ${control.label}: the device answered as ${relay.identity}; nothing sent`);
+      }
+    }
+    if (asks.guard !== undefined && !(await asks.guard())) {
       throw new PlugpoolError("unsafe", `${op} of ${control.label}: refused at the plug by the safety check`);
     }
-    if (op !== "read") this.onArrival?.({ op, control });
+    if (op !== "read") this.onArrival?.({ op, control, device: reached });
     act(relay);
     if (op !== "read" && this.#loseNext.delete(op)) {
       throw new PlugpoolError("plug-unconfirmed", `${op} of ${control.label}: sent, but its answer was lost`);
@@ -149,11 +190,21 @@ export class FakePowerSwitch implements PowerSwitch {
     return !control.measuresWatts ? reading : { ...reading, watts: relay.on ? relay.watts : 0 };
   }
 
-  #relay(control: PowerControl): Relay {
-    const relay = this.#relays.get(control.key);
-    if (relay === undefined) throw new Error(`the fake has no ${control.label}`);
+  #own(control: PowerControl): Relay {
+    return this.#relayOf(control.key);
+  }
+
+  #relayOf(key: string): Relay {
+    const relay = this.#relays.get(key);
+    if (relay === undefined) throw new Error(`the fake has no device ${key}`);
     return relay;
   }
+}
+
+/** What a call asks before it acts, in the device's slot: the DeviceCheck (switch commands), then the guard. */
+interface Asks {
+  readonly check?: DeviceCheck;
+  readonly guard?: CutGuard;
 }
 
 function unreachable(op: PowerOp, control?: PowerControl): PlugpoolError {

@@ -8,7 +8,9 @@ import { PlugpoolError } from "../../src/domain/index.ts";
 export class FakeRecords implements PowerRecords {
   readonly #powerOns = new Map<string, PowerOnRecord>();
   readonly #quarantines = new Map<string, QuarantineRecord>();
+  readonly #identities = new Map<string, string>();
   #failNext = 0;
+  #failIdentities = 0;
   onWrite: ((op: "recordPowerOn" | "endPowerOn", machine: string) => void) | undefined;
 
   powerOn(machine: string): PowerOnRecord | undefined {
@@ -44,6 +46,24 @@ export class FakeRecords implements PowerRecords {
     else this.#quarantines.set(machine, record);
   }
 
+  deviceIdentity(machine: string): string | undefined {
+    return this.#identities.get(machine);
+  }
+
+  async recordDeviceIdentity(machine: string, id: string): Promise<void> {
+    await Promise.resolve();
+    if (this.#failIdentities > 0) {
+      this.#failIdentities -= 1;
+      throw new PlugpoolError("cluster-refused", `recording the device identity of ${machine}: the apiserver said no`);
+    }
+    this.#identities.set(machine, id);
+  }
+
+  /** The next `n` device identities fail to be stored. */
+  failNextIdentities(n = 1): void {
+    this.#failIdentities += n;
+  }
+
   /** The next `n` power-on records fail. */
   failNext(n = 1): void {
     this.#failNext += n;
@@ -51,5 +71,6 @@ export class FakeRecords implements PowerRecords {
 
   clearFaults(): void {
     this.#failNext = 0;
+    this.#failIdentities = 0;
   }
 }

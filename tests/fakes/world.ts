@@ -58,6 +58,8 @@ export interface GroupOptions {
   readonly template?: NodeTemplate;
   /** Machines' idle draw in watts, by name (absent: none configured). */
   readonly idleWatts?: Readonly<Record<string, number>>;
+  /** The identity each machine's device is pinned to in the configuration, by name (absent: learned). */
+  readonly identities?: Readonly<Record<string, string>>;
 }
 
 export interface WorldOptions {
@@ -96,6 +98,7 @@ export function buildConfig(options: WorldOptions = {}): PoolConfig {
           label: `plug of ${name}`,
           measuresWatts: g.sensors?.includes(name) === true,
           ...(g.shutsDown?.includes(name) === true && { shutsDown: true }),
+          ...(g.identities?.[name] !== undefined && { identity: g.identities[name] }),
         },
       }),
     ),

@@ -8,6 +8,34 @@ export interface Plant {
 
 export const PLANTS: readonly Plant[] = [
   {
+    name: "send a switch command to a device that answers as another",
+    edits: [{ file: "src/domain/device-identity.ts", find: "    if (expected !== undefined && seen.id !== expected) {", replace: "    if (expected !== undefined && seen.id !== expected && seen.id === \"\") {" }],
+  },
+  {
+    name: "switch a device met for the first time before its identity is stored",
+    edits: [
+      {
+        file: "src/domain/device-identity.ts",
+        find: "        await ctx.deps.records.recordDeviceIdentity(machine.name, seen.id, options);",
+        replace: "        void ctx.deps.records.recordDeviceIdentity(machine.name, seen.id, options).catch(() => undefined);",
+      },
+    ],
+  },
+  {
+    name: "forget that a machine's device answered as another",
+    edits: [{ file: "src/domain/device-identity.ts", find: "  return isHeld(machine, nodes) || deviceMismatchOf(ctx, machine) !== undefined;", replace: "  return isHeld(machine, nodes);" }],
+  },
+  {
+    name: "keep plugpool's power-on licence over a device that restarted",
+    edits: [
+      {
+        file: "src/domain/device-identity.ts",
+        find: "  if (ctx.deps.records.powerOn(machine.name) !== undefined) ctx.deps.records.endPowerOn(machine.name);",
+        replace: "",
+      },
+    ],
+  },
+  {
     name: "skip the re-check on a plug-off retry",
     edits: [
       {

@@ -21,6 +21,7 @@ const codes: Readonly<Record<Exclude<ErrorCode, "cancelled">, Code>> = {
   "plug-entity-not-found": Code.Unavailable,
   "plug-bad-answer": Code.Unavailable,
   "plug-unconfirmed": Code.Unavailable,
+  "device-mismatch": Code.FailedPrecondition,
   "cluster-refused": Code.Unavailable,
   internal: Code.Internal,
 };

@@ -1,6 +1,7 @@
 // plugpool's records of its own power actions, kept in ConfigMap plugpool-records in the power-off namespace so
 // that they survive a restart: `power-on.<machine>` holds a power-on plugpool made, `{"at":<ms>,"why":"..."}`;
-// `quarantine.<machine>` a machine's quarantine, `{"until":<ms>,"failures":<n>}`. Read once at start, then
+// `quarantine.<machine>` a machine's quarantine, `{"until":<ms>,"failures":<n>}`; `device.<machine>` the identity
+// learned of its power device, `{"id":"<identity>"}`. Read once at start, then
 // answered from memory; each change is written as a merge patch of its one key.
 import { createHash } from "node:crypto";
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
@@ -36,7 +37,7 @@ export interface KubernetesPowerRecords extends PowerRecords {
   stop(): void;
 }
 
-type Kind = "power-on" | "quarantine";
+type Kind = "power-on" | "quarantine" | "device";
 
 /** Longest ConfigMap key the apiserver accepts. */
 const maxKeyLength = 253;
@@ -60,10 +61,11 @@ export function createKubernetesPowerRecords(kc: KubeConfig, options: Kubernetes
   const writer = createConfigMapWriter(core, ref, { writeTimeoutMs, retry: options.retry ?? defaultRetry, onError });
   const keys = new Map<string, { readonly kind: Kind; readonly machine: string }>();
   for (const { name } of options.machines) {
-    for (const kind of ["power-on", "quarantine"] as const) keys.set(recordKey(kind, name), { kind, machine: name });
+    for (const kind of ["power-on", "quarantine", "device"] as const) keys.set(recordKey(kind, name), { kind, machine: name });
   }
   const powerOns = new Map<string, PowerOnRecord>();
   const quarantines = new Map<string, QuarantineRecord>();
+  const identities = new Map<string, string>();
   const where = `ConfigMap ${ref.namespace}/${ref.name}`;
 
   const configured = (machine: string): boolean => keys.has(recordKey("power-on", machine));
@@ -80,7 +82,11 @@ export function createKubernetesPowerRecords(kc: KubeConfig, options: Kubernetes
       return;
     }
     const value = parse(json);
-    if (owner.kind === "power-on") {
+    if (owner.kind === "device") {
+      const id = value?.id;
+      if (typeof id === "string" && id !== "") identities.set(owner.machine, id);
+      else onError(new Error(`ignoring unreadable key "${key}" of ${where}`));
+    } else if (owner.kind === "power-on") {
       const at = value?.at;
       const why = value?.why;
       if (isTime(at) && typeof why === "string") powerOns.set(owner.machine, { at, why });
@@ -145,6 +151,23 @@ export function createKubernetesPowerRecords(kc: KubeConfig, options: Kubernetes
       if (record === undefined) quarantines.delete(machine);
       else quarantines.set(machine, record);
       writer.later({ [recordKey("quarantine", machine)]: stored(record) });
+    },
+
+    deviceIdentity: (machine) => identities.get(machine),
+
+    async recordDeviceIdentity(machine, id, call) {
+      if (!configured(machine)) throw new PlugpoolError("internal", `not recording the device of machine "${machine}": it is not configured`);
+      const key = recordKey("device", machine);
+      const limits = callBound(writeTimeoutMs, call?.signal);
+      try {
+        await writer.now({ [key]: JSON.stringify({ id }) }, limits);
+      } catch (error) {
+        // It may have landed all the same: the stored key goes back to what memory holds.
+        const known = identities.get(machine);
+        writer.later({ [key]: known === undefined ? null : JSON.stringify({ id: known }) });
+        throw error;
+      }
+      identities.set(machine, id);
     },
 
     flushed: () => writer.flushed(),
