@@ -197,6 +197,18 @@ describe("loadConfig() value rules", () => {
       ]);
     });
 
+    it("pins a machine's device identity, and rejects one pinned for two machines", () => {
+      const pinned = load(config([group("workers", [node("worker-1", {}, { deviceIdentity: 'name "plug-1"' }), node("worker-2")])]));
+      assert.deepEqual(pinned.pool.groups[0]?.machines.map((m) => m.power.identity), ['name "plug-1"', undefined]);
+      const twice = config([group("workers", [node("worker-1", {}, { deviceIdentity: 'name "plug"' }), node("worker-2", {}, { deviceIdentity: 'name "plug"' })])]);
+      assert.deepEqual(issuesOf(twice), [
+        "nodeGroups[0].nodes[1].deviceIdentity: is also pinned at nodeGroups[0].nodes[0].deviceIdentity; two machines cannot be powered by one device (give each device a name of its own, and pin that)",
+      ]);
+      assert.deepEqual(issuesOf(config([group("workers", [node("worker-1", {}, { deviceIdentity: "" })])])), [
+        "nodeGroups[0].nodes[0].deviceIdentity: must not be empty",
+      ]);
+    });
+
     it("rejects order efficient when no group or node sets idleWatts, and accepts it when one does", () => {
       assert.deepEqual(issuesOf(config(undefined, { scaleUp: { order: "efficient" } })), [
         "scaleUp.order: efficient orders machines by idleWatts, but no group or node sets idleWatts; set it, or use config or least-used",

@@ -58,6 +58,7 @@ function buildPool({ raw, durations, groups: parsedGroups }: ParsedConfig): Pool
           label: control.label,
           measuresWatts: control.measuresWatts,
           ...(control.shutsDown === true && { shutsDown: true }),
+          ...(node.deviceIdentity !== undefined && { identity: node.deviceIdentity }),
         },
         index: index++,
         hold: node.hold,

@@ -132,6 +132,7 @@ export function checkConfig(root: unknown, schemaErrorPointers: readonly string[
   const groupIds = new Map<string, ConfigPath>();
   const nodeNames = new Map<string, ConfigPath>();
   const controls = new Map<string, ConfigPath>();
+  const identities = new Map<string, ConfigPath>();
   const perBackend = new Map(BACKENDS.map((b) => [b.name, [] as { control: ParsedControl<unknown>; path: ConfigPath }[]]));
   const context = { report, env, secretFile: secretFileReader(report) };
   const groups = (read.list(["nodeGroups"]) ?? []).map((_, g): ParsedGroup | undefined => {
@@ -148,6 +149,12 @@ export function checkConfig(root: unknown, schemaErrorPointers: readonly string[
       if (name !== undefined) {
         const what = (first: string) => `"${name}" is also listed at ${first}; node names must be unique across all groups`;
         firstOrReport(nodeNames, name, [...node, "name"], what, report);
+      }
+      const identity = read.string([...node, "deviceIdentity"]);
+      if (identity !== undefined) {
+        const what = (first: string) =>
+          `is also pinned at ${first}; two machines cannot be powered by one device (give each device a name of its own, and pin that)`;
+        firstOrReport(identities, identity, [...node, "deviceIdentity"], what, report);
       }
       const control = parseControl(read, node, context, report);
       if (control !== undefined) {

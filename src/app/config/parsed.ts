@@ -55,6 +55,7 @@ export interface RawNode {
   readonly name: string;
   readonly hold: boolean;
   readonly idleWatts?: number;
+  readonly deviceIdentity?: string;
 }
 
 /** Every duration of the file, in milliseconds. */
