@@ -53,6 +53,16 @@ export function deviceCheck(ctx: PoolContext, machine: Machine): DeviceCheck {
       return false;
     }
     if (expected === undefined) {
+      // Met for the first time, it answers as the device of another machine: either two devices share one name (the
+      // check could not tell them apart) or this address now reaches that machine's device. Neither is switched.
+      const other = ctx.machines.find((m) => m !== machine && expectedIdentity(ctx, m) === seen.id);
+      if (other !== undefined) {
+        if (device.mismatch?.seen !== seen.id) {
+          ctx.deps.reporter.report({ type: "device-duplicate", machine: machine.name, identity: seen.id, other: other.name });
+        }
+        device.mismatch = { expected: `a device of its own (${other.name}'s answers as ${seen.id})`, seen: seen.id };
+        return false;
+      }
       try {
         await ctx.deps.records.recordDeviceIdentity(machine.name, seen.id, options);
       } catch (e) {

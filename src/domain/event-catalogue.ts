@@ -112,6 +112,12 @@ export function describeEvent(event: PoolEvent): EventText {
           `${event.machine} is held until the identity of its device is pinned in the configuration`,
         "DeviceMismatch",
       );
+    case "device-duplicate":
+      return warning(
+        `the power device of ${event.machine}, met for the first time, answers as ${event.identity}, as the device of ${event.other} ` +
+          `does: nothing is switched and ${event.machine} is held; give each device a name of its own and pin it in the configuration`,
+        "DeviceDuplicate",
+      );
     case "device-learned":
       return info(`the power device of ${event.machine} answers as ${event.identity}: every switch command checks it from now on`, "DeviceLearned");
     case "device-not-recorded":

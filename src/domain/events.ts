@@ -143,6 +143,16 @@ export type PoolEvent =
       readonly identity: string;
     }
   | {
+      /**
+       * Met for the first time, the machine's power device answers as the device of `other`: nothing was sent and
+       * the machine is held (two devices with one name cannot be told apart; give each its own and pin it).
+       */
+      readonly type: "device-duplicate";
+      readonly machine: string;
+      readonly identity: string;
+      readonly other: string;
+    }
+  | {
       /** The identity of a first contact could not be stored: nothing was sent (a restart could not confirm it). */
       readonly type: "device-not-recorded";
       readonly machine: string;

@@ -111,6 +111,22 @@ describe("device identity", () => {
     assert.ok(accepted.power.isOn(accepted.machine("worker-1").power));
   });
 
+  it("met for the first time, a device that answers as another machine's known device gets nothing, and its machine is held", async () => {
+    const w = new World();
+    await w.pool.refresh();
+    await w.pool.increaseSize("workers", 1);
+    const [one, two] = [w.machine("worker-1").power, w.machine("worker-2").power];
+    // worker-2's device was never met, and its address now reaches worker-1's device.
+    w.power.swapAddresses(one, two);
+    const reached: string[] = [];
+    w.power.onArrival = (a) => reached.push(`${a.op} ${a.device}`);
+    await w.pool.increaseSize("workers", 1);
+    assert.deepEqual(reached, ["turnOn plug-worker-3"]);
+    assert.equal(w.records.deviceIdentity("worker-2"), undefined);
+    assert.deepEqual(w.reporter.of("device-duplicate").map((e) => [e.machine, e.other]), [["worker-2", "worker-1"]]);
+    assert.ok(!w.pool.instances("workers").some((i) => i.id === "k3s://worker-2"));
+  });
+
   it("a replaced device is a mismatch until its identity is pinned", async () => {
     const w = await bothKnown();
     const one = w.machine("worker-1").power;

@@ -27,6 +27,7 @@ const ONE_OF_EACH: { readonly [K in PoolEvent["type"]]: Extract<PoolEvent, { typ
   "duplicate-nodes": { type: "duplicate-nodes", machine: "w1", nodes: ["w1", "w1-old"] },
   "hard-cut": { type: "hard-cut", machine: "w1", node: "", detail: "still Ready after 5m" },
   "device-mismatch": { type: "device-mismatch", machine: "w1", expected: 'name "plug-w1"', seen: 'name "plug-w2"' },
+  "device-duplicate": { type: "device-duplicate", machine: "w1", identity: 'name "plug"', other: "w2" },
   "device-learned": { type: "device-learned", machine: "w1", identity: 'name "plug-w1"' },
   "device-not-recorded": { type: "device-not-recorded", machine: "w1", identity: 'name "plug-w1"', error: "apiserver down" },
   "device-restarted": { type: "device-restarted", machine: "w1", uptimeSeconds: 3 },
@@ -54,6 +55,7 @@ describe("describeEvent()", () => {
   it("warns about what someone should look at, and only that", () => {
     const warnings = Object.values(ONE_OF_EACH).filter((e) => describeEvent(e).level === "warning").map((e) => e.type).sort();
     assert.deepEqual(warnings, [
+      "device-duplicate",
       "device-mismatch",
       "device-not-recorded",
       "device-restarted",
