@@ -50,13 +50,15 @@ export async function doctor(config: AppConfig, deps: DoctorDeps): Promise<Docto
     },
   ];
   const poweredOn = new Set<string>();
+  const identities = new Map<string, string>();
   const [plugRows, clusterRows, runningRows] = await Promise.all([
-    checkPlugs(config, machines, deps, poweredOn),
+    checkPlugs(config, machines, deps, poweredOn, identities),
     checkCluster(config, machines, deps.kubeConfig),
     checkRunningInstance(config),
   ]);
-  await markPoweredOutside(config, deps.kubeConfig, poweredOn, clusterRows);
-  rows.push(...plugRows, ...clusterRows, ...runningRows);
+  const records = await readRecords(config, deps.kubeConfig);
+  markPoweredOutside(records, poweredOn, clusterRows);
+  rows.push(...plugRows, ...checkDevices(machines, identities, records), ...clusterRows, ...runningRows);
   const ok = rows.every((r) => r.status !== "FAIL");
   return { ok, rows, text: render(rows, ok) };
 }
@@ -74,7 +76,13 @@ function powerBackends(machines: readonly Machine[]): string {
   return [...counts].map(([backend, n]) => `${backend} (${n})`).join(", ");
 }
 
-async function checkPlugs(config: AppConfig, machines: readonly Machine[], deps: DoctorDeps, poweredOn: Set<string>): Promise<Row[]> {
+async function checkPlugs(
+  config: AppConfig,
+  machines: readonly Machine[],
+  deps: DoctorDeps,
+  poweredOn: Set<string>,
+  identities: Map<string, string>,
+): Promise<Row[]> {
   const probe = deps.probe ?? defaultProbe(config);
   return Promise.all(
     machines.map(async (m): Promise<Row> => {
@@ -82,6 +90,7 @@ async function checkPlugs(config: AppConfig, machines: readonly Machine[], deps:
       try {
         const p = await probe(m.power);
         if (p.state === "on") poweredOn.add(m.name);
+        if (p.identity !== undefined) identities.set(m.name, p.identity.id);
         const watts = p.watts === undefined ? "" : `, ${p.watts} W`;
         const detail = `${p.state}; ${p.detail}${watts}`;
         if (p.sensorError !== undefined) return { area: "plug", subject, status: "warn", detail: `${detail}; power sensor: ${p.sensorError}` };
@@ -193,33 +202,78 @@ async function checkNodes(config: AppConfig, kc: KubeConfig, machines: readonly 
 
 const NOT_REGISTERED = "not registered (powered off or booting)";
 
+/** plugpool's records ConfigMap as stored, or why it could not be read (a missing one holds no records). */
+type Records = { readonly data: Readonly<Record<string, string>> } | { readonly error: string };
+
+async function readRecords(config: AppConfig, kc: KubeConfig): Promise<Records> {
+  try {
+    const map = await kc.makeApiClient(CoreV1Api).readNamespacedConfigMap({ name: POWER_RECORDS_CONFIGMAP, namespace: config.powerOffPod.namespace });
+    return { data: map.data ?? {} };
+  } catch (e) {
+    return statusOf(e) === 404 ? { data: {} } : { error: apiserverReason(e) };
+  }
+}
+
 /**
  * A plug that is on under no Node is booting only if plugpool switched it on (its record in the records
  * ConfigMap); otherwise someone else powered the machine: plugpool leaves it alone, and doctor says so as a failure.
  */
-async function markPoweredOutside(config: AppConfig, kc: KubeConfig, poweredOn: ReadonlySet<string>, rows: Row[]): Promise<void> {
+function markPoweredOutside(records: Records, poweredOn: ReadonlySet<string>, rows: Row[]): void {
   const unregistered = rows.filter((r) => r.detail === NOT_REGISTERED && poweredOn.has(r.subject.slice("node ".length)));
-  if (unregistered.length === 0) return;
-  let data: Readonly<Record<string, string>> = {};
-  try {
-    const map = await kc.makeApiClient(CoreV1Api).readNamespacedConfigMap({ name: POWER_RECORDS_CONFIGMAP, namespace: config.powerOffPod.namespace });
-    data = map.data ?? {};
-  } catch (e) {
-    if (statusOf(e) !== 404) {
-      for (const row of unregistered) {
-        row.status = "warn";
-        row.detail = `plug on, no Node; plugpool's records could not be read: ${apiserverReason(e)}`;
-      }
-      return;
-    }
-  }
   for (const row of unregistered) {
+    if ("error" in records) {
+      row.status = "warn";
+      row.detail = `plug on, no Node; plugpool's records could not be read: ${records.error}`;
+      continue;
+    }
     const machine = row.subject.slice("node ".length);
-    const recorded = data[recordKey("power-on", machine)] !== undefined;
+    const recorded = records.data[recordKey("power-on", machine)] !== undefined;
     row.status = recorded ? "ok" : "FAIL";
     row.detail = recorded
       ? "plug on, not registered yet: booting (switched on by plugpool)"
       : "plug on with no Node and no record of plugpool switching it on: powered outside plugpool (by hand, or its Node registered under another name); plugpool never switches it off";
+  }
+}
+
+/**
+ * What each device answers as now, against what plugpool expects of it (pinned in the configuration, else learned
+ * at its first switch command and kept with the records): a device that answers as another holds its machine, and
+ * two devices that answer alike cannot be told apart.
+ */
+function checkDevices(machines: readonly Machine[], identities: ReadonlyMap<string, string>, records: Records): Row[] {
+  return machines.flatMap((m): Row[] => {
+    const seen = identities.get(m.name);
+    if (seen === undefined) return [];
+    const subject = `device of ${m.name}`;
+    const twin = machines.find((o) => o !== m && identities.get(o.name) === seen);
+    if (twin !== undefined) {
+      return [{ area: "device", subject, status: "warn", detail: `answers as ${seen}, as the device of ${twin.name} does: plugpool cannot tell them apart (give each device a name of its own)` }];
+    }
+    const learned = "error" in records ? undefined : learnedIdentity(records.data, m.name);
+    const expected = m.power.identity ?? learned;
+    const how = m.power.identity === undefined ? "learned" : "pinned";
+    if (expected === undefined) {
+      const unread = "error" in records ? `; plugpool's records could not be read: ${records.error}` : "";
+      return [{ area: "device", subject, status: unread === "" ? "ok" : "warn", detail: `answers as ${seen}; not met yet: learned at the first switch command${unread}` }];
+    }
+    if (expected === seen) return [{ area: "device", subject, status: "ok", detail: `answers as ${seen} (${how})` }];
+    return [{
+      area: "device",
+      subject,
+      status: "FAIL",
+      detail: `answers as ${seen}, but plugpool knows it as ${expected} (${how}): nothing is switched and ${m.name} is held; fix the address, or if the device was replaced set deviceIdentity: ${JSON.stringify(seen)} on the node`,
+    }];
+  });
+}
+
+function learnedIdentity(data: Readonly<Record<string, string>>, machine: string): string | undefined {
+  const json = data[recordKey("device", machine)];
+  if (json === undefined) return undefined;
+  try {
+    const id = (JSON.parse(json) as { id?: unknown }).id;
+    return typeof id === "string" ? id : undefined;
+  } catch {
+    return undefined;
   }
 }
 

@@ -55,6 +55,16 @@ export function createMetrics(): Metrics {
     },
   });
   new Gauge({
+    name: "plugpool_device_mismatch_machines",
+    help: "Machines whose power device answered as another device right before a switch command: held, nothing switched, until the identity of their device is pinned in the configuration.",
+    labelNames: ["machine"],
+    registers,
+    collect() {
+      this.reset();
+      for (const { machine } of source?.pool.deviceMismatches() ?? []) this.set({ machine }, 1);
+    },
+  });
+  new Gauge({
     name: "plugpool_cluster_view_current",
     help: "1 while the cluster view's watches have heard from the apiserver recently; while 0 no power is cut.",
     registers,

@@ -54,6 +54,11 @@ export function createReporter(options: {
         case "plug-read-failed":
         case "unexpected-power":
         case "template-slices-differ":
+        case "device-mismatch":
+        case "device-duplicate":
+        case "device-learned":
+        case "device-not-recorded":
+        case "device-restarted":
           break;
       }
       const { level, message } = describeEvent(event);

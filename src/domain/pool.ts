@@ -24,6 +24,7 @@ import { quarantineOf } from "./quarantine.ts";
 import { soonest } from "./waits.ts";
 import { createTemplateSource } from "./template.ts";
 import { noteBoot, usageOf } from "./usage.ts";
+import { deviceMismatchOf } from "./device-identity.ts";
 
 export type { PoolDeps } from "./state.ts";
 
@@ -87,6 +88,12 @@ export interface Pool {
    * outside cluster-autoscaler's view and never cut (for doctor and metrics).
    */
   poweredOutside(): readonly string[];
+  /**
+   * The machines whose power device answered as another device (or, met for the first time, as another machine's
+   * device), config order: held, switched by nothing, until an operator pins the identity their device should
+   * answer with (for doctor and metrics).
+   */
+  deviceMismatches(): readonly { readonly machine: string; readonly expected: string; readonly seen: string }[];
   /**
    * Every machine's plug state, draw, time on and off and energy (used, from the power sensor; avoided, from
    * `idleWatts`), config order, as observed by this pool since it was built (for metrics).
@@ -160,6 +167,11 @@ export function createPool(deps: PoolDeps, config: PoolConfig): Pool {
     reconcile: (options) => passes(() => pass(options), options?.signal),
     quarantine: () => quarantineOf(ctx),
     poweredOutside: () => ctx.machines.filter((m) => isPoweredOutside(ctx, m)).map((m) => m.name),
+    deviceMismatches: () =>
+      ctx.machines.flatMap((m) => {
+        const mismatch = deviceMismatchOf(ctx, m);
+        return mismatch === undefined ? [] : [{ machine: m.name, ...mismatch }];
+      }),
     usage: () => usageOf(ctx),
     clusterChanged: () => {
       noteRegistrations(ctx);
