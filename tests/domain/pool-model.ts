@@ -70,6 +70,9 @@ export class Model {
     const scaleUp: ScaleUpSettings | undefined =
       limit === 0 ? undefined : { maxPowerOnsPerInterval: limit, powerOnIntervalMs: INTERVAL_MS };
     this.w = new World({ groups: GROUPS, on: [...RUNNING], quarantine: QUARANTINE, lagging: true, ...(scaleUp && { scaleUp }) });
+    // Every device was met by an earlier run of plugpool, so its identity is on the records: an address that reaches
+    // another machine's device is never one plugpool meets for the first time (nothing could tell it apart then).
+    for (const machine of this.w.machines()) this.w.records.seedDeviceIdentity(machine.name, this.w.power.identityOf(machine.power));
     // Each command waits a few turns at its device, and each cluster write a few turns before it lands, so
     // others act (and the world changes) meanwhile: one call's writes land apart, in any order.
     let state = latencySeed;
@@ -90,6 +93,10 @@ export class Model {
     this.w.power.onArrival = (arrival) => {
       const machine = this.#machineOf(arrival.control);
       if (machine === undefined) return;
+      if (arrival.device !== arrival.control.key) {
+        this.violations.push(`${arrival.op} for ${machine.name} reached the device of another machine (${arrival.device})`);
+        return;
+      }
       if (arrival.op === "shutdown") {
         this.#checkShutdown(machine.name, "OS shutdown through the control");
         this.#shutdownAsked.add(machine.name);
@@ -242,6 +249,9 @@ export class Model {
         return;
       case "records-fail-next":
         w.records.failNext();
+        return;
+      case "swap-addresses":
+        w.power.swapAddresses(this.machine(o.a).power, this.machine(o.b).power);
         return;
     }
   }

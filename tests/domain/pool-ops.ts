@@ -72,7 +72,9 @@ export type Op =
   /** The next switch command of this kind acts at the plug but its answer is lost. */
   | { readonly kind: "lose-answer"; readonly op: "turnOn" | "turnOff" }
   /** The next power-on record cannot be written. */
-  | { readonly kind: "records-fail-next" };
+  | { readonly kind: "records-fail-next" }
+  /** The addresses of two machines' power controls now reach each other's device (a DHCP lease handed out anew). */
+  | { readonly kind: "swap-addresses"; readonly a: number; readonly b: number };
 
 const m = fc.integer({ min: 0, max: NAMES.length - 1 });
 const group = fc.constantFrom(...GROUPS.map((g) => g.id));
@@ -139,4 +141,5 @@ export const op: fc.Arbitrary<Op> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("watch"), up: fc.constantFrom(true, true, false) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("lose-answer"), op: fc.constantFrom<"turnOn" | "turnOff">("turnOn", "turnOff") }) },
   { weight: 1, arbitrary: fc.constant({ kind: "records-fail-next" as const }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant("swap-addresses"), a: m, b: m }) },
 );

@@ -51,6 +51,7 @@ function assertDeep({ seen }: { seen: Map<string, number> }): void {
   assert.ok((seen.get("quarantined") ?? 0) > RUNS / 6, "the walks quarantine machines after failed boots");
   assert.ok((seen.get("power-restored") ?? 0) > RUNS / 20, "the walks restore lost power");
   assert.ok((seen.get("powered-outside") ?? 0) > RUNS / 10, "the walks see machines powered outside plugpool");
+  assert.ok((seen.get("device-mismatch") ?? 0) > RUNS / 10, "the walks meet devices behind swapped addresses");
 }
 
 describe("Pool (model-based)", () => {

@@ -59,6 +59,11 @@ export class FakeRecords implements PowerRecords {
     this.#identities.set(machine, id);
   }
 
+  /** A device identity learned by an earlier run of plugpool. */
+  seedDeviceIdentity(machine: string, id: string): void {
+    this.#identities.set(machine, id);
+  }
+
   /** The next `n` device identities fail to be stored. */
   failNextIdentities(n = 1): void {
     this.#failIdentities += n;
