@@ -9,7 +9,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { redfishBackend } from "../../../src/adapters/redfish/backend.ts";
 import { MAX_ANSWER_BYTES } from "../../../src/adapters/redfish/bmc-http.ts";
 import type { RedfishSystem } from "../../../src/adapters/redfish/redfish-system.ts";
-import { addressOf, assertFailure, failureOf } from "./support.ts";
+import { acceptAny, addressOf, assertFailure, failureOf } from "./support.ts";
 
 const LOGIN = { username: "operator", password: "s3cret-pw" };
 const BASIC = `Basic ${Buffer.from(`${LOGIN.username}:${LOGIN.password}`).toString("base64")}`;
@@ -121,7 +121,7 @@ describe("redfishBackend faults", () => {
     it("fails a ForceOff whose connection dropped before the answer as plug-unconfirmed", async () => {
       const bmc = await fakeBmc();
       onPost(bmc, (_request, _res, req) => { req.socket.destroy(); });
-      const error = await failureOf(() => redfishBackend.create({ timeoutMs: 2000 }).turnOff(systemOf(bmc), allow));
+      const error = await failureOf(() => redfishBackend.create({ timeoutMs: 2000 }).turnOff(systemOf(bmc), allow, { device: acceptAny }));
       assertFailure(error, "plug-unconfirmed", /^switching off BMC http:\/\/127\.0\.0\.1:\d+ system "1": connection dropped; the Reset was sent and its outcome is unknown$/, SECRETS);
       assert.equal(posts(bmc).length, 1);
     });
@@ -131,7 +131,7 @@ describe("redfishBackend faults", () => {
       bmc.power = "Off";
       onPost(bmc, () => undefined);
       const started = performance.now();
-      const error = await failureOf(() => redfishBackend.create({ timeoutMs: 300 }).turnOn(systemOf(bmc)));
+      const error = await failureOf(() => redfishBackend.create({ timeoutMs: 300 }).turnOn(systemOf(bmc), { device: acceptAny }));
       assertFailure(error, "plug-unconfirmed", /: timed out after 300 ms; the Reset was sent and its outcome is unknown$/);
       assert.ok(performance.now() - started < 1000);
     });
@@ -153,7 +153,7 @@ describe("redfishBackend faults", () => {
       const first = failureOf(() => power.read(systemOf(bmc, "1")));
       const second = failureOf(async () => {
         try {
-          return await power.turnOff(systemOf(bmc, "2"), allow);
+          return await power.turnOff(systemOf(bmc, "2"), allow, { device: acceptAny });
         } finally {
           assert.ok(performance.now() - started < 700, "the second call ended at its own deadline, not 400 ms after the first");
         }
@@ -168,7 +168,7 @@ describe("redfishBackend faults", () => {
       const bmc = await fakeBmc();
       bmc.power = "Off";
       onPost(bmc, (_request, res) => { res.writeHead(204).end(); });
-      const error = await failureOf(() => redfishBackend.create({ timeoutMs: 700 }).turnOn(systemOf(bmc)));
+      const error = await failureOf(() => redfishBackend.create({ timeoutMs: 700 }).turnOn(systemOf(bmc), { device: acceptAny }));
       assertFailure(error, "plug-unconfirmed", /^switching on BMC .* system "1": state not confirmed within 700 ms \(PowerState still Off\); the Reset was sent and its outcome is unknown$/);
       assert.equal(posts(bmc).length, 1);
     });
@@ -179,7 +179,7 @@ describe("redfishBackend faults", () => {
         bmc.power = "PoweringOff";
         res.writeHead(204).end();
       });
-      const error = await failureOf(() => redfishBackend.create({ timeoutMs: 1200 }).turnOff(systemOf(bmc), allow));
+      const error = await failureOf(() => redfishBackend.create({ timeoutMs: 1200 }).turnOff(systemOf(bmc), allow, { device: acceptAny }));
       assertFailure(error, "plug-unconfirmed", /: state not confirmed within 1200 ms \(PowerState still PoweringOff\); the Reset was sent and its outcome is unknown$/);
     });
     it("fails a ForceOff whose connection was refused as plug-unreachable: it never left", async () => {
@@ -189,7 +189,7 @@ describe("redfishBackend faults", () => {
         await base(request, res, req);
         bmc.stopListening(); // after the state read, before the ForceOff's new connection
       };
-      const error = await failureOf(() => redfishBackend.create({ timeoutMs: 2000 }).turnOff(systemOf(bmc), allow));
+      const error = await failureOf(() => redfishBackend.create({ timeoutMs: 2000 }).turnOff(systemOf(bmc), allow, { device: acceptAny }));
       assertFailure(error, "plug-unreachable", /^switching off BMC .* system "1": connection refused$/);
       assert.deepEqual(posts(bmc), []);
     });
@@ -199,7 +199,7 @@ describe("redfishBackend faults", () => {
     it("fails a GracefulShutdown whose answer was lost as plug-unconfirmed", async () => {
       const bmc = await fakeBmc();
       onPost(bmc, (_request, _res, req) => { req.socket.destroy(); });
-      const error = await failureOf(() => redfishBackend.create({ timeoutMs: 2000 }).shutdown(systemOf(bmc), allow));
+      const error = await failureOf(() => redfishBackend.create({ timeoutMs: 2000 }).shutdown(systemOf(bmc), allow, { device: acceptAny }));
       assertFailure(error, "plug-unconfirmed", /^shutting down BMC .* system "1": connection dropped; the Reset was sent and its outcome is unknown$/);
       assert.deepEqual(posts(bmc).map((s) => JSON.parse(s.body) as unknown), [{ ResetType: "GracefulShutdown" }]);
     });
@@ -211,13 +211,13 @@ describe("redfishBackend faults", () => {
         bmc.power = "Off";
         json(res, 202, {}, { location: "/redfish/v1/TaskService/Tasks/1" });
       });
-      assert.deepEqual(await redfishBackend.create({ timeoutMs: 2000 }).turnOff(systemOf(bmc), allow), { on: false });
+      assert.deepEqual(await redfishBackend.create({ timeoutMs: 2000 }).turnOff(systemOf(bmc), allow, { device: acceptAny }), { on: false });
     });
 
     it("fails a Reset answered 500 as plug-unconfirmed: the BMC may have started it", async () => {
       const bmc = await fakeBmc();
       onPost(bmc, (_request, res) => { json(res, 500, {}); });
-      const error = await failureOf(() => redfishBackend.create({ timeoutMs: 2000 }).turnOff(systemOf(bmc), allow));
+      const error = await failureOf(() => redfishBackend.create({ timeoutMs: 2000 }).turnOff(systemOf(bmc), allow, { device: acceptAny }));
       assertFailure(error, "plug-unconfirmed", /: POST \/redfish\/v1\/Systems\/1\/Actions\/ComputerSystem\.Reset \(ResetType ForceOff\) answered HTTP 500 \(2 bytes\); the Reset was sent/);
     });
 
@@ -225,7 +225,7 @@ describe("redfishBackend faults", () => {
       it(`fails a Reset answered ${status} as plug-bad-answer: the BMC did not do it`, async () => {
         const bmc = await fakeBmc();
         onPost(bmc, (_request, res) => { json(res, status, { error: "no" }); });
-        const error = await failureOf(() => redfishBackend.create({ timeoutMs: 2000 }).turnOff(systemOf(bmc), allow));
+        const error = await failureOf(() => redfishBackend.create({ timeoutMs: 2000 }).turnOff(systemOf(bmc), allow, { device: acceptAny }));
         assertFailure(error, "plug-bad-answer", new RegExp(`: POST ${RESET.replace(/\./gu, "\\.")} \\(ResetType ForceOff\\) answered HTTP ${status} \\(14 bytes\\)$`, "u"));
       });
     }
@@ -233,7 +233,7 @@ describe("redfishBackend faults", () => {
     it("fails a Reset refused with 403 as plug-unauthorized (the account lacks the privilege)", async () => {
       const bmc = await fakeBmc();
       onPost(bmc, (_request, res) => { json(res, 403, {}); });
-      const error = await failureOf(() => redfishBackend.create({ timeoutMs: 2000 }).turnOff(systemOf(bmc), allow));
+      const error = await failureOf(() => redfishBackend.create({ timeoutMs: 2000 }).turnOff(systemOf(bmc), allow, { device: acceptAny }));
       assertFailure(error, "plug-unauthorized", /: the account may not do this \(POST .* answered HTTP 403\)$/);
     });
   });
@@ -291,7 +291,7 @@ describe("redfishBackend faults", () => {
         await base(request, res, req);
       };
       const power = redfishBackend.create({ timeoutMs: 3000 });
-      await Promise.all([power.read(systemOf(bmc, "1")), power.read(systemOf(bmc, "2")), power.turnOff(systemOf(bmc, "2"), allow), power.read(systemOf(bmc, "1"))]);
+      await Promise.all([power.read(systemOf(bmc, "1")), power.read(systemOf(bmc, "2")), power.turnOff(systemOf(bmc, "2"), allow, { device: acceptAny }), power.read(systemOf(bmc, "1"))]);
       assert.equal(bmc.maxInFlight(), 1);
       assert.deepEqual(bmc.seen.map((s) => `${s.method} ${s.path}`).slice(0, 4), [
         "GET /redfish/v1/Systems/1",
@@ -310,7 +310,7 @@ describe("redfishBackend faults", () => {
         await sleep(50);
         return true;
       };
-      await power.turnOff(systemOf(bmc, "1"), guard);
+      await power.turnOff(systemOf(bmc, "1"), guard, { device: acceptAny });
       await other;
       assert.deepEqual(bmc.seen.slice(0, 3).map((s) => `${s.method} ${s.path}`), ["GET /redfish/v1/Systems/1", `POST ${RESET}`, "GET /redfish/v1/Systems/2"]);
     });
@@ -322,7 +322,7 @@ describe("redfishBackend faults", () => {
       const first = new AbortController();
       const busy = failureOf(() => power.read(systemOf(bmc, "1"), { signal: first.signal }));
       const waiting = new AbortController();
-      const queued = failureOf(() => power.turnOff(systemOf(bmc, "2"), allow, { signal: waiting.signal }));
+      const queued = failureOf(() => power.turnOff(systemOf(bmc, "2"), allow, { signal: waiting.signal, device: acceptAny }));
       await sleep(50);
       waiting.abort(new Error("shutting down"));
       assertFailure(await queued, "plug-unreachable", /system "2": aborted$/);
@@ -361,7 +361,7 @@ describe("redfishBackend faults", () => {
       const system = systemOf(bmc, "1", { auth: "session" });
       await power.read(system);
       await power.read(systemOf(bmc, "2", { auth: "session" }));
-      await power.turnOff(system, allow);
+      await power.turnOff(system, allow, { device: acceptAny });
       assert.deepEqual(bmc.seen.map((s) => `${s.method} ${s.path} ${s.token ?? "-"}`), [
         "POST /redfish/v1/SessionService/Sessions -",
         "GET /redfish/v1/Systems/1 token-1",
@@ -385,7 +385,7 @@ describe("redfishBackend faults", () => {
         if (asked === 1) expired = "token-1"; // the session ends between the read and the ForceOff
         return Promise.resolve(true);
       };
-      assert.deepEqual(await power.turnOff(system, guard), { on: false });
+      assert.deepEqual(await power.turnOff(system, guard, { device: acceptAny }), { on: false });
       assert.equal(asked, 2);
       assert.deepEqual(bmc.seen.slice(2).map((s) => `${s.method} ${s.path} ${s.token ?? "-"}`), [
         "GET /redfish/v1/Systems/1 token-1",
