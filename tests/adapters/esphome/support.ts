@@ -72,7 +72,8 @@ export function expectDevice(id: string): StrictCheck {
  */
 export function withEvents(fetch: typeof globalThis.fetch, name = "plug"): typeof globalThis.fetch {
   return (input, init) => {
-    if (!String(input).endsWith("/events")) return fetch(input, init);
+    const url = input instanceof Request ? input.url : input instanceof URL ? input.href : input;
+    if (!url.endsWith("/events")) return fetch(input, init);
     const ping = `event: ping\ndata: ${JSON.stringify({ title: name })}\n\n`;
     return Promise.resolve(new Response(ping, { headers: { "content-type": "text/event-stream" } }));
   };
