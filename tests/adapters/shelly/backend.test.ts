@@ -97,7 +97,7 @@ describe("the shelly section", () => {
     assert.deepEqual(await power.read(control), { on: true, watts: 180 });
     assert.deepEqual(await power.turnOff(control, allowCut, { device: acceptAny }), { on: false, watts: 0 });
     assert.equal(d.output(1), false);
-    assert.deepEqual(await power.probe(control), { state: "off", watts: 0, detail: "Gen3 S3SW-002P16EU firmware 2.0.1; auth on" });
+    assert.deepEqual(await power.probe(control), { state: "off", watts: 0, detail: "Gen3 S3SW-002P16EU firmware 2.0.1; auth on", identity: { id: `shelly ${d.id} mac ${d.mac}` } });
   });
 
   it("describes every key of its schema and states the defaults", () => {

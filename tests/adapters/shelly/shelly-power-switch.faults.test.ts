@@ -22,6 +22,15 @@ async function serve(t: TestContext, answer: (req: IncomingMessage, res: ServerR
   return { url: `http://127.0.0.1:${port}`, device: `127.0.0.1:${port}`, switchId: 0, measure: false, password: new Secret("hunter2-plug") };
 }
 
+/** The JSON-RPC frame of a request. */
+function frameOf(req: IncomingMessage): Promise<{ id: number; method: string }> {
+  return new Promise((resolve) => {
+    let body = "";
+    req.on("data", (chunk: Buffer) => { body += chunk.toString(); });
+    req.on("end", () => { resolve(JSON.parse(body) as { id: number; method: string }); });
+  });
+}
+
 describe("createShellyPowerSwitch() failures", () => {
   it("a switch id the device does not have is plug-entity-not-found", async (t) => {
     const d = await emulate(t);
@@ -66,7 +75,7 @@ describe("createShellyPowerSwitch() failures", () => {
     const { error } = await timed(() => createShellyPowerSwitch({ timeoutMs: 1000 }).turnOff(addressOf(d), allowCut, { device: acceptAny }));
     assertPlugError(error, "plug-unconfirmed", /: connection dropped; Switch\.Set was sent and its outcome is unknown$/u);
     assert.equal(d.output(0), false);
-    assert.deepEqual(rpcLog(d), ["Switch.Set -"], "nothing else is sent after a lost answer");
+    assert.deepEqual(rpcLog(d), ["Shelly.GetDeviceInfo 200", "Switch.Set -"], "nothing else is sent after a lost answer");
   });
 
   it("a Switch.Set that hangs is plug-unconfirmed", async (t) => {
@@ -106,14 +115,17 @@ describe("createShellyPowerSwitch() failures", () => {
       const { error } = await timed(() => power.turnOn(addressOf(d, 0, { password: "wrong-pw-1234" }), { device: acceptAny }));
       assertPlugError(error, "plug-unauthorized", /: the device rejected the password$/u);
       assertNoSecret(error, ["wrong-pw-1234", "the-real-one"]);
-      assert.deepEqual(rpcLog(d), ["Switch.Set 401", "Switch.Set 401"]);
+      assert.deepEqual(rpcLog(d), ["Shelly.GetDeviceInfo 200", "Switch.Set 401", "Shelly.GetDeviceInfo 200", "Switch.Set 401"]);
       assert.equal(d.output(0), false);
     });
   }
 
   it("an RPC error frame is the device's refusal whatever HTTP status carries it", async (t) => {
-    const address = await serve(t, (_req, res) => {
-      res.writeHead(400, { "content-type": "application/json" }).end('{"id":1,"src":"shellyplus1-x","error":{"code":-105,"message":"Bad id=0"}}');
+    const address = await serve(t, (req, res) => {
+      void frameOf(req).then((frame) => {
+        if (frame.method === "Shelly.GetDeviceInfo") res.end(JSON.stringify({ id: frame.id, result: { id: "shellyplus1-a0dd6c000001", mac: "A0DD6C000001" } }));
+        else res.writeHead(400, { "content-type": "application/json" }).end(`{"id":${frame.id},"src":"shellyplus1-x","error":{"code":-105,"message":"Bad id=0"}}`);
+      });
     });
     const { error } = await timed(() => createShellyPowerSwitch({ timeoutMs: 1000 }).turnOn({ ...address, password: undefined }, { device: acceptAny }));
     assertPlugError(error, "plug-entity-not-found", /: Switch\.Set answered RPC error -105 \(no such switch id on the device\)$/u);
@@ -149,7 +161,7 @@ describe("createShellyPowerSwitch() failures", () => {
       d.flip(0, true);
       const { error } = await timed(() => createShellyPowerSwitch({ timeoutMs: 1000 }).turnOff(addressOf(d), () => Promise.resolve(false), { device: acceptAny }));
       assertPlugError(error, "unsafe", new RegExp(`^turning off ${WHERE}: the switch-off was refused at the plug by the safety check$`, "u"));
-      assert.deepEqual(d.calls, []);
+      assert.deepEqual(rpcLog(d), ["Shelly.GetDeviceInfo 200"]);
       assert.equal(d.output(0), true);
     });
 
@@ -158,7 +170,7 @@ describe("createShellyPowerSwitch() failures", () => {
       d.flip(0, true);
       const { error } = await timed(() => createShellyPowerSwitch({ timeoutMs: 1000 }).turnOff(addressOf(d), () => Promise.reject(new Error("apiserver down")), { device: acceptAny }));
       assertPlugError(error, "unsafe", /refused at the plug/u);
-      assert.deepEqual(d.calls, []);
+      assert.deepEqual(rpcLog(d), ["Shelly.GetDeviceInfo 200"]);
     });
 
     it("is asked once the device is free, right before the switch-off goes out", async (t) => {
@@ -176,13 +188,14 @@ describe("createShellyPowerSwitch() failures", () => {
         return true;
       };
       await Promise.all([busy, power.turnOff(addressOf(d, 1), guard, { device: acceptAny })]);
-      assert.deepEqual(events.slice(0, 4), [
+      assert.deepEqual(events.slice(0, 5), [
         "device got POST /rpc",
-        "guard asked; the device has seen Switch.GetStatus answered",
-        "guard allows; the device has seen Switch.GetStatus answered",
+        "device got POST /rpc",
+        "guard asked; the device has seen Switch.GetStatus answered, Shelly.GetDeviceInfo answered",
+        "guard allows; the device has seen Switch.GetStatus answered, Shelly.GetDeviceInfo answered",
         "device got POST /rpc",
       ]);
-      assert.deepEqual(rpcLog(d).slice(0, 2), ["Switch.GetStatus 200", "Switch.Set 200"]);
+      assert.deepEqual(rpcLog(d).slice(0, 3), ["Switch.GetStatus 200", "Shelly.GetDeviceInfo 200", "Switch.Set 200"]);
       assert.equal(d.output(1), false);
     });
 
@@ -191,7 +204,7 @@ describe("createShellyPowerSwitch() failures", () => {
       let asked = 0;
       await createShellyPowerSwitch({ timeoutMs: 2000 }).turnOff(addressOf(d, 0, { password: "pw" }), () => Promise.resolve(++asked > 0), { device: acceptAny });
       assert.equal(asked, 2);
-      assert.deepEqual(rpcLog(d).slice(0, 2), ["Switch.Set 401", "Switch.Set 200"]);
+      assert.deepEqual(rpcLog(d).slice(0, 4), ["Shelly.GetDeviceInfo 200", "Switch.Set 401", "Shelly.GetDeviceInfo 200", "Switch.Set 200"]);
     });
   });
 });
