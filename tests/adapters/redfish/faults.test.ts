@@ -3,13 +3,16 @@
 // node:http server in the test (plain http on loopback, which the backend accepts for tests and tunnels).
 import { afterEach, describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { redfishBackend } from "../../../src/adapters/redfish/backend.ts";
 import { MAX_ANSWER_BYTES } from "../../../src/adapters/redfish/bmc-http.ts";
 import type { RedfishSystem } from "../../../src/adapters/redfish/redfish-system.ts";
-import { acceptAny, addressOf, assertFailure, failureOf } from "./support.ts";
+import type { CutGuard, DeviceCheck } from "../../../src/domain/ports.ts";
+import { lease, swap } from "../../support/lease.ts";
+import { acceptAny, addressOf, assertFailure, expectDevice, failureOf } from "./support.ts";
 
 const LOGIN = { username: "operator", password: "s3cret-pw" };
 const BASIC = `Basic ${Buffer.from(`${LOGIN.username}:${LOGIN.password}`).toString("base64")}`;
@@ -32,6 +35,8 @@ interface FakeBmc {
   /** The most requests seen in flight at once. */
   readonly maxInFlight: () => number;
   power: string;
+  /** The UUID each system answers with. */
+  readonly uuids: Readonly<Record<"1" | "2", string>>;
   handle: Handler;
   /** Closes the listener: new connections are refused, open ones are served to their end. */
   stopListening(): void;
@@ -57,10 +62,12 @@ async function fakeBmc(): Promise<FakeBmc> {
     seen: [],
     maxInFlight: () => most,
     power: "On",
+    uuids: { "1": randomUUID(), "2": randomUUID() },
     stopListening: () => { server.close(); },
     handle: (request, res) => {
       if (request.method === "GET" && /^\/redfish\/v1\/Systems\/[12]$/u.test(request.path)) {
-        json(res, 200, { Id: request.path.slice(-1), PowerState: bmc.power });
+        const id = request.path.endsWith("1") ? "1" : "2";
+        json(res, 200, { Id: id, UUID: bmc.uuids[id], PowerState: bmc.power });
       } else if (request.method === "POST" && request.path.endsWith("/Actions/ComputerSystem.Reset")) {
         const type = (JSON.parse(request.body) as { ResetType: string }).ResetType;
         bmc.power = type === "On" ? "On" : "Off";
@@ -264,10 +271,15 @@ describe("redfishBackend faults", () => {
       bmc.handle = (request, res) => {
         if (request.path === "/redfish/v1/") json(res, 200, { RedfishVersion: `1.6.0 ${request.authorization ?? ""}` });
         else if (request.path === "/redfish/v1/Managers/bmc") json(res, 200, { FirmwareVersion: "7.00.00.171" });
-        else json(res, 200, { PowerState: "Off", Links: { ManagedBy: [{ "@odata.id": "/redfish/v1/Managers/bmc" }] } });
+        else json(res, 200, { PowerState: "Off", UUID: bmc.uuids["1"], SerialNumber: `CN7 ${LOGIN.password}`, Links: { ManagedBy: [{ "@odata.id": "/redfish/v1/Managers/bmc" }] } });
       };
       const probe = await redfishBackend.create({ timeoutMs: 2000 }).probe(systemOf(bmc));
-      assert.deepEqual(probe, { state: "off", detail: "Redfish version not shown; BMC firmware 7.00.00.171; PowerState Off; basic auth; plain http (loopback)" });
+      assert.deepEqual(probe, {
+        state: "off",
+        detail: "Redfish version not shown; BMC firmware 7.00.00.171; PowerState Off; basic auth; plain http (loopback)",
+        // A serial number holding the password is not the system's own: it is left out.
+        identity: { id: `uuid ${bmc.uuids["1"]}` },
+      });
     });
 
     it("still probes when the account may not read the BMC's manager", async () => {
@@ -275,10 +287,88 @@ describe("redfishBackend faults", () => {
       bmc.handle = (request, res) => {
         if (request.path.startsWith("/redfish/v1/Managers/")) json(res, 403, {});
         else if (request.path === "/redfish/v1/") json(res, 200, { RedfishVersion: "1.17.0" });
-        else json(res, 200, { PowerState: "On", Links: { ManagedBy: [{ "@odata.id": "/redfish/v1/Managers/1" }] } });
+        else json(res, 200, { PowerState: "On", UUID: bmc.uuids["1"], SerialNumber: "CN7475145G0127", Links: { ManagedBy: [{ "@odata.id": "/redfish/v1/Managers/1" }] } });
       };
       const probe = await redfishBackend.create({ timeoutMs: 2000 }).probe(systemOf(bmc));
-      assert.deepEqual(probe, { state: "on", detail: "Redfish 1.17.0; BMC firmware not shown; PowerState On; basic auth; plain http (loopback)" });
+      assert.deepEqual(probe, {
+        state: "on",
+        detail: "Redfish 1.17.0; BMC firmware not shown; PowerState On; basic auth; plain http (loopback)",
+        identity: { id: `uuid ${bmc.uuids["1"]} serial "CN7475145G0127"` },
+      });
+    });
+  });
+
+  describe("the system behind the address", () => {
+    it("sends the Reset to a system that answers with the UUID expected", async () => {
+      const bmc = await fakeBmc();
+      const device = expectDevice(`uuid ${bmc.uuids["1"]}`);
+      assert.deepEqual(await redfishBackend.create({ timeoutMs: 2000 }).turnOff(systemOf(bmc), allow, { device }), { on: false });
+      assert.equal(posts(bmc).length, 1);
+      assert.equal(device.seen.length, 1);
+    });
+
+    it("sends no Reset to a system that answers as another, and fails as a device mismatch", async () => {
+      const bmc = await fakeBmc();
+      for (const work of [
+        (check: DeviceCheck) => redfishBackend.create({ timeoutMs: 2000 }).turnOff(systemOf(bmc), allow, { device: check }),
+        (check: DeviceCheck) => redfishBackend.create({ timeoutMs: 2000 }).shutdown(systemOf(bmc), allow, { device: check }),
+      ]) {
+        const error = await failureOf(() => work(expectDevice(`uuid ${bmc.uuids["2"]}`)));
+        assertFailure(error, "device-mismatch", new RegExp(`^\\w+ \\w+ BMC http://127\\.0\\.0\\.1:\\d+ system "1": the device answers as uuid ${bmc.uuids["1"]}, not as the device expected there; nothing was sent$`), SECRETS);
+      }
+      assert.deepEqual(posts(bmc), []);
+      assert.equal(bmc.power, "On");
+    });
+
+    it("asks the device check after the state read and before the cut guard, with the BMC's slot held", async () => {
+      const bmc = await fakeBmc();
+      const power = redfishBackend.create({ timeoutMs: 3000 });
+      const order: string[] = [];
+      const seen = (): string => bmc.seen.map((r) => `${r.method} ${r.path}`).join(", ");
+      let other: Promise<unknown> = Promise.resolve();
+      const device: DeviceCheck = async () => {
+        order.push(`device; seen ${seen()}`);
+        other = power.read(systemOf(bmc, "2"));
+        await sleep(50);
+        return true;
+      };
+      const guard: CutGuard = () => Promise.resolve(order.push(`guard; seen ${seen()}`) > 0);
+      await power.turnOff(systemOf(bmc, "1"), guard, { device });
+      await other;
+      assert.deepEqual(order, ["device; seen GET /redfish/v1/Systems/1", "guard; seen GET /redfish/v1/Systems/1"]);
+      assert.deepEqual(bmc.seen.slice(0, 3).map((r) => `${r.method} ${r.path}`), ["GET /redfish/v1/Systems/1", `POST ${RESET}`, "GET /redfish/v1/Systems/2"]);
+    });
+
+    it("sends nothing to a system that tells neither its UUID nor its serial number", async () => {
+      const bmc = await fakeBmc();
+      bmc.handle = (request, res) => {
+        if (request.method === "GET") json(res, 200, { Id: "1", PowerState: "On", UUID: null });
+        else res.writeHead(204).end();
+      };
+      const error = await failureOf(() => redfishBackend.create({ timeoutMs: 2000 }).turnOff(systemOf(bmc), allow, { device: acceptAny }));
+      assertFailure(error, "plug-bad-answer", /GET \/redfish\/v1\/Systems\/1 answered without a UUID or SerialNumber plugpool can use$/);
+      assert.deepEqual(posts(bmc), []);
+    });
+
+    it("sends no Reset to the wrong system when two BMC addresses swap, before and after plugpool restarts", async (t) => {
+      const [first, second] = [await fakeBmc(), await fakeBmc()];
+      const [leaseA, leaseB] = [await lease(first.url), await lease(second.url)];
+      t.after(() => Promise.all([leaseA.close(), leaseB.close()]));
+      const [worker1, worker2] = [systemOf({ ...first, url: leaseA.url }), systemOf({ ...second, url: leaseB.url })];
+      const [device1, device2] = [expectDevice(`uuid ${first.uuids["1"]}`), expectDevice(`uuid ${second.uuids["1"]}`)];
+      const power = redfishBackend.create({ timeoutMs: 2000 });
+      first.power = second.power = "Off";
+      await power.turnOn(worker1, { device: device1 });
+      await power.turnOn(worker2, { device: device2 });
+      swap(leaseA, leaseB);
+      const before = [posts(first).length, posts(second).length];
+      for (const switches of [power, redfishBackend.create({ timeoutMs: 2000 })]) {
+        for (const [worker, device] of [[worker1, device1], [worker2, device2]] as const) {
+          assertFailure(await failureOf(() => switches.turnOff(worker, allow, { device })), "device-mismatch", /nothing was sent$/);
+        }
+      }
+      assert.deepEqual([posts(first).length, posts(second).length], before);
+      assert.deepEqual([first.power, second.power], ["On", "On"]);
     });
   });
 
@@ -391,6 +481,8 @@ describe("redfishBackend faults", () => {
         "GET /redfish/v1/Systems/1 token-1",
         `POST ${RESET} token-1`,
         "POST /redfish/v1/SessionService/Sessions -",
+        // The system is heard again before the Reset goes again.
+        "GET /redfish/v1/Systems/1 token-2",
         `POST ${RESET} token-2`,
         "GET /redfish/v1/Systems/1 token-2",
       ]);

@@ -12,7 +12,7 @@ import { createPowerSwitch } from "../../../src/app/power/power-switch.ts";
 import { config, group, load } from "../../app/fixtures/config-builders.ts";
 import type { CutGuard } from "../../../src/domain/ports.ts";
 import { startRedfish, type RunningRedfish } from "../../support/redfish/index.ts";
-import { acceptAny, addressOf, assertFailure, failureOf } from "./support.ts";
+import { acceptAny, addressOf, assertFailure, expectDevice, failureOf } from "./support.ts";
 
 describe("redfishBackend against sushy-emulator", () => {
   let bmc: RunningRedfish;
@@ -87,8 +87,10 @@ describe("redfishBackend against sushy-emulator", () => {
         seenByGuard = bmc.requests().slice(from).map((r) => `${r.method} ${r.path}`);
         return Promise.resolve(true);
       };
-      assert.deepEqual(await settling("system-3", power().turnOff(system("system-3"), guard, { device: acceptAny })), { on: false });
+      const device = expectDevice("uuid system-3");
+      assert.deepEqual(await settling("system-3", power().turnOff(system("system-3"), guard, { device })), { on: false });
       assert.deepEqual(seenByGuard, ["GET /redfish/v1/Systems/system-3"]);
+      assert.equal(device.seen.length, 1);
       assert.deepEqual(posts(from).map((r) => r.path), ["/redfish/v1/Systems/system-3/Actions/ComputerSystem.Reset"]);
       assert.equal(await bmc.powerState("system-3"), "Off");
     });
@@ -100,6 +102,15 @@ describe("redfishBackend against sushy-emulator", () => {
       assertFailure(error, "unsafe", /^switching off BMC .* system "system-3": the power-off was refused at the BMC by the safety check$/);
       assert.deepEqual(posts(from), []);
       assert.equal(await bmc.pending("system-3"), undefined);
+      assert.equal(await bmc.powerState("system-3"), "On");
+    });
+
+    it("sends no ForceOff to a system that answers as another, and fails as a device mismatch", async () => {
+      await bmc.setPower("system-3", "On");
+      const from = bmc.requests().length;
+      const error = await failureOf(() => power().turnOff(system("system-3"), () => Promise.resolve(true), { device: expectDevice("uuid system-4") }));
+      assertFailure(error, "device-mismatch", /^switching off BMC .* system "system-3": the device answers as uuid system-3, not as the device expected there; nothing was sent$/, secrets());
+      assert.deepEqual(posts(from), []);
       assert.equal(await bmc.powerState("system-3"), "On");
     });
 
@@ -216,9 +227,14 @@ describe("redfishBackend against sushy-emulator", () => {
     }
   });
 
-  it("probes the state, the Redfish version and the BMC's firmware for doctor", async () => {
+  it("probes the state, the Redfish version, the BMC's firmware and the system's identity for doctor", async () => {
     await bmc.setPower("system-8", "On");
     const probe = await power().probe(system("system-8"));
-    assert.deepEqual(probe, { state: "on", detail: `Redfish 1.5.0; BMC firmware 1.00; PowerState On; basic auth; TLS trusting ${bmc.caFile}` });
+    assert.deepEqual(probe, {
+      state: "on",
+      detail: `Redfish 1.5.0; BMC firmware 1.00; PowerState On; basic auth; TLS trusting ${bmc.caFile}`,
+      // sushy-emulator's fake driver gives each system its Id as its UUID, and no SerialNumber.
+      identity: { id: "uuid system-8" },
+    });
   });
 });
