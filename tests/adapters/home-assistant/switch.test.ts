@@ -98,6 +98,15 @@ describe("Home Assistant switch", () => {
       assert.deepEqual(services(), ["switch.turn_on switch.box", "input_boolean.turn_on input_boolean.helper", "input_boolean.turn_off input_boolean.helper"]);
     });
 
+    it("never asks the device check: the entity id is the entity's address and its identity", async () => {
+      let asked = false;
+      const device = (): Promise<boolean> => Promise.resolve(!(asked = true));
+      assert.deepEqual(await hub.turnOn(box(), { device }), { on: true });
+      assert.deepEqual(await hub.turnOff(box(), allow, { device }), { on: false });
+      assert.equal(asked, false);
+      assert.deepEqual(services(), ["switch.turn_on switch.box", "switch.turn_off switch.box"]);
+    });
+
     it("sends nothing when the entity already is as asked", async () => {
       await ha.setSwitch("box", true);
       let asked = false;
