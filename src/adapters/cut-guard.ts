@@ -1,11 +1,26 @@
-// What every power backend's switch does around a switch-off: ask the domain's cut guard with the device's slot
-// held, right before the request is sent, and wait between read-backs without outliving the call.
+// What every power backend's switch does around a switch command: hear the device say what it is and ask the
+// domain's device check, then (for a switch-off) ask the cut guard, both with the device's slot held, right before
+// the request is sent; and wait between read-backs without outliving the call.
 import { setTimeout as sleep } from "node:timers/promises";
-import type { CutGuard } from "../domain/ports.ts";
+import type { CutGuard, DeviceCheck, DeviceIdentity } from "../domain/ports.ts";
 
 /** The cut guard said no (or failed): nothing was sent. */
 export class CutRefused extends Error {
   override readonly name = "CutRefused";
+}
+
+/** The device check said no to what the device answered as (or failed): nothing was sent. */
+export class DeviceRefused extends Error {
+  override readonly name = "DeviceRefused";
+  readonly seen: DeviceIdentity;
+  /** The check failed rather than said no. */
+  readonly failed: boolean;
+
+  constructor(seen: DeviceIdentity, options: { cause?: unknown } = {}) {
+    super(options.cause === undefined ? "the device check refused" : "the device check failed", options);
+    this.seen = seen;
+    this.failed = options.cause !== undefined;
+  }
 }
 
 /** Resolves when the guard allows the cut; throws CutRefused when it refuses or fails, the abort when the call ended. */
@@ -18,6 +33,18 @@ export async function askGuard(mayCut: CutGuard, signal: AbortSignal): Promise<v
     throw new CutRefused("the cut guard failed", { cause: error });
   }
   if (!allowed) throw new CutRefused("the cut guard refused");
+}
+
+/** Resolves when the check accepts `seen`; throws DeviceRefused when it refuses or fails, the abort when the call ended. */
+export async function askDevice(check: DeviceCheck, seen: DeviceIdentity, signal: AbortSignal): Promise<void> {
+  let accepted: boolean;
+  try {
+    accepted = await check(seen, { signal });
+  } catch (error) {
+    signal.throwIfAborted();
+    throw new DeviceRefused(seen, { cause: error });
+  }
+  if (!accepted) throw new DeviceRefused(seen);
 }
 
 /** Waits `ms`; false when the signal aborted first. */

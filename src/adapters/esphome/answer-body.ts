@@ -12,11 +12,12 @@ export interface AnswerBody {
 }
 
 /**
- * The whole body, once it has arrived within `MAX_ANSWER_BYTES` and before `signal` aborts. A larger body
- * (declared or counted) throws `plug-bad-answer`; an abort throws the signal's reason. Either way the stream is
+ * The whole body, once it has arrived within `MAX_ANSWER_BYTES` and before `signal` aborts; with `until`, the body
+ * as far as where that holds of it, the rest left unread. A larger body (declared or counted) throws
+ * `plug-bad-answer`; an abort throws the signal's reason. Either way, and after `until` held, the stream is
  * cancelled, which closes the connection under it.
  */
-export async function readAnswerBody(response: Response, signal: AbortSignal, what: string): Promise<AnswerBody> {
+export async function readAnswerBody(response: Response, signal: AbortSignal, what: string, until?: (body: string) => boolean): Promise<AnswerBody> {
   const tooLarge = (): Error => answerTooLarge(what, response.status, MAX_ANSWER_BYTES);
   const body = response.body;
   if (body === null) return { text: "", bytes: 0 };
@@ -38,6 +39,13 @@ export async function readAnswerBody(response: Response, signal: AbortSignal, wh
       bytes += value.byteLength;
       if (bytes > MAX_ANSWER_BYTES) throw tooLarge();
       chunks.push(value);
+      if (until !== undefined) {
+        const text = new TextDecoder().decode(Buffer.concat(chunks));
+        if (until(text)) {
+          cancel();
+          return { text, bytes };
+        }
+      }
     }
     return { text: new TextDecoder().decode(Buffer.concat(chunks)), bytes };
   } catch (error) {

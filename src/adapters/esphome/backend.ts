@@ -107,6 +107,7 @@ export const esphomeBackend: PowerBackend<EsphomePlug> = {
         return {
           state: p.state,
           detail: `entity by ${style}; auth ${p.auth}`,
+          identity: p.identity,
           ...(p.watts !== undefined && { watts: p.watts }),
           ...(p.sensorError !== undefined && { sensorError: p.sensorError }),
         };

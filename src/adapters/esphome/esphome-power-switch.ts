@@ -1,6 +1,6 @@
 // PowerSwitch over the ESPHome web_server REST API (https://esphome.io/web-api/).
 import type { PlugReading } from "../../domain/model.ts";
-import type { CallOptions, CutGuard } from "../../domain/ports.ts";
+import type { CallOptions, CutGuard, DeviceCheck, DeviceIdentity } from "../../domain/ports.ts";
 import { parseObject, sizeOf } from "../http-device/answer.ts";
 import { createBoundedCall, readyToSend, type DeviceCall } from "../http-device/device-call.ts";
 import { describeFailure, neverConnected, PlugFailure } from "../http-device/device-failure.ts";
@@ -9,6 +9,7 @@ import { createUrlStyleMemory, entityPath, type EntityDomain, type UrlStyle } fr
 import type { EsphomePlug } from "./plug.ts";
 import { createPlugHttp, type AuthScheme, type Credentials, type PlugHttp, type PlugRequest, type PlugTarget, type Send } from "./plug-http.ts";
 import { pause } from "../cut-guard.ts";
+import { EVENTS_REQUEST, identityOf } from "./device-events.ts";
 
 /** What `doctor` prints about one plug. */
 export interface PlugProbe {
@@ -20,6 +21,8 @@ export interface PlugProbe {
   readonly watts?: number;
   /** Why the power sensor could not be read, when one is configured and failed. */
   readonly sensorError?: string;
+  /** What the device says it is (the title of its /events ping). */
+  readonly identity: DeviceIdentity;
 }
 
 export interface EsphomePowerSwitchOptions {
@@ -153,14 +156,24 @@ export function createEsphomePowerSwitch(opts: EsphomePowerSwitchOptions): Espho
     });
   }
 
+  /** What the device says it is: its `/events` stream up to the first ping, with the slot `send` holds. */
+  async function identify(send: Send, call: Call): Promise<DeviceIdentity> {
+    const credentials = call.target.credentials;
+    return identityOf(await send(EVENTS_REQUEST), credentials === undefined ? [] : [credentials.password]);
+  }
+
   /**
-   * Sends the command in one slot of the device: `mayCut`, when given, is asked right before each sending,
-   * with the slot held, so nothing else reaches the device between its yes and the request.
+   * Sends the command in one slot of the device: right before each sending, with the slot held, the device is
+   * asked what it is and `device` is asked with its answer, then `mayCut`, when given, so nothing else reaches the
+   * device between their yes and the request.
    */
-  async function sendCommand(plug: EsphomePlug, on: boolean, call: Call, mayCut?: CutGuard): Promise<void> {
-    const beforeSend = (): Promise<void> => readyToSend(call, mayCut);
+  async function sendCommand(plug: EsphomePlug, on: boolean, call: Call, device: DeviceCheck, mayCut?: CutGuard): Promise<void> {
     try {
-      await http.slot(call.target, call.signal, (sender) => request(sender, plug, "switch", plug.switch, on ? "turn_on" : "turn_off", beforeSend));
+      await http.slot(call.target, call.signal, (sender) => {
+        const confirmation = { identify: () => identify(sender, call), check: device };
+        const beforeSend = (): Promise<void> => readyToSend(call, confirmation, mayCut);
+        return request(sender, plug, "switch", plug.switch, on ? "turn_on" : "turn_off", beforeSend);
+      });
     } catch (error) {
       if ((error instanceof PlugFailure && error.refused) || neverConnected(error)) call.commandSent = false;
       throw error;
@@ -188,25 +201,29 @@ export function createEsphomePowerSwitch(opts: EsphomePowerSwitchOptions): Espho
     throw new PlugFailure("plug-unconfirmed", `state not confirmed within ${opts.timeoutMs} ms (${seen})`);
   }
 
-  async function command(plug: EsphomePlug, on: boolean, call: Call, mayCut?: CutGuard): Promise<PlugReading> {
-    await sendCommand(plug, on, call, mayCut);
+  async function command(plug: EsphomePlug, on: boolean, call: Call, device: DeviceCheck, mayCut?: CutGuard): Promise<PlugReading> {
+    await sendCommand(plug, on, call, device, mayCut);
     return confirm(plug, on, call);
+  }
+
+  async function probe(plug: EsphomePlug, call: Call): Promise<PlugProbe> {
+    const { on, style, watts, sensorError } = await readAll(plug, call);
+    const identity = await http.slot(call.target, call.signal, (send) => identify(send, call));
+    return {
+      state: on ? "on" : "off",
+      urlStyle: style,
+      auth: http.authScheme(plug.device),
+      identity,
+      ...(watts === undefined ? {} : { watts }),
+      ...(sensorError === undefined ? {} : { sensorError }),
+    };
   }
 
   return {
     read: (plug, options) => bounded(plug, "reading", options, (call) => readAll(plug, call).then(plugReading)),
-    turnOn: (plug, options) => bounded(plug, "turning on", options, (call) => command(plug, true, call)),
-    turnOff: (plug, mayCut, options) => bounded(plug, "turning off", options, (call) => command(plug, false, call, mayCut)),
-    probe: (plug, options) =>
-      bounded(plug, "probing", options, (call) =>
-        readAll(plug, call).then(({ on, style, watts, sensorError }) => ({
-          state: on ? "on" : "off",
-          urlStyle: style,
-          auth: http.authScheme(plug.device),
-          ...(watts === undefined ? {} : { watts }),
-          ...(sensorError === undefined ? {} : { sensorError }),
-        })),
-      ),
+    turnOn: (plug, options) => bounded(plug, "turning on", options, (call) => command(plug, true, call, options.device)),
+    turnOff: (plug, mayCut, options) => bounded(plug, "turning off", options, (call) => command(plug, false, call, options.device, mayCut)),
+    probe: (plug, options) => bounded(plug, "probing", options, (call) => probe(plug, call)),
   };
 }
 

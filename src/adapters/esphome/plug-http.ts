@@ -27,6 +27,8 @@ export interface PlugRequest {
    * nothing else is awaited in between. A rejection sends nothing and ends the exchange with it.
    */
   readonly beforeSend?: () => Promise<void>;
+  /** For an answer that never ends by itself (`/events`): read only until this holds of the body, then closed. */
+  readonly until?: (body: string) => boolean;
 }
 
 /**
@@ -85,7 +87,7 @@ export function createPlugHttp(opts: { fetch?: typeof fetch }): PlugHttp {
       if (request.beforeSend !== undefined) await request.beforeSend();
       const sent = credentials ? auth.scheme(target.device) : "none";
       // Each sending gets a fresh Authorization: a Digest nonce count may be used once.
-      const outgoing = (): TransportRequest => ({ url, method, authorization: credentials && auth.authorization(target.device, credentials, method, uri), signal, path });
+      const outgoing = (): TransportRequest => ({ url, method, authorization: credentials && auth.authorization(target.device, credentials, method, uri), signal, path, until: request.until });
       let answer: TransportAnswer;
       try {
         answer = await transport(outgoing());

@@ -24,6 +24,8 @@ export interface TransportRequest {
   readonly signal: AbortSignal;
   /** The path asked for, as the adapter wrote it ("/switch/Relay"), for messages. */
   readonly path: string;
+  /** For an answer that never ends by itself (`/events`): read only until this holds of the body, then closed. */
+  readonly until?: ((body: string) => boolean) | undefined;
 }
 
 export interface TransportAnswer {
@@ -36,7 +38,7 @@ export interface TransportAnswer {
 }
 
 /**
- * Sends one request and reads its whole answer (at most MAX_ANSWER_BYTES). Rejects with the network error,
+ * Sends one request and reads its whole answer, or up to where `until` holds (at most MAX_ANSWER_BYTES). Rejects with the network error,
  * the signal's reason, or `plug-bad-answer` for a larger body; redirects are answers like any other.
  */
 export type Transport = (request: TransportRequest) => Promise<TransportAnswer>;
@@ -54,7 +56,8 @@ export function createHttpTransport(): Transport {
     if (request.authorization !== undefined) headers.authorization = request.authorization;
     const agent = url.protocol === "https:" ? https : http;
     const tooLarge = (status: number): Error => answerTooLarge(`${method} ${path}`, status, MAX_ANSWER_BYTES);
-    return requestOnce({ url, method, headers, agent, signal, maxBytes: MAX_ANSWER_BYTES, tooLarge }).then(transportAnswer);
+    const { until } = request;
+    return requestOnce({ url, method, headers, agent, signal, maxBytes: MAX_ANSWER_BYTES, tooLarge, ...(until && { until }) }).then(transportAnswer);
   };
 }
 
@@ -78,7 +81,7 @@ export function createFetchTransport(fetchImpl: typeof fetch): Transport {
       redirect: "manual",
       headers: request.authorization === undefined ? {} : { authorization: request.authorization },
     });
-    const { text, bytes } = await readAnswerBody(response, signal, `${method} ${path}`);
+    const { text, bytes } = await readAnswerBody(response, signal, `${method} ${path}`, request.until);
     return {
       status: response.status,
       body: text,

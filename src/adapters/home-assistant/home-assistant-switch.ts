@@ -113,12 +113,15 @@ export function createHomeAssistantSwitch(opts: HomeAssistantSwitchOptions): Bac
   /**
    * Reads the entity, and when it is not yet as asked calls its domain's service: `switch.turn_off` for a
    * switch, `input_boolean.turn_off` for a helper (a domain's service leaves other domains' entities alone).
-   * `mayCut`, when given, is asked right before the call is sent, with the entity's slot held.
+   * `mayCut`, when given, is asked right before the call is sent, with the entity's slot held. The device check
+   * of the switch options is never asked: an entity id is the entity's address and its identity at once, and
+   * Home Assistant itself keeps it bound to the device it names (a replaced plug gets a new entity, or the old
+   * id only once someone gives it to the new one).
    */
   async function command(address: HomeAssistantEntity, on: boolean, call: Call, mayCut?: CutGuard): Promise<PlugReading> {
     commands.add(call);
     if ((await readSwitch(address, call)) === on) return { on };
-    await readyToSend(call, mayCut);
+    await readyToSend(call, "address is identity", mayCut);
     const path = `/api/services/${address.domain}/${on ? "turn_on" : "turn_off"}`;
     let answer: HubAnswer;
     try {

@@ -2,8 +2,8 @@
 // same device included, ended early by the caller's signal, and failing with a PlugpoolError made here alone,
 // from plugpool's own words (see device-failure.ts).
 import { PlugpoolError } from "../../domain/errors.ts";
-import type { CallOptions, CutGuard } from "../../domain/ports.ts";
-import { askGuard, CutRefused } from "../cut-guard.ts";
+import type { CallOptions, CutGuard, DeviceCheck, DeviceIdentity } from "../../domain/ports.ts";
+import { askDevice, askGuard, CutRefused, DeviceRefused } from "../cut-guard.ts";
 import { started } from "./started.ts";
 import { causeOf, describeFailure, type FailureContext, type VendorFailure } from "./device-failure.ts";
 
@@ -121,6 +121,7 @@ function startDeferred(): void {
 export function createBoundedCall<Control, Target>(rules: CallRules<Control, Target>): BoundedCall<Control, Target> {
   function callError(where: string, error: unknown, call: DeviceCall<Target>): PlugpoolError {
     if (error instanceof CutRefused) return new PlugpoolError("unsafe", `${where}: ${rules.unsafe}`, causeOf(error.cause));
+    if (error instanceof DeviceRefused) return new PlugpoolError("device-mismatch", `${where}: ${mismatch(error)}`, causeOf(error.cause));
     const { code, detail, cause } = describeFailure(error, call);
     if (call.commandSent && code !== "plug-unconfirmed") {
       return new PlugpoolError("plug-unconfirmed", `${where}: ${detail}; ${rules.command} was sent and its outcome is unknown`, causeOf(cause));
@@ -168,13 +169,34 @@ export function createBoundedCall<Control, Target>(rules: CallRules<Control, Tar
 }
 
 /**
- * Awaited right before each sending of a command's request, with the device's slot held and nothing else awaited
- * until the request is handed to the transport: asks `mayCut`, when given, so nothing reaches the device between
- * its yes and the request, and counts the command as sent once nothing more can stop it.
+ * How a command's device is confirmed: `identify` reads what the device says it is (in the command's slot) and
+ * `check` is asked with it; or not at all, where the address is the device's identity (a hub's entity id).
  */
-export async function readyToSend(call: DeviceCall<unknown>, mayCut?: CutGuard): Promise<void> {
+export type DeviceConfirmation =
+  | { readonly identify: () => Promise<DeviceIdentity>; readonly check: DeviceCheck }
+  | "address is identity";
+
+/**
+ * Awaited right before each sending of a command's request, with the device's slot held and nothing else awaited
+ * until the request is handed to the transport: hears the device say what it is and asks the device check, then
+ * asks `mayCut`, when given, last, so nothing reaches the device between their yes and the request; and counts the
+ * command as sent once nothing more can stop it.
+ */
+export async function readyToSend(call: DeviceCall<unknown>, device: DeviceConfirmation, mayCut?: CutGuard): Promise<void> {
   call.commandSent = false; // sent again only after the device refused it (a 401, a 404 for one URL spelling)
+  if (device !== "address is identity") await askDevice(device.check, await device.identify(), call.signal);
   if (mayCut) await askGuard(mayCut, call.signal);
   call.signal.throwIfAborted(); // nothing is sent once aborted; the command must not count as sent
   call.commandSent = true;
+}
+
+/** The longest identity a message shows: it is the device's own text. */
+const SHOWN_IDENTITY = 120;
+
+/** What follows `where` when the device check refused: what the device answered as, capped. */
+function mismatch(error: DeviceRefused): string {
+  const { id } = error.seen;
+  const seen = id.length > SHOWN_IDENTITY ? `${id.slice(0, SHOWN_IDENTITY)}…` : id;
+  const why = error.failed ? "which could not be checked against the device expected there" : "not as the device expected there";
+  return `the device answers as ${seen}, ${why}; nothing was sent`;
 }

@@ -19,6 +19,11 @@ export interface DeviceRequest {
   /** The largest body read; a larger one, declared or counted, is refused unread with `tooLarge(status)`. */
   readonly maxBytes: number;
   readonly tooLarge: (status: number) => Error;
+  /**
+   * For an answer that never ends by itself (a stream of events): asked with the body read so far at each piece of
+   * it; once it holds, the answer ends there and its connection is closed.
+   */
+  readonly until?: (body: string) => boolean;
 }
 
 export interface DeviceAnswer {
@@ -32,8 +37,8 @@ export interface DeviceAnswer {
 // and every promise and `once` wrapper per request is garbage that the young generation must sweep while
 // hundreds of requests are still in flight.
 /**
- * Sends one request and reads its whole answer. Rejects with the network error, the signal's reason or
- * `tooLarge`; redirects are answers like any other (never followed).
+ * Sends one request and reads its whole answer (with `until`, up to where that holds). Rejects with the network
+ * error, the signal's reason or `tooLarge`; redirects are answers like any other (never followed).
  */
 export function requestOnce(request: DeviceRequest): Promise<DeviceAnswer> {
   return new Promise<DeviceAnswer>((resolve, reject) => {
@@ -75,15 +80,20 @@ export function requestOnce(request: DeviceRequest): Promise<DeviceAnswer> {
       let first: Buffer | undefined;
       let more: Buffer[] | undefined;
       let bytes = 0;
+      const body = (): string => (more !== undefined ? Buffer.concat(more).toString("utf8") : first === undefined ? "" : first.toString("utf8"));
       res.on("data", (chunk: Buffer) => {
         bytes += chunk.byteLength;
         if (bytes > maxBytes) fail(request.tooLarge(status));
         else if (first === undefined) first = chunk;
         else (more ??= [first]).push(chunk);
+        if (request.until === undefined || settled) return;
+        const text = body();
+        if (!request.until(text)) return;
+        settle(undefined, { status, headers: res.headers, text, bytes });
+        req.destroy();
       });
       res.on("end", () => {
-        const text = more !== undefined ? Buffer.concat(more).toString("utf8") : first === undefined ? "" : first.toString("utf8");
-        settle(undefined, { status, headers: res.headers, text, bytes });
+        settle(undefined, { status, headers: res.headers, text: body(), bytes });
       });
       // Aborted mid-body: the request's destroy reaches the response as its error.
       res.on("error", fail);

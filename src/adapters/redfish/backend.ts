@@ -127,7 +127,7 @@ export const redfishBackend: RedfishBackend = {
           `${system.auth} auth`,
           system.url.startsWith("http:") ? "plain http (loopback)" : system.ca === undefined ? "TLS trusting the system's CAs" : `TLS trusting ${system.ca.file}`,
         ];
-        return { state: p.state, detail: versions.join("; ") };
+        return { state: p.state, detail: versions.join("; "), identity: p.identity };
       },
     };
   },

@@ -1,9 +1,10 @@
 // PowerSwitch over Redfish (a server's BMC): PowerState of the ComputerSystem to read, its ComputerSystem.Reset
 // action to switch (ResetType On, ForceOff, GracefulShutdown), as DMTF's ComputerSystem schema defines them
 // (https://redfish.dmtf.org/schemas/v1/ComputerSystem.json; PowerState and ResetType:
-// https://redfish.dmtf.org/schemas/v1/Resource.json).
+// https://redfish.dmtf.org/schemas/v1/Resource.json). What the system is: its UUID and SerialNumber, of the same
+// resource.
 import type { PlugReading } from "../../domain/model.ts";
-import type { CallOptions, CutGuard } from "../../domain/ports.ts";
+import type { CallOptions, CutGuard, DeviceCheck, DeviceIdentity, SwitchOptions } from "../../domain/ports.ts";
 import { isObject, sizeOf } from "../http-device/answer.ts";
 import { createBoundedCall, readyToSend, type DeviceCall } from "../http-device/device-call.ts";
 import { describeFailure, PlugFailure } from "../http-device/device-failure.ts";
@@ -24,19 +25,21 @@ export interface RedfishProbe {
   readonly redfishVersion?: string;
   /** The managing BMC's FirmwareVersion, when it has the shape of one. */
   readonly firmwareVersion?: string;
+  /** What the system says it is: `uuid <UUID> serial "<SerialNumber>"`. */
+  readonly identity: DeviceIdentity;
 }
 
 export interface RedfishPowerSwitch {
   read(system: RedfishSystem, options?: CallOptions): Promise<PlugReading>;
-  turnOn(system: RedfishSystem, options?: CallOptions): Promise<PlugReading>;
-  turnOff(system: RedfishSystem, mayCut: CutGuard, options?: CallOptions): Promise<PlugReading>;
+  turnOn(system: RedfishSystem, options: SwitchOptions): Promise<PlugReading>;
+  turnOff(system: RedfishSystem, mayCut: CutGuard, options: SwitchOptions): Promise<PlugReading>;
   /**
    * Asks the BMC to have the OS shut down (Reset GracefulShutdown: an ACPI power-button press), the power staying
    * on. Resolves once the BMC accepted it, without waiting for Off: a shutdown takes the OS its own time. A system
    * already Off or PoweringOff gets nothing. `mayShutDown` is asked as `turnOff` asks `mayCut`: with the BMC's
-   * slot held, after the state read, immediately before the Reset is sent.
+   * slot held, after the state read and the device check, immediately before the Reset is sent.
    */
-  shutdown(system: RedfishSystem, mayShutDown: CutGuard, options?: CallOptions): Promise<void>;
+  shutdown(system: RedfishSystem, mayShutDown: CutGuard, options: SwitchOptions): Promise<void>;
   probe(system: RedfishSystem, options?: CallOptions): Promise<RedfishProbe>;
 }
 
@@ -96,17 +99,24 @@ export function createRedfishPowerSwitch(opts: RedfishPowerSwitchOptions): Redfi
   }
 
   /**
-   * In one slot of the BMC: reads the state and, unless it is already `done`, sends the Reset; `mayCut`, when
-   * given, is asked right before each sending, with the slot held, so nothing else reaches the BMC between its
-   * yes and the request. Resolves with the state read when nothing was sent, else undefined.
+   * In one slot of the BMC: reads the state and, unless it is already `done`, sends the Reset. Right before each
+   * sending, with the slot held, the system's identity (from the resource just read, then read again before a
+   * second sending) is put to `device`, then `mayCut`, when given, is asked, so nothing else reaches the BMC between
+   * their yes and the request. Resolves with the state read when nothing was sent, else undefined.
    */
-  async function reset(system: RedfishSystem, type: ResetType, done: (state: PowerState) => boolean, call: Call, mayCut?: CutGuard): Promise<PowerState | undefined> {
+  async function reset(system: RedfishSystem, type: ResetType, done: (state: PowerState) => boolean, call: Call, device: DeviceCheck, mayCut?: CutGuard): Promise<PowerState | undefined> {
     const path = `${systemPath(system)}/Actions/ComputerSystem.Reset`;
-    const beforeSend = (): Promise<void> => readyToSend(call, mayCut);
     try {
       return await http.slot(call.target, call.signal, async (send) => {
-        const { state } = await readState(send, system);
+        const { state, resource } = await readState(send, system);
         if (done(state)) return state;
+        let fresh: Record<string, unknown> | undefined = resource;
+        const identify = async (): Promise<DeviceIdentity> => {
+          const read = fresh ?? (await getObject(send, systemPath(system)));
+          fresh = undefined;
+          return identityOf(read, systemPath(system), secretsOf(system));
+        };
+        const beforeSend = (): Promise<void> => readyToSend(call, { identify, check: device }, mayCut);
         const answer = await send({ method: "POST", path, body: { ResetType: type }, beforeSend });
         // 200 (with a message), 202 (a task runs it) and 204 all mean the BMC took it.
         if (answer.status < 200 || answer.status > 299) throw statusFailure("POST", path, answer, ` (ResetType ${type})`);
@@ -151,20 +161,20 @@ export function createRedfishPowerSwitch(opts: RedfishPowerSwitchOptions): Redfi
     turnOn: (system, options) =>
       bounded(system, "switching on", options, async (call) => {
         const poweredOn = (state: PowerState): boolean => state === "On" || state === "PoweringOn";
-        const before = await reset(system, "On", poweredOn, call);
+        const before = await reset(system, "On", poweredOn, call, options.device);
         return before === undefined ? confirm(system, true, poweredOn, call) : { on: true };
       }),
 
     turnOff: (system, mayCut, options) =>
       bounded(system, "switching off", options, async (call) => {
         const off = (state: PowerState): boolean => state === "Off";
-        const before = await reset(system, "ForceOff", off, call, mayCut);
+        const before = await reset(system, "ForceOff", off, call, options.device, mayCut);
         return before === undefined ? confirm(system, false, off, call) : { on: false };
       }),
 
     shutdown: (system, mayShutDown, options) =>
       bounded(system, "shutting down", options, async (call) => {
-        await reset(system, "GracefulShutdown", (state) => state === "Off" || state === "PoweringOff", call, mayShutDown);
+        await reset(system, "GracefulShutdown", (state) => state === "Off" || state === "PoweringOff", call, options.device, mayShutDown);
       }),
 
     probe: (system, options) =>
@@ -174,7 +184,8 @@ export function createRedfishPowerSwitch(opts: RedfishPowerSwitchOptions): Redfi
           const redfishVersion = await optionalField(send, "/redfish/v1/", "RedfishVersion", REDFISH_VERSION);
           const manager = managerPath(resource);
           const firmwareVersion = manager === undefined ? undefined : await optionalField(send, manager, "FirmwareVersion", FIRMWARE_VERSION);
-          const secrets = [system.credentials.username.reveal(), system.credentials.password.reveal()];
+          const identity = identityOf(resource, systemPath(system), secretsOf(system));
+          const secrets = secretsOf(system);
           const shown = (value: string | undefined): string | undefined =>
             value !== undefined && !secrets.some((s) => s !== "" && value.includes(s)) ? value : undefined;
           const redfish = shown(redfishVersion);
@@ -182,6 +193,7 @@ export function createRedfishPowerSwitch(opts: RedfishPowerSwitchOptions): Redfi
           return {
             state: state === "Off" ? "off" : "on",
             powerState: state,
+            identity,
             ...(redfish !== undefined && { redfishVersion: redfish }),
             ...(firmware !== undefined && { firmwareVersion: firmware }),
           };
@@ -217,6 +229,29 @@ function managerPath(resource: Record<string, unknown>): string | undefined {
   const first: unknown = Array.isArray(managedBy) ? managedBy[0] : undefined;
   const id = isObject(first) ? first["@odata.id"] : undefined;
   return typeof id === "string" && /^\/redfish\/v1\/Managers\/[A-Za-z0-9._~%-]{1,128}$/u.test(id) ? id : undefined;
+}
+
+// A UUID as the schema has it (8-4-4-4-12 hex digits), or an Id-like token as some emulators give; a serial number
+// is free text, taken when it is short and printable.
+const UUID = /^[A-Za-z0-9._-]{1,64}$/u;
+const SERIAL = /^[\x20-\x7e]{1,64}$/u;
+
+/**
+ * `uuid <UUID> serial "<SerialNumber>"` (either part alone when the system has only that one) of a System
+ * resource. Throws `plug-bad-answer` when it has neither, or a serial number that contains one of `secrets`.
+ */
+function identityOf(resource: Record<string, unknown>, path: string, secrets: readonly string[]): DeviceIdentity {
+  const { UUID: uuid, SerialNumber: serial } = resource;
+  const parts = [
+    typeof uuid === "string" && UUID.test(uuid) ? `uuid ${uuid}` : undefined,
+    typeof serial === "string" && SERIAL.test(serial.trim()) && !secrets.some((s) => s !== "" && serial.includes(s)) ? `serial ${JSON.stringify(serial.trim())}` : undefined,
+  ].filter((part) => part !== undefined);
+  if (parts.length === 0) throw new PlugFailure("plug-bad-answer", `GET ${path} answered without a UUID or SerialNumber plugpool can use`);
+  return { id: parts.join(" ") };
+}
+
+function secretsOf(system: RedfishSystem): string[] {
+  return [system.credentials.username.reveal(), system.credentials.password.reveal()];
 }
 
 function systemPath(system: RedfishSystem): string {

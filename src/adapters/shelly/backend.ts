@@ -100,6 +100,7 @@ export const shellyBackend: PowerBackend<ShellyAddress> = {
         return {
           state: p.state,
           detail: `${device.filter((part) => part !== undefined).join(" ")}; auth ${p.auth}`,
+          identity: p.identity,
           ...(p.watts !== undefined && { watts: p.watts }),
           ...(p.sensorError !== undefined && { sensorError: p.sensorError }),
         };

@@ -1,14 +1,15 @@
 // PowerSwitch over the local RPC of Shelly Gen2+ devices (Plus, Pro, Gen3, Gen4): Switch.Set to switch,
 // Switch.GetStatus to read `output` and `apower`
-// (https://shelly-api-docs.shelly.cloud/gen2/ComponentsAndServices/Switch), Shelly.GetDeviceInfo for doctor
+// (https://shelly-api-docs.shelly.cloud/gen2/ComponentsAndServices/Switch), Shelly.GetDeviceInfo for what the
+// device is, its `id` and `mac`, before every switch command and for doctor
 // (https://shelly-api-docs.shelly.cloud/gen2/ComponentsAndServices/Shelly#shellygetdeviceinfo).
 import type { PlugReading } from "../../domain/model.ts";
-import type { CallOptions, CutGuard } from "../../domain/ports.ts";
+import type { CallOptions, CutGuard, DeviceCheck, DeviceIdentity, SwitchOptions } from "../../domain/ports.ts";
 import { isObject } from "../http-device/answer.ts";
 import { createBoundedCall, readyToSend, type DeviceCall } from "../http-device/device-call.ts";
 import { describeFailure, neverConnected, PlugFailure, type VendorFailure } from "../http-device/device-failure.ts";
 import type { Secret } from "../secret.ts";
-import { createShellyRpc, type RpcTarget, type ShellyRpc } from "./shelly-rpc.ts";
+import { createShellyRpc, type InSlot, type RpcTarget, type ShellyRpc } from "./shelly-rpc.ts";
 import { pause } from "../cut-guard.ts";
 
 /** One switch of one Shelly device, as its config section names it. */
@@ -39,12 +40,14 @@ export interface ShellyProbe {
   readonly firmware?: string;
   /** Whether the device protects its RPC with a password (its `auth_en`, else whether it asked). */
   readonly auth: "on" | "off";
+  /** What the device says it is: `shelly <id> mac <MAC>`. */
+  readonly identity: DeviceIdentity;
 }
 
 export interface ShellyPowerSwitch {
   read(address: ShellyAddress, options?: CallOptions): Promise<PlugReading>;
-  turnOn(address: ShellyAddress, options?: CallOptions): Promise<PlugReading>;
-  turnOff(address: ShellyAddress, mayCut: CutGuard, options?: CallOptions): Promise<PlugReading>;
+  turnOn(address: ShellyAddress, options: SwitchOptions): Promise<PlugReading>;
+  turnOff(address: ShellyAddress, mayCut: CutGuard, options: SwitchOptions): Promise<PlugReading>;
   probe(address: ShellyAddress, options?: CallOptions): Promise<ShellyProbe>;
 }
 
@@ -95,8 +98,13 @@ export function createShellyPowerSwitch(opts: { readonly timeoutMs: number; read
     throw new PlugFailure("plug-unreachable", `state not confirmed within ${opts.timeoutMs} ms (${seen})`);
   }
 
-  async function command(address: ShellyAddress, on: boolean, call: Call, mayCut?: CutGuard): Promise<PlugReading> {
-    const beforeSend = (): Promise<void> => readyToSend(call, mayCut);
+  /**
+   * Switch.Set in one slot of the device: right before each sending, with the slot held, the device is asked what
+   * it is (Shelly.GetDeviceInfo) and `device` with its answer, then `mayCut`, when given.
+   */
+  async function command(address: ShellyAddress, on: boolean, call: Call, device: DeviceCheck, mayCut?: CutGuard): Promise<PlugReading> {
+    const beforeSend = (inSlot: InSlot): Promise<void> =>
+      readyToSend(call, { identify: async () => identityOf(await inSlot(DEVICE_INFO)), check: device }, mayCut);
     try {
       await rpc.call(call.target, { method: "Switch.Set", params: { id: address.switchId, on }, beforeSend }, call.signal);
     } catch (error) {
@@ -112,11 +120,12 @@ export function createShellyPowerSwitch(opts: { readonly timeoutMs: number; read
         const { on, watts } = await status(address, call);
         return watts === undefined ? { on } : { on, watts };
       }),
-    turnOn: (address, options) => bounded(address, "turning on", options, (call) => command(address, true, call)),
-    turnOff: (address, mayCut, options) => bounded(address, "turning off", options, (call) => command(address, false, call, mayCut)),
+    turnOn: (address, options) => bounded(address, "turning on", options, (call) => command(address, true, call, options.device)),
+    turnOff: (address, mayCut, options) => bounded(address, "turning off", options, (call) => command(address, false, call, options.device, mayCut)),
     probe: (address, options) =>
       bounded(address, "probing", options, async (call) => {
-        const info = await rpc.call(call.target, { method: "Shelly.GetDeviceInfo", params: {} }, call.signal);
+        const info = await rpc.call(call.target, DEVICE_INFO, call.signal);
+        const identity = identityOf(info);
         const read = await status(address, call);
         const fields = isObject(info) ? info : {};
         const gen = typeof fields.gen === "number" && Number.isInteger(fields.gen) ? fields.gen : undefined;
@@ -133,7 +142,23 @@ export function createShellyPowerSwitch(opts: { readonly timeoutMs: number; read
           ...(safe(model) ? { model } : {}),
           ...(safe(firmware) ? { firmware } : {}),
           auth: (authEn ?? rpc.authAsked(address.device)) ? "on" : "off",
+          identity,
         };
       }),
   };
+}
+
+const DEVICE_INFO = { method: "Shelly.GetDeviceInfo", params: {} } as const;
+
+/**
+ * `shelly <id> mac <MAC>` from a Shelly.GetDeviceInfo result: its `id` (model and MAC, e.g. shellyplusplugs-
+ * a0dd6c123456) and `mac`, both of the shapes Shelly gives them; throws `plug-bad-answer` without them.
+ */
+function identityOf(info: unknown): DeviceIdentity {
+  const id = isObject(info) ? info.id : undefined;
+  const mac = isObject(info) ? info.mac : undefined;
+  if (typeof id !== "string" || !/^[A-Za-z0-9-]{1,64}$/u.test(id) || typeof mac !== "string" || !/^[0-9A-Fa-f]{12}$/u.test(mac)) {
+    throw new PlugFailure("plug-bad-answer", "Shelly.GetDeviceInfo answered without the device's id and mac");
+  }
+  return { id: `shelly ${id} mac ${mac.toUpperCase()}` };
 }

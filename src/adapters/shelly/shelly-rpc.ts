@@ -29,10 +29,14 @@ export interface RpcRequest {
   readonly params: Readonly<Record<string, unknown>>;
   /**
    * Awaited right before each sending (a 401 makes another), with the device's slot held; nothing else is
-   * awaited in between. A rejection sends nothing and ends the call with it.
+   * awaited in between. It may call the device itself through `inSlot`, in the same slot. A rejection sends
+   * nothing and ends the call with it.
    */
-  readonly beforeSend?: () => Promise<void>;
+  readonly beforeSend?: (inSlot: InSlot) => Promise<void>;
 }
+
+/** A call made with the device's slot already held: its result, as `ShellyRpc.call` gives it. */
+export type InSlot = (request: Omit<RpcRequest, "beforeSend">) => Promise<unknown>;
 
 export interface ShellyRpc {
   /** The call's result, once every earlier call to the device has finished. Rejects with PlugFailure, a network error or the signal's reason. */
@@ -102,8 +106,9 @@ export function createShellyRpc(): ShellyRpc {
     const url = new URL(`${target.url}/rpc`);
     let freshNonce = false;
     for (let round = 1; round <= MAX_AUTH_ROUNDS; round++) {
+      await request.beforeSend?.((inner) => exchange(target, inner, signal));
+      // Looked up after beforeSend: a call it made may have renewed the session.
       const session = target.password === undefined ? undefined : sessions.get(target.device);
-      await request.beforeSend?.();
       const answer = await post(url, frame, session?.authorization(target.password?.reveal() ?? "", "POST", url.pathname), signal);
       if (answer.status !== 401) return resultOf(answer, id, request.method);
       asked.add(target.device);

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { describe, it, type TestContext } from "node:test";
 import { createEsphomePowerSwitch } from "../../../src/adapters/esphome/esphome-power-switch.ts";
 import type { Fault, PlugEmulatorOptions } from "../../support/plug-emulator/index.ts";
-import { addressOf, allowCut, assertNoSecret, assertPlugError, emulate, timed } from "./support.ts";
+import { acceptAny, addressOf, allowCut, assertNoSecret, assertPlugError, emulate, timed } from "./support.ts";
 
 const USER = "ops";
 const SECRET = "Zq7/only+here=pw";
@@ -38,8 +38,8 @@ describe("createEsphomePowerSwitch() authentication", () => {
       const power = createEsphomePowerSwitch({ timeoutMs: 1000, credentialsFor: () => CREDENTIALS });
       const relay = addressOf(plug.url);
       await power.read(relay);
-      await power.turnOn(relay);
-      await power.turnOff(relay, allowCut);
+      await power.turnOn(relay, { device: acceptAny });
+      await power.turnOff(relay, allowCut, { device: acceptAny });
       const schemes = plug.calls.map((c) => c.auth);
       assert.deepEqual(schemes.slice(0, 2), ["none", "digest"], `start ${start}`);
       assert.deepEqual(new Set(schemes.slice(1)), new Set(["digest"]), `start ${start}: ${schemes.join(", ")}`);
@@ -49,8 +49,13 @@ describe("createEsphomePowerSwitch() authentication", () => {
   it("sends no credentials until a Basic device asks, then Basic up front", async (t) => {
     const { plug, power, relay } = await setup(t, basicDevice);
     await power.read(relay);
-    await power.turnOn(relay);
-    assert.deepEqual(plug.calls.map((c) => [c.method, c.auth, c.status]).slice(0, 3), [["GET", "none", 401], ["GET", "basic", 200], ["POST", "basic", 200]]);
+    await power.turnOn(relay, { device: acceptAny });
+    assert.deepEqual(plug.calls.map((c) => [c.method, c.path, c.auth, c.status]).slice(0, 4), [
+      ["GET", "/switch/Relay", "none", 401],
+      ["GET", "/switch/Relay", "basic", 200],
+      ["GET", "/events", "basic", 200],
+      ["POST", "/switch/Relay/turn_on", "basic", 200],
+    ]);
     assert.equal(plug.state("Relay"), true);
     assert.equal((await power.probe(relay)).auth, "basic");
   });
@@ -58,8 +63,8 @@ describe("createEsphomePowerSwitch() authentication", () => {
   it("never sends credentials to a device without auth", async (t) => {
     const { plug, power, relay } = await setup(t, {});
     await power.read(relay);
-    await power.turnOn(relay);
-    await power.turnOff(relay, allowCut);
+    await power.turnOn(relay, { device: acceptAny });
+    await power.turnOff(relay, allowCut, { device: acceptAny });
     assert.deepEqual(new Set(plug.calls.map((c) => c.auth)), new Set(["none"]));
     assert.equal((await power.probe(relay)).auth, "none");
   });
@@ -118,9 +123,9 @@ describe("createEsphomePowerSwitch() authentication", () => {
 
   it("keeps working with a Digest device after it reboots", async (t) => {
     const { plug, power, relay } = await setup(t, digestDevice);
-    await power.turnOn(relay);
+    await power.turnOn(relay, { device: acceptAny });
     await plug.inject({ kind: "reboot" });
-    assert.deepEqual(await power.turnOn(relay), { on: true });
+    assert.deepEqual(await power.turnOn(relay, { device: acceptAny }), { on: true });
   });
 
   it("uses Digest with an ESP8266 that offers it, where Basic fails for long credentials", async (t) => {
@@ -128,7 +133,7 @@ describe("createEsphomePowerSwitch() authentication", () => {
     const { plug, power, relay } = await setup(t, { version: "2026.1", platform: "esp8266", auth: { type: "basic", ...long } }, long);
     const probe = await power.probe(relay);
     assert.equal(probe.auth, "digest");
-    assert.deepEqual(plug.calls.map((c) => c.auth), ["none", "digest"]);
+    assert.deepEqual(plug.calls.map((c) => c.auth), ["none", "digest", "digest"]);
   });
 
   it("fails as unauthorized when the credentials are wrong", async (t) => {
@@ -139,7 +144,7 @@ describe("createEsphomePowerSwitch() authentication", () => {
 
   it("fails as unauthorized when Digest credentials are wrong, with nothing switched", async (t) => {
     const { plug, power, relay } = await setup(t, { ...digestDevice, auth: { type: "digest", username: USER, password: "other" } });
-    const { error } = await timed(() => power.turnOn(relay));
+    const { error } = await timed(() => power.turnOn(relay, { device: acceptAny }));
     assertPlugError(error, "plug-unauthorized", /rejected the credentials$/);
     assert.equal(plug.state("Relay"), false);
   });
@@ -217,7 +222,8 @@ describe("createEsphomePowerSwitch() errors", () => {
     const { power, plug, relay } = await setup(t, device);
     await power.read(relay); // settle the auth scheme first, so the failing request carries it
     await plug.inject(fault);
-    return call === "turnOff" ? () => power.turnOff(relay, allowCut) : () => power[call](relay);
+    if (call === "turnOff") return () => power.turnOff(relay, allowCut, { device: acceptAny });
+    return call === "turnOn" ? () => power.turnOn(relay, { device: acceptAny }) : () => power.read(relay);
   }
 
   for (const [scheme, device] of Object.entries(devices)) {

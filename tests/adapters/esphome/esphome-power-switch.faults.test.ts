@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { describe, it, type TestContext } from "node:test";
 import { createEsphomePowerSwitch } from "../../../src/adapters/esphome/esphome-power-switch.ts";
 import type { PlugEmulatorOptions } from "../../support/plug-emulator/index.ts";
-import { addressOf, allowCut, assertPlugError, emulate, requests, timed } from "./support.ts";
+import { acceptAny, addressOf, allowCut, assertPlugError, emulate, requests, timed, withEvents } from "./support.ts";
 
 const TIMEOUT_MS = 300;
 const MARGIN_MS = 300; // scheduling slack on a loaded 2-core machine; the bound is still one timeout plus this
@@ -28,8 +28,8 @@ describe("createEsphomePowerSwitch() facing faults", () => {
 
     it("fails a switch command as unconfirmed once the timeout is up: the device may have carried it out", async (t) => {
       const { plug, power, relay } = await setup(t);
-      await plug.inject({ kind: "timeout" });
-      const { error, ms } = await timed(() => power.turnOff(relay, allowCut));
+      await plug.inject({ kind: "timeout", method: "POST" });
+      const { error, ms } = await timed(() => power.turnOff(relay, allowCut, { device: acceptAny }));
       assertPlugError(error, "plug-unconfirmed", /^turning off plug .* switch "Relay": timed out after 300 ms; the command was sent and its outcome is unknown$/);
       assert.ok(ms < TIMEOUT_MS + MARGIN_MS, `took ${ms} ms`);
     });
@@ -92,10 +92,10 @@ describe("createEsphomePowerSwitch() facing faults", () => {
 
     it("never re-sends a switch command, and fails it as unconfirmed", async (t) => {
       const { plug, power, relay } = await setup(t, {}, RELAXED_MS);
-      await plug.inject({ kind: "drop", times: 1 });
-      const { error } = await timed(() => power.turnOn(relay));
+      await plug.inject({ kind: "drop", method: "POST", times: 1 });
+      const { error } = await timed(() => power.turnOn(relay, { device: acceptAny }));
       assertPlugError(error, "plug-unconfirmed", /^turning on plug .* switch "Relay": connection dropped; the command was sent and its outcome is unknown$/);
-      assert.deepEqual(requests(plug), ["POST /switch/Relay/turn_on"]);
+      assert.deepEqual(requests(plug), ["GET /events", "POST /switch/Relay/turn_on"]);
       assert.equal(plug.state("Relay"), false);
     });
   });
@@ -103,14 +103,14 @@ describe("createEsphomePowerSwitch() facing faults", () => {
   describe("a plug that cannot be read right after a command", () => {
     it("keeps reading back until the state shows", async (t) => {
       const { plug, power, relay } = await setup(t, {}, RELAXED_MS);
-      await plug.inject({ kind: "drop", method: "GET", times: 2 }); // the first read-back and its retry
-      assert.deepEqual(await power.turnOn(relay), { on: true });
+      await plug.inject({ kind: "drop", domain: "switch", method: "GET", times: 2 }); // the first read-back and its retry
+      assert.deepEqual(await power.turnOn(relay, { device: acceptAny }), { on: true });
     });
 
     it("fails as unconfirmed, with the reason, when no read-back succeeds", async (t) => {
       const { plug, power, relay } = await setup(t);
-      await plug.inject({ kind: "drop", method: "GET" });
-      const { error, ms } = await timed(() => power.turnOn(relay));
+      await plug.inject({ kind: "drop", domain: "switch", method: "GET" });
+      const { error, ms } = await timed(() => power.turnOn(relay, { device: acceptAny }));
       assertPlugError(error, "plug-unconfirmed", /state not confirmed within 300 ms \(no read-back succeeded: connection dropped\)$/);
       assert.ok(ms < TIMEOUT_MS + MARGIN_MS, `took ${ms} ms`);
       assert.equal(plug.state("Relay"), true);
@@ -121,7 +121,7 @@ describe("createEsphomePowerSwitch() facing faults", () => {
     it("fails the command as unconfirmed once the timeout is up", async (t) => {
       const { plug, power, relay } = await setup(t);
       await plug.inject({ kind: "flap" });
-      const { error, ms } = await timed(() => power.turnOn(relay));
+      const { error, ms } = await timed(() => power.turnOn(relay, { device: acceptAny }));
       assertPlugError(error, "plug-unconfirmed", /switch "Relay": state not confirmed within 300 ms \(it still reads off\)$/);
       assert.ok(ms >= TIMEOUT_MS - 5 && ms < TIMEOUT_MS + MARGIN_MS, `took ${ms} ms`);
     });
@@ -148,7 +148,7 @@ describe("createEsphomePowerSwitch() facing faults", () => {
   describe("a plug that reboots", () => {
     it("reads the restore_mode state afterwards, over a new connection", async (t) => {
       const { plug, power, relay } = await setup(t, { switches: [{ name: "Relay", restoreMode: "ALWAYS_OFF" }] }, RELAXED_MS);
-      await power.turnOn(relay);
+      await power.turnOn(relay, { device: acceptAny });
       await plug.inject({ kind: "reboot" });
       assert.deepEqual(await power.read(relay), { on: false });
     });
@@ -179,8 +179,8 @@ describe("createEsphomePowerSwitch() facing faults", () => {
     });
 
     it("fails an unexpected status as a bad answer", async () => {
-      const power = createEsphomePowerSwitch({ timeoutMs: TIMEOUT_MS, fetch: () => Promise.resolve(new Response("", { status: 403 })) });
-      const { error } = await timed(() => power.turnOn(addressOf("http://10.0.0.5")));
+      const power = createEsphomePowerSwitch({ timeoutMs: TIMEOUT_MS, fetch: withEvents(() => Promise.resolve(new Response("", { status: 403 }))) });
+      const { error } = await timed(() => power.turnOn(addressOf("http://10.0.0.5"), { device: acceptAny }));
       assertPlugError(error, "plug-bad-answer", /POST \/switch\/Relay\/turn_on answered HTTP 403 \(text\/plain, 0 bytes\)$/);
     });
   });
@@ -219,7 +219,7 @@ describe("createEsphomePowerSwitch() with a command that may have reached the de
     const { plug, power, relay } = await setup(t);
     plug.setState("Relay", true);
     await plug.inject({ kind: "timeout", method: "POST" });
-    const { error, ms } = await timed(() => power.turnOff(relay, allowCut));
+    const { error, ms } = await timed(() => power.turnOff(relay, allowCut, { device: acceptAny }));
     assertPlugError(error, "plug-unconfirmed", /^turning off plug .* switch "Relay": timed out after 300 ms; the command was sent and its outcome is unknown$/);
     assert.ok(ms < TIMEOUT_MS + MARGIN_MS, `took ${ms} ms`);
     assert.deepEqual(posts(plug), ["POST /switch/Relay/turn_off"]);
@@ -228,7 +228,7 @@ describe("createEsphomePowerSwitch() with a command that may have reached the de
   it("fails as unconfirmed when the connection drops under the switch-on", async (t) => {
     const { plug, power, relay } = await setup(t, {}, RELAXED_MS);
     await plug.inject({ kind: "drop", method: "POST" });
-    const { error } = await timed(() => power.turnOn(relay));
+    const { error } = await timed(() => power.turnOn(relay, { device: acceptAny }));
     assertPlugError(error, "plug-unconfirmed", /switch "Relay": connection dropped; the command was sent and its outcome is unknown$/);
     assert.deepEqual(posts(plug), ["POST /switch/Relay/turn_on"]);
   });
@@ -236,14 +236,14 @@ describe("createEsphomePowerSwitch() with a command that may have reached the de
   it("fails as unconfirmed when the switch-on is answered HTTP 500", async (t) => {
     const { plug, power, relay } = await setup(t, {}, RELAXED_MS);
     await plug.inject({ kind: "http500", method: "POST" });
-    const { error } = await timed(() => power.turnOn(relay));
+    const { error } = await timed(() => power.turnOn(relay, { device: acceptAny }));
     assertPlugError(error, "plug-unconfirmed", /POST \/switch\/Relay\/turn_on answered HTTP 500 \(text\/plain, 21 bytes\); the command was sent and its outcome is unknown$/);
   });
 
   it("fails as unconfirmed when the command was accepted and no read-back answers", async (t) => {
     const { plug, power, relay } = await setup(t);
-    await plug.inject({ kind: "timeout", method: "GET" });
-    const { error, ms } = await timed(() => power.turnOn(relay));
+    await plug.inject({ kind: "timeout", domain: "switch", method: "GET" });
+    const { error, ms } = await timed(() => power.turnOn(relay, { device: acceptAny }));
     assertPlugError(error, "plug-unconfirmed", /switch "Relay": state not confirmed within 300 ms \(no read-back succeeded\)$/);
     assert.ok(ms < TIMEOUT_MS + MARGIN_MS, `took ${ms} ms`);
     assert.equal(plug.state("Relay"), true);
@@ -252,43 +252,43 @@ describe("createEsphomePowerSwitch() with a command that may have reached the de
   it("fails as unconfirmed when the read-back is refused after the command was accepted", async () => {
     let calls = 0;
     const answers = () => (calls++ === 0 ? new Response("", { status: 200 }) : new Response("", { status: 403 }));
-    const power = createEsphomePowerSwitch({ timeoutMs: TIMEOUT_MS, fetch: () => Promise.resolve(answers()) });
-    const { error } = await timed(() => power.turnOn(addressOf("http://10.0.0.5")));
+    const power = createEsphomePowerSwitch({ timeoutMs: TIMEOUT_MS, fetch: withEvents(() => Promise.resolve(answers())) });
+    const { error } = await timed(() => power.turnOn(addressOf("http://10.0.0.5"), { device: acceptAny }));
     assertPlugError(error, "plug-unconfirmed", /state not confirmed \(reading it back: GET \/switch\/Relay answered HTTP 403 \(text\/plain, 0 bytes\)\)$/);
   });
 
   it("keeps the code of a failure before anything was sent: connection refused", async (t) => {
     const { plug, power, relay } = await setup(t);
     await plug.inject({ kind: "down" });
-    const { error } = await timed(() => power.turnOff(relay, allowCut));
+    const { error } = await timed(() => power.turnOff(relay, allowCut, { device: acceptAny }));
     assertPlugError(error, "plug-unreachable", /switch "Relay": connection refused$/);
   });
 
   it("keeps the code of a failure before anything was sent: host not found", async () => {
     const lookupFailed = Object.assign(new Error("getaddrinfo ENOTFOUND plug.invalid"), { code: "ENOTFOUND" });
     const power = createEsphomePowerSwitch({ timeoutMs: TIMEOUT_MS, fetch: () => Promise.reject(new TypeError("fetch failed", { cause: lookupFailed })) });
-    const { error } = await timed(() => power.turnOn(addressOf("http://plug.invalid")));
+    const { error } = await timed(() => power.turnOn(addressOf("http://plug.invalid"), { device: acceptAny }));
     assertPlugError(error, "plug-unreachable", /switch "Relay": host not found$/);
   });
 
   it("keeps the code of a command the device refused: 404 for both spellings", async (t) => {
     const { plug, power } = await setup(t, { version: "2026.1" }, RELAXED_MS);
-    const { error } = await timed(() => power.turnOn(addressOf(plug.url, "Relay 9")));
+    const { error } = await timed(() => power.turnOn(addressOf(plug.url, "Relay 9"), { device: acceptAny }));
     assertPlugError(error, "plug-entity-not-found", /not found \(HTTP 404 for \/switch\/Relay%209\/turn_on and \/switch\/relay_9\/turn_on\)$/);
     assert.deepEqual(posts(plug), ["POST /switch/Relay%209/turn_on", "POST /switch/relay_9/turn_on"]);
   });
 
   it("keeps the code of a command the device refused: 405, 411", async () => {
     for (const status of [405, 411]) {
-      const power = createEsphomePowerSwitch({ timeoutMs: TIMEOUT_MS, fetch: () => Promise.resolve(new Response("", { status })) });
-      const { error } = await timed(() => power.turnOff(addressOf("http://10.0.0.5"), allowCut));
+      const power = createEsphomePowerSwitch({ timeoutMs: TIMEOUT_MS, fetch: withEvents(() => Promise.resolve(new Response("", { status }))) });
+      const { error } = await timed(() => power.turnOff(addressOf("http://10.0.0.5"), allowCut, { device: acceptAny }));
       assertPlugError(error, "plug-bad-answer", new RegExp(`answered HTTP ${status} \\(text/plain, 0 bytes\\)$`));
     }
   });
 
   it("keeps the code of a command the device refused: credentials", async (t) => {
     const { plug, power, relay } = await setup(t, { auth: { type: "basic", username: "admin", password: "pw" } });
-    const { error } = await timed(() => power.turnOn(relay));
+    const { error } = await timed(() => power.turnOn(relay, { device: acceptAny }));
     assertPlugError(error, "plug-unauthorized", /asks for credentials and none are configured$/);
     assert.equal(plug.state("Relay"), false);
   });
@@ -340,6 +340,6 @@ describe("createEsphomePowerSwitch() with a power sensor", () => {
     const { plug, power } = await setup(t, sensorStrip, RELAXED_MS);
     plug.setState("Relay", true);
     const probe = await power.probe(addressOf(plug.url, "Relay", "Power"));
-    assert.deepEqual(probe, { state: "on", urlStyle: "name", auth: "none", watts: 25 });
+    assert.deepEqual(probe, { state: "on", urlStyle: "name", auth: "none", watts: 25, identity: { id: `name "${plug.name}"`, uptimeSeconds: plug.uptimeSeconds } });
   });
 });

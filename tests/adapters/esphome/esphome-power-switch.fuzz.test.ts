@@ -11,7 +11,7 @@ import fc from "fast-check";
 import { createEsphomePowerSwitch } from "../../../src/adapters/esphome/esphome-power-switch.ts";
 import { isPlugpoolError } from "../../../src/domain/errors.ts";
 import type { PlugReading } from "../../../src/domain/model.ts";
-import { addressOf, allowCut, renderings, timed } from "./support.ts";
+import { acceptAny, addressOf, allowCut, renderings, timed } from "./support.ts";
 
 const TIMEOUT_MS = 150;
 const SLACK_MS = 400; // generous: a busy 2-core machine, and fast-check's own work between runs
@@ -41,7 +41,13 @@ function assertOutcome(outcome: { value?: unknown; error?: unknown; ms: number }
 
 function call(operation: Operation, power: ReturnType<typeof createEsphomePowerSwitch>, url: string) {
   const relay = addressOf(url, "Relay", "Power");
-  return timed<unknown>(() => (operation === "turnOff" ? power.turnOff(relay, allowCut) : power[operation](relay)));
+  const calls: Record<Operation, () => Promise<unknown>> = {
+    read: () => power.read(relay),
+    probe: () => power.probe(relay),
+    turnOn: () => power.turnOn(relay, { device: acceptAny }),
+    turnOff: () => power.turnOff(relay, allowCut, { device: acceptAny }),
+  };
+  return timed<unknown>(calls[operation]);
 }
 
 const summary = (tally: Map<string, number>): string => [...tally].sort(([a], [b]) => a.localeCompare(b)).map(([k, n]) => `${k} ${n}`).join(", ");

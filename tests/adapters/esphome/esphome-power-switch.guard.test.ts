@@ -3,9 +3,9 @@ import assert from "node:assert/strict";
 import { describe, it, type TestContext } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { createEsphomePowerSwitch } from "../../../src/adapters/esphome/esphome-power-switch.ts";
-import type { CutGuard } from "../../../src/domain/ports.ts";
+import type { CutGuard, DeviceCheck } from "../../../src/domain/ports.ts";
 import type { PlugEmulatorOptions } from "../../support/plug-emulator/index.ts";
-import { addressOf, assertPlugError, emulate, eventually, requests, timed } from "./support.ts";
+import { acceptAny, addressOf, assertPlugError, emulate, eventually, expectDevice, requests, timed } from "./support.ts";
 
 const REFUSED = /^turning off plug http:\/\/127\.0\.0\.1:\d+ switch "Relay": the switch-off was refused at the plug by the safety check$/;
 
@@ -41,26 +41,27 @@ describe("createEsphomePowerSwitch() turnOff with a cut guard", () => {
       events.push(`guard allows; the device has seen ${requests(plug).join(", ")}`);
       return true;
     };
-    const cutting = power.turnOff(relay, guard);
+    const cutting = power.turnOff(relay, guard, { device: acceptAny });
     await sleep(20);
     const later = power.read(relay);
     await Promise.all([busy, cutting, later]);
 
+    // The stream of GET /events is cut at its first ping, never read to an end.
     assert.deepEqual(events.slice(0, 4), [
       "GET /switch/Relay answered",
-      "guard asked; the device has seen GET /switch/Relay",
-      "guard allows; the device has seen GET /switch/Relay",
+      "guard asked; the device has seen GET /switch/Relay, GET /events",
+      "guard allows; the device has seen GET /switch/Relay, GET /events",
       "POST /switch/Relay/turn_off answered",
     ]);
     // The read asked for meanwhile waited for the switch-off; the read-backs took their own turns.
-    assert.deepEqual(requests(plug).slice(0, 3), ["GET /switch/Relay", "POST /switch/Relay/turn_off", "GET /switch/Relay"]);
+    assert.deepEqual(requests(plug).slice(0, 4), ["GET /switch/Relay", "GET /events", "POST /switch/Relay/turn_off", "GET /switch/Relay"]);
     assert.equal(plug.maxConcurrency, 1);
     assert.equal(plug.state("Relay"), false);
   });
 
   it("sends nothing when the guard says no, and fails as unsafe", async (t) => {
     const { plug, power, relay } = await setup(t);
-    const { error } = await timed(() => power.turnOff(relay, () => Promise.resolve(false)));
+    const { error } = await timed(() => power.turnOff(relay, () => Promise.resolve(false), { device: acceptAny }));
     assertPlugError(error, "unsafe", REFUSED);
     assert.deepEqual(plug.calls.filter((c) => c.method === "POST"), []);
     assert.equal(plug.state("Relay"), true);
@@ -69,7 +70,7 @@ describe("createEsphomePowerSwitch() turnOff with a cut guard", () => {
   it("sends nothing when the guard fails, and keeps only its code and message as the cause", async (t) => {
     const { plug, power, relay } = await setup(t);
     const failing: CutGuard = () => Promise.reject(Object.assign(new Error("apiserver said no"), { request: { headers: { authorization: "Bearer k8s-token" } } }));
-    const { error } = await timed(() => power.turnOff(relay, failing));
+    const { error } = await timed(() => power.turnOff(relay, failing, { device: acceptAny }));
     assertPlugError(error, "unsafe", REFUSED);
     assert.ok(!JSON.stringify(requests(plug)).includes("POST"));
     assert.doesNotMatch((error as Error & { cause: Error }).cause.message, /apiserver|k8s-token/);
@@ -77,18 +78,46 @@ describe("createEsphomePowerSwitch() turnOff with a cut guard", () => {
 
   it("frees the device after a refusal", async (t) => {
     const { power, relay } = await setup(t);
-    await timed(() => power.turnOff(relay, () => Promise.resolve(false)));
+    await timed(() => power.turnOff(relay, () => Promise.resolve(false), { device: acceptAny }));
     const { value, ms } = await timed(() => power.read(relay));
     assert.deepEqual(value, { on: true });
     assert.ok(ms < 500, `the read waited ${ms} ms`);
   });
 
-  it("asks again before each sending: a first request answered 401 is sent again with credentials", async (t) => {
-    const { plug, power, relay } = await setup(t, { version: "2026.7", platform: "esp32", auth: { type: "digest", username: "admin", password: "guard-pw" } });
-    const seen: string[][] = [];
-    assert.deepEqual(await power.turnOff(relay, () => Promise.resolve(seen.push(requests(plug)) > 0)), { on: false });
-    assert.deepEqual(seen, [[], ["POST /switch/Relay/turn_off"]]);
-    assert.deepEqual(plug.calls.slice(0, 2).map((c) => [c.method, c.auth, c.status]), [["POST", "none", 401], ["POST", "digest", 200]]);
+  it("asks the device and the guard again before each sending: a switch-off answered 401 is sent again", async (t) => {
+    let expire = (): void => undefined;
+    const { plug, power, relay } = await setup(t, {
+      version: "2026.7",
+      platform: "esp32",
+      auth: { type: "digest", username: "admin", password: "guard-pw" },
+      // The device forgets its nonces as the first switch-off arrives: it answers 401 stale, and the switch-off goes again.
+      onRequest: (call) => { if (call.method === "POST") expire(); },
+    });
+    expire = () => {
+      expire = () => undefined;
+      plug.expireNonces();
+    };
+    const order: string[] = [];
+    const device = expectDevice(`name "${plug.name}"`);
+    const checked: DeviceCheck = (seen) => {
+      order.push(`device asked; the device has seen ${requests(plug).join(", ")}`);
+      return device(seen);
+    };
+    const guard: CutGuard = () => Promise.resolve(order.push("guard asked") > 0);
+    assert.deepEqual(await power.turnOff(relay, guard, { device: checked }), { on: false });
+    assert.deepEqual(order, [
+      "device asked; the device has seen GET /events, GET /events",
+      "guard asked",
+      "device asked; the device has seen GET /events, GET /events, POST /switch/Relay/turn_off, GET /events",
+      "guard asked",
+    ]);
+    assert.deepEqual(plug.calls.slice(0, 5).map((c) => [c.method, c.path, c.auth, c.status]), [
+      ["GET", "/events", "none", 401],
+      ["GET", "/events", "digest", 200],
+      ["POST", "/switch/Relay/turn_off", "digest", 401],
+      ["GET", "/events", "digest", 200],
+      ["POST", "/switch/Relay/turn_off", "digest", 200],
+    ]);
   });
 
   it("counts the guard's time against the call's timeout and sends nothing when it runs out", async (t) => {
@@ -97,9 +126,9 @@ describe("createEsphomePowerSwitch() turnOff with a cut guard", () => {
       await sleep(5000, undefined, { signal: options?.signal });
       return true;
     };
-    const { error, ms } = await timed(() => power.turnOff(relay, slow));
+    const { error, ms } = await timed(() => power.turnOff(relay, slow, { device: acceptAny }));
     assertPlugError(error, "plug-unreachable", /switch "Relay": timed out after 300 ms$/);
     assert.ok(ms < 600, `took ${ms} ms`);
-    assert.deepEqual(plug.calls, []);
+    assert.deepEqual(requests(plug), ["GET /events"]);
   });
 });

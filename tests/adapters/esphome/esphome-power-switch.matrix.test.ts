@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { describe, it, type TestContext } from "node:test";
 import { createEsphomePowerSwitch } from "../../../src/adapters/esphome/esphome-power-switch.ts";
 import { startPlugEmulator, type Platform, type Version } from "../../support/plug-emulator/index.ts";
-import { addressOf, allowCut, emulate, requests } from "./support.ts";
+import { acceptAny, addressOf, allowCut, emulate, eventually, expectDevice, requests } from "./support.ts";
 
 type AuthProfile = "none" | "basic" | "digest";
 
@@ -50,7 +50,10 @@ for (const { version, platform, auth } of PROFILES) {
 
     it("turns the relay on and resolves once it reads on", async (t) => {
       const { plug, power, relay } = await setup(t);
-      assert.deepEqual(await power.turnOn(relay), { on: true });
+      const device = expectDevice(`name "${plug.name}"`);
+      assert.deepEqual(await power.turnOn(relay, { device }), { on: true });
+      // Asked before each sending: twice where the first URL spelling is answered 404 (2025.12).
+      assert.deepEqual(new Set(device.seen.map((seen) => Object.keys(seen).join())), new Set([version === "2025.12" ? "id" : "id,uptimeSeconds"]));
       assert.equal(plug.state("Relay"), true);
       assert.equal(plug.state("Outlet +2 Kitchen"), false);
       const posts = plug.calls.filter((c) => c.method === "POST");
@@ -60,14 +63,14 @@ for (const { version, platform, auth } of PROFILES) {
     it("turns the relay off and resolves once it reads off", async (t) => {
       const { plug, power, relay } = await setup(t);
       plug.setState("Relay", true);
-      assert.deepEqual(await power.turnOff(relay, allowCut), { on: false });
+      assert.deepEqual(await power.turnOff(relay, allowCut, { device: acceptAny }), { on: false });
       assert.equal(plug.state("Relay"), false);
       assert.ok(!requests(plug).some((r) => r.includes("toggle")));
     });
 
     it("switches and reads a relay whose name has spaces and a plus", async (t) => {
       const { plug, power, outlet } = await setup(t);
-      assert.deepEqual(await power.turnOn(outlet), { on: true });
+      assert.deepEqual(await power.turnOn(outlet, { device: acceptAny }), { on: true });
       assert.equal(plug.state("Outlet +2 Kitchen"), true);
       assert.equal(plug.state("Relay"), false);
       assert.deepEqual(await power.read(outlet), { on: true });
@@ -84,14 +87,26 @@ for (const { version, platform, auth } of PROFILES) {
       assert.deepEqual(requests(plug), [`GET ${expected}`]);
     });
 
-    it("reports the URL form and auth scheme in a probe", async (t) => {
-      const { power, outlet } = await setup(t);
-      const probe = await power.probe(outlet);
+    it("reports the URL form, auth scheme and the device's name in a probe", async (t) => {
+      const { plug, power, outlet } = await setup(t);
+      const { identity, ...probe } = await power.probe(outlet);
       assert.deepEqual(probe, {
         state: "off",
         urlStyle: version === "2025.12" ? "object_id" : "name",
         auth: expectedScheme(version, platform, auth),
       });
+      assert.equal(identity.id, `name "${plug.name}"`);
+    });
+
+    it("reads /events only up to its first ping, closes it, and then sends the command", async (t) => {
+      const { plug, power, relay } = await setup(t);
+      await power.turnOn(relay, { device: acceptAny });
+      plug.resetCalls();
+      // The stream never ends by itself: the call ends only because the adapter stopped at the ping.
+      assert.deepEqual(await power.turnOff(relay, allowCut, { device: expectDevice(`name "${plug.name}"`) }), { on: false });
+      assert.equal(requests(plug)[0], "GET /events");
+      assert.match(requests(plug)[1] ?? "", /^POST \/switch\/\S+\/turn_off$/);
+      await eventually(() => plug.openStreams === 0);
     });
   });
 }

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { createEsphomePowerSwitch } from "../../../src/adapters/esphome/esphome-power-switch.ts";
 import { startPlugEmulator } from "../../support/plug-emulator/index.ts";
-import { addressOf, allowCut, assertPlugError, emulate, timed } from "./support.ts";
+import { acceptAny, addressOf, allowCut, assertPlugError, emulate, timed } from "./support.ts";
 
 // Generous for one loopback request, but 50 parallel reads served by the same process on a busy
 // 2-core machine were seen to take over a second. Live reads must stay under half of the timeout
@@ -54,11 +54,11 @@ describe("createEsphomePowerSwitch() per device", () => {
       const at = (name: string) => addressOf(plug.url, name);
 
       const results = await Promise.all([
-        power.turnOn(at("Outlet 1")),
+        power.turnOn(at("Outlet 1"), { device: acceptAny }),
         power.read(at("Outlet 2")),
-        power.turnOn(at("Outlet 3")),
+        power.turnOn(at("Outlet 3"), { device: acceptAny }),
         power.read(at("Outlet 4")),
-        power.turnOff(at("Outlet 2"), allowCut),
+        power.turnOff(at("Outlet 2"), allowCut, { device: acceptAny }),
         power.read(at("Outlet 1")),
       ]);
 
@@ -85,7 +85,7 @@ describe("createEsphomePowerSwitch() per device", () => {
   it("keeps serving other relays of a strip between the read-backs of a command", async (t) => {
     const plug = await emulate(t, { switches: STRIP, switchDelayMs: 1000 });
     const power = createEsphomePowerSwitch({ timeoutMs: 3000 });
-    const switching = timed(() => power.turnOn(addressOf(plug.url, "Outlet 1")));
+    const switching = timed(() => power.turnOn(addressOf(plug.url, "Outlet 1"), { device: acceptAny }));
     const reading = await timed(() => power.read(addressOf(plug.url, "Outlet 2")));
     assert.deepEqual(reading.value, { on: false });
     assert.ok(reading.ms < 500, `read waited ${reading.ms} ms behind the command`);

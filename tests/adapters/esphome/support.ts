@@ -6,7 +6,7 @@ import { inspect } from "node:util";
 import { parsePlugUrl } from "../../../src/adapters/esphome/plug.ts";
 import { isPlugpoolError, type ErrorCode } from "../../../src/domain/errors.ts";
 import type { EsphomePlug } from "../../../src/adapters/esphome/plug.ts";
-import type { CutGuard } from "../../../src/domain/ports.ts";
+import type { CutGuard, DeviceCheck, DeviceIdentity } from "../../../src/domain/ports.ts";
 import { startPlugEmulator, type EmulatedPlug, type PlugEmulatorOptions } from "../../support/plug-emulator/index.ts";
 
 /** Starts an emulated plug that closes when the test ends. */
@@ -49,6 +49,35 @@ export function addressOf(url: string, name = "Relay", powerSensor?: string): Es
 
 /** A cut guard that always allows the cut. */
 export const allowCut: CutGuard = () => Promise.resolve(true);
+
+/** A device check that accepts whatever the device answers as: for tests that are not about which device it is. */
+export const acceptAny: DeviceCheck = () => Promise.resolve(true);
+
+/** A device check that accepts only a device answering as `id`, and keeps every identity it was asked with. */
+export interface StrictCheck extends DeviceCheck {
+  readonly seen: DeviceIdentity[];
+}
+
+export function expectDevice(id: string): StrictCheck {
+  const seen: DeviceIdentity[] = [];
+  return Object.assign((identity: DeviceIdentity) => {
+    seen.push(identity);
+    return Promise.resolve(identity.id === id);
+  }, { seen });
+}
+
+/**
+ * A fetch that answers `GET /events` as a device called `name` does (a stream opening with its ping) and hands
+ * every other request to `fetch`: for tests that play the device's answers to the switch commands themselves.
+ */
+export function withEvents(fetch: typeof globalThis.fetch, name = "plug"): typeof globalThis.fetch {
+  return (input, init) => {
+    const url = input instanceof Request ? input.url : input instanceof URL ? input.href : input;
+    if (!url.endsWith("/events")) return fetch(input, init);
+    const ping = `event: ping\ndata: ${JSON.stringify({ title: name })}\n\n`;
+    return Promise.resolve(new Response(ping, { headers: { "content-type": "text/event-stream" } }));
+  };
+}
 
 /** Every way an error is usually turned into text: by a logger, a test report, a JSON encoder, a debugger. */
 export function renderings(error: unknown): string[] {

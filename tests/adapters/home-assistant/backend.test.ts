@@ -10,6 +10,7 @@ import type { HomeAssistantEntity } from "../../../src/adapters/home-assistant/e
 import { createPowerSwitch } from "../../../src/app/power/power-switch.ts";
 import { startHomeAssistantEmulator } from "../../support/home-assistant/emulator.ts";
 import { config, group, issuesOf, load } from "../../app/fixtures/config-builders.ts";
+import { acceptAny } from "./support.ts";
 
 const TOKEN = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.c2VjcmV0LXBheWxvYWQ.s1gn4tur3";
 const env = { PLUGPOOL_HOME_ASSISTANT_TOKEN: TOKEN };
@@ -168,7 +169,7 @@ describe("homeAssistant section", () => {
       assert.ok(machine !== undefined);
       const power = createPowerSwitch(loaded.powerControls, 2000);
       assert.deepEqual(await power.read(machine.power), { on: false, watts: 250 });
-      assert.deepEqual(await power.turnOn(machine.power), { on: true });
+      assert.deepEqual(await power.turnOn(machine.power, { device: acceptAny }), { on: true });
       assert.deepEqual(await power.probe(machine.power), { state: "on", watts: 250, detail: "Home Assistant 2025.4.4, switch.turn_on/turn_off" });
       assert.deepEqual(ha.serviceCalls(), ["switch.turn_on switch.gpu_1"]);
     } finally {

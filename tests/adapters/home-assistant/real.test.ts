@@ -4,7 +4,7 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createHomeAssistantSwitch } from "../../../src/adapters/home-assistant/home-assistant-switch.ts";
 import { homeAssistantMissing, startHomeAssistant, type RunningHomeAssistant } from "../../support/home-assistant/index.ts";
-import { addressOf, failure } from "./support.ts";
+import { acceptAny, addressOf, failure } from "./support.ts";
 
 describe("Home Assistant switch against the real Home Assistant", { skip: homeAssistantMissing() }, () => {
   let ha: RunningHomeAssistant;
@@ -22,18 +22,18 @@ describe("Home Assistant switch against the real Home Assistant", { skip: homeAs
   it("switches a switch entity on and off, reading it and its power sensor", async () => {
     const box = addressOf(ha$, "switch.box", { powerSensor: "sensor.box_power" });
     assert.deepEqual(await hub.read(box), { on: false, watts: 120.5 });
-    assert.deepEqual(await hub.turnOn(box), { on: true });
+    assert.deepEqual(await hub.turnOn(box, { device: acceptAny }), { on: true });
     assert.deepEqual(await hub.read(box), { on: true, watts: 120.5 });
-    assert.deepEqual(await hub.turnOff(box, allow), { on: false });
+    assert.deepEqual(await hub.turnOff(box, allow, { device: acceptAny }), { on: false });
     await ha.setWatts("box_power", 3.5);
     assert.deepEqual(await hub.read(box), { on: false, watts: 3.5 });
   });
 
   it("switches an input_boolean through its own domain's services", async () => {
     const helper = addressOf(ha$, "input_boolean.helper");
-    assert.deepEqual(await hub.turnOn(helper), { on: true });
+    assert.deepEqual(await hub.turnOn(helper, { device: acceptAny }), { on: true });
     assert.deepEqual(await hub.read(addressOf(ha$, "switch.helper")), { on: true }, "the template switch over it followed");
-    assert.deepEqual(await hub.turnOff(helper, allow), { on: false });
+    assert.deepEqual(await hub.turnOff(helper, allow, { device: acceptAny }), { on: false });
   });
 
   it("sees a change made behind its back", async () => {
@@ -46,7 +46,7 @@ describe("Home Assistant switch against the real Home Assistant", { skip: homeAs
     await ha.setAvailable("away", false);
     const away = addressOf(ha$, "switch.away");
     assert.match((await failure(hub.read(away), "plug-unreachable", ha.token)).message, /state is unavailable in Home Assistant$/);
-    await failure(hub.turnOn(away), "plug-unreachable", ha.token);
+    await failure(hub.turnOn(away, { device: acceptAny }), "plug-unreachable", ha.token);
     await ha.setAvailable("away", true);
     assert.deepEqual(await hub.read(away), { on: false }, "the switch-on never reached the helper");
   });
@@ -61,8 +61,8 @@ describe("Home Assistant switch against the real Home Assistant", { skip: homeAs
 
   it("leaves the entity on when the cut guard refuses", async () => {
     const guarded = addressOf(ha$, "switch.guarded");
-    await hub.turnOn(guarded);
-    await failure(hub.turnOff(guarded, () => Promise.resolve(false)), "unsafe", ha.token);
+    await hub.turnOn(guarded, { device: acceptAny });
+    await failure(hub.turnOff(guarded, () => Promise.resolve(false), { device: acceptAny }), "unsafe", ha.token);
     assert.deepEqual(await hub.read(guarded), { on: true });
   });
 

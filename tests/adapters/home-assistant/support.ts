@@ -36,3 +36,5 @@ export async function failure(call: Promise<unknown>, code: PlugpoolError["code"
   assert.ok(!printed.includes(secret), `the token shows in ${printed}`);
   return caught;
 }
+
+export { acceptAny, expectDevice } from "../esphome/support.ts";

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { createHomeAssistantSwitch, MAX_ANSWER_BYTES } from "../../../src/adapters/home-assistant/home-assistant-switch.ts";
 import type { CallOptions } from "../../../src/domain/ports.ts";
 import { startHomeAssistantEmulator, type HomeAssistantEmulator } from "../../support/home-assistant/emulator.ts";
-import { addressOf, failure } from "./support.ts";
+import { acceptAny, addressOf, failure } from "./support.ts";
 
 const TIMEOUT_MS = 600;
 const allow = (): Promise<boolean> => Promise.resolve(true);
@@ -91,19 +91,28 @@ describe("Home Assistant switch", () => {
 
   describe("turnOn and turnOff", () => {
     it("calls the entity's own domain's service and confirms the state read back", async () => {
-      assert.deepEqual(await hub.turnOn(box()), { on: true });
+      assert.deepEqual(await hub.turnOn(box(), { device: acceptAny }), { on: true });
       assert.equal(ha.stateOf("switch.box"), "on");
-      assert.deepEqual(await hub.turnOn(helper()), { on: true });
-      assert.deepEqual(await hub.turnOff(helper(), allow), { on: false });
+      assert.deepEqual(await hub.turnOn(helper(), { device: acceptAny }), { on: true });
+      assert.deepEqual(await hub.turnOff(helper(), allow, { device: acceptAny }), { on: false });
       assert.deepEqual(services(), ["switch.turn_on switch.box", "input_boolean.turn_on input_boolean.helper", "input_boolean.turn_off input_boolean.helper"]);
+    });
+
+    it("never asks the device check: the entity id is the entity's address and its identity", async () => {
+      let asked = false;
+      const device = (): Promise<boolean> => Promise.resolve(!(asked = true));
+      assert.deepEqual(await hub.turnOn(box(), { device }), { on: true });
+      assert.deepEqual(await hub.turnOff(box(), allow, { device }), { on: false });
+      assert.equal(asked, false);
+      assert.deepEqual(services(), ["switch.turn_on switch.box", "switch.turn_off switch.box"]);
     });
 
     it("sends nothing when the entity already is as asked", async () => {
       await ha.setSwitch("box", true);
       let asked = false;
-      assert.deepEqual(await hub.turnOn(box()), { on: true });
+      assert.deepEqual(await hub.turnOn(box(), { device: acceptAny }), { on: true });
       await ha.setSwitch("box", false);
-      assert.deepEqual(await hub.turnOff(box(), () => { asked = true; return Promise.resolve(true); }), { on: false });
+      assert.deepEqual(await hub.turnOff(box(), () => { asked = true; return Promise.resolve(true); }, { device: acceptAny }), { on: false });
       assert.deepEqual(services(), []);
       assert.equal(asked, false, "no cut, no question");
     });
@@ -114,29 +123,29 @@ describe("Home Assistant switch", () => {
       await hub.turnOff(box(), () => {
         seenByGuard.push(...ha.calls.map((c) => `${c.method} ${c.path}`));
         return Promise.resolve(true);
-      });
+      }, { device: acceptAny });
       assert.deepEqual(seenByGuard, ["GET /api/states/switch.box"]);
       assert.equal(ha.calls[1]?.path, "/api/services/switch/turn_off");
     });
 
     it("sends nothing when the cut guard refuses or fails, and says unsafe", async () => {
       await ha.setSwitch("box", true);
-      const refused = await failure(hub.turnOff(box(), () => Promise.resolve(false)), "unsafe", ha.token);
+      const refused = await failure(hub.turnOff(box(), () => Promise.resolve(false), { device: acceptAny }), "unsafe", ha.token);
       assert.match(refused.message, /refused by the safety check; nothing was sent/);
-      await failure(hub.turnOff(box(), () => Promise.reject(new Error("cluster unreachable"))), "unsafe", ha.token);
+      await failure(hub.turnOff(box(), () => Promise.reject(new Error("cluster unreachable")), { device: acceptAny }), "unsafe", ha.token);
       assert.deepEqual(services(), []);
       assert.equal(ha.stateOf("switch.box"), "on");
     });
 
     it("fails an unavailable entity's switch-on as unreachable, sending nothing", async () => {
       await ha.setAvailable("box", false);
-      await failure(hub.turnOn(box()), "plug-unreachable", ha.token);
+      await failure(hub.turnOn(box(), { device: acceptAny }), "plug-unreachable", ha.token);
       assert.deepEqual(services(), []);
     });
 
     it("takes a service call whose answer was lost as unconfirmed, never as not done", async () => {
       ha.inject({ kind: "lost", method: "POST", times: 1 });
-      const error = await failure(hub.turnOn(box()), "plug-unconfirmed", ha.token);
+      const error = await failure(hub.turnOn(box(), { device: acceptAny }), "plug-unconfirmed", ha.token);
       assert.match(error.message, /connection dropped; the service call was sent and its outcome is unknown$/);
       assert.equal(ha.stateOf("switch.box"), "on", "Home Assistant did carry it out");
     });
@@ -144,14 +153,14 @@ describe("Home Assistant switch", () => {
     it("takes a 500, a dropped connection and no answer to a service call as unconfirmed", async () => {
       for (const kind of ["http500", "drop", "hang"] as const) {
         ha.inject({ kind, method: "POST", times: 1 });
-        await failure(hub.turnOn(box()), "plug-unconfirmed", ha.token);
+        await failure(hub.turnOn(box(), { device: acceptAny }), "plug-unconfirmed", ha.token);
       }
       assert.equal(services().length, 3);
     });
 
     it("sends no service call with a token Home Assistant refuses", async () => {
       const wrong = "not-the-token";
-      await failure(hub.turnOn(addressOf(ha$, "switch.box", { token: wrong })), "plug-unauthorized", wrong);
+      await failure(hub.turnOn(addressOf(ha$, "switch.box", { token: wrong }), { device: acceptAny }), "plug-unauthorized", wrong);
       assert.deepEqual(ha.calls.map((c) => c.method), ["GET"]);
       assert.equal(ha.stateOf("switch.box"), "off");
     });
@@ -160,7 +169,7 @@ describe("Home Assistant switch", () => {
       // The entity's device drops off while the call is on its way: Home Assistant skips it, answers 200, and
       // the entity reads unavailable from then on.
       ha.inject({ kind: "slow", ms: 100, method: "POST", times: 1 });
-      const call = hub.turnOn(box());
+      const call = hub.turnOn(box(), { device: acceptAny });
       await new Promise((resolve) => setTimeout(resolve, 50));
       await ha.setAvailable("box", false);
       const error = await failure(call, "plug-unconfirmed", ha.token);
@@ -223,7 +232,7 @@ describe("Home Assistant switch", () => {
   describe("one call at a time per entity", () => {
     it("serialises calls to one entity, each bounded by its timeout including its wait", async () => {
       ha.inject({ kind: "slow", ms: 200, method: "GET", times: 1 });
-      const results = await Promise.all([hub.read(helper()), hub.read(helper()), hub.turnOn(helper())]);
+      const results = await Promise.all([hub.read(helper()), hub.read(helper()), hub.turnOn(helper(), { device: acceptAny })]);
       assert.deepEqual(results, [{ on: false }, { on: false }, { on: true }]);
       assert.equal(ha.maxInFlight, 1);
     });
@@ -237,7 +246,7 @@ describe("Home Assistant switch", () => {
         const stuck = ["a", "b", "c", "d"].map((name) => failure(hub.read(at(name)), "plug-unreachable", many.token));
         await new Promise((resolve) => setTimeout(resolve, 50));
         const started = Date.now();
-        assert.deepEqual(await hub.turnOff(at("e"), allow), { on: false });
+        assert.deepEqual(await hub.turnOff(at("e"), allow, { device: acceptAny }), { on: false });
         assert.ok(Date.now() - started < TIMEOUT_MS / 2, "the command did not wait for a pooled connection");
         await Promise.all(stuck);
       } finally {

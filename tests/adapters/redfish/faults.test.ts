@@ -3,13 +3,16 @@
 // node:http server in the test (plain http on loopback, which the backend accepts for tests and tunnels).
 import { afterEach, describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { redfishBackend } from "../../../src/adapters/redfish/backend.ts";
 import { MAX_ANSWER_BYTES } from "../../../src/adapters/redfish/bmc-http.ts";
 import type { RedfishSystem } from "../../../src/adapters/redfish/redfish-system.ts";
-import { addressOf, assertFailure, failureOf } from "./support.ts";
+import type { CutGuard, DeviceCheck } from "../../../src/domain/ports.ts";
+import { lease, swap } from "../../support/lease.ts";
+import { acceptAny, addressOf, assertFailure, expectDevice, failureOf } from "./support.ts";
 
 const LOGIN = { username: "operator", password: "s3cret-pw" };
 const BASIC = `Basic ${Buffer.from(`${LOGIN.username}:${LOGIN.password}`).toString("base64")}`;
@@ -32,6 +35,8 @@ interface FakeBmc {
   /** The most requests seen in flight at once. */
   readonly maxInFlight: () => number;
   power: string;
+  /** The UUID each system answers with. */
+  readonly uuids: Readonly<Record<"1" | "2", string>>;
   handle: Handler;
   /** Closes the listener: new connections are refused, open ones are served to their end. */
   stopListening(): void;
@@ -57,10 +62,12 @@ async function fakeBmc(): Promise<FakeBmc> {
     seen: [],
     maxInFlight: () => most,
     power: "On",
+    uuids: { "1": randomUUID(), "2": randomUUID() },
     stopListening: () => { server.close(); },
     handle: (request, res) => {
       if (request.method === "GET" && /^\/redfish\/v1\/Systems\/[12]$/u.test(request.path)) {
-        json(res, 200, { Id: request.path.slice(-1), PowerState: bmc.power });
+        const id = request.path.endsWith("1") ? "1" : "2";
+        json(res, 200, { Id: id, UUID: bmc.uuids[id], PowerState: bmc.power });
       } else if (request.method === "POST" && request.path.endsWith("/Actions/ComputerSystem.Reset")) {
         const type = (JSON.parse(request.body) as { ResetType: string }).ResetType;
         bmc.power = type === "On" ? "On" : "Off";
@@ -121,7 +128,7 @@ describe("redfishBackend faults", () => {
     it("fails a ForceOff whose connection dropped before the answer as plug-unconfirmed", async () => {
       const bmc = await fakeBmc();
       onPost(bmc, (_request, _res, req) => { req.socket.destroy(); });
-      const error = await failureOf(() => redfishBackend.create({ timeoutMs: 2000 }).turnOff(systemOf(bmc), allow));
+      const error = await failureOf(() => redfishBackend.create({ timeoutMs: 2000 }).turnOff(systemOf(bmc), allow, { device: acceptAny }));
       assertFailure(error, "plug-unconfirmed", /^switching off BMC http:\/\/127\.0\.0\.1:\d+ system "1": connection dropped; the Reset was sent and its outcome is unknown$/, SECRETS);
       assert.equal(posts(bmc).length, 1);
     });
@@ -131,7 +138,7 @@ describe("redfishBackend faults", () => {
       bmc.power = "Off";
       onPost(bmc, () => undefined);
       const started = performance.now();
-      const error = await failureOf(() => redfishBackend.create({ timeoutMs: 300 }).turnOn(systemOf(bmc)));
+      const error = await failureOf(() => redfishBackend.create({ timeoutMs: 300 }).turnOn(systemOf(bmc), { device: acceptAny }));
       assertFailure(error, "plug-unconfirmed", /: timed out after 300 ms; the Reset was sent and its outcome is unknown$/);
       assert.ok(performance.now() - started < 1000);
     });
@@ -153,7 +160,7 @@ describe("redfishBackend faults", () => {
       const first = failureOf(() => power.read(systemOf(bmc, "1")));
       const second = failureOf(async () => {
         try {
-          return await power.turnOff(systemOf(bmc, "2"), allow);
+          return await power.turnOff(systemOf(bmc, "2"), allow, { device: acceptAny });
         } finally {
           assert.ok(performance.now() - started < 700, "the second call ended at its own deadline, not 400 ms after the first");
         }
@@ -168,7 +175,7 @@ describe("redfishBackend faults", () => {
       const bmc = await fakeBmc();
       bmc.power = "Off";
       onPost(bmc, (_request, res) => { res.writeHead(204).end(); });
-      const error = await failureOf(() => redfishBackend.create({ timeoutMs: 700 }).turnOn(systemOf(bmc)));
+      const error = await failureOf(() => redfishBackend.create({ timeoutMs: 700 }).turnOn(systemOf(bmc), { device: acceptAny }));
       assertFailure(error, "plug-unconfirmed", /^switching on BMC .* system "1": state not confirmed within 700 ms \(PowerState still Off\); the Reset was sent and its outcome is unknown$/);
       assert.equal(posts(bmc).length, 1);
     });
@@ -179,7 +186,7 @@ describe("redfishBackend faults", () => {
         bmc.power = "PoweringOff";
         res.writeHead(204).end();
       });
-      const error = await failureOf(() => redfishBackend.create({ timeoutMs: 1200 }).turnOff(systemOf(bmc), allow));
+      const error = await failureOf(() => redfishBackend.create({ timeoutMs: 1200 }).turnOff(systemOf(bmc), allow, { device: acceptAny }));
       assertFailure(error, "plug-unconfirmed", /: state not confirmed within 1200 ms \(PowerState still PoweringOff\); the Reset was sent and its outcome is unknown$/);
     });
     it("fails a ForceOff whose connection was refused as plug-unreachable: it never left", async () => {
@@ -189,7 +196,7 @@ describe("redfishBackend faults", () => {
         await base(request, res, req);
         bmc.stopListening(); // after the state read, before the ForceOff's new connection
       };
-      const error = await failureOf(() => redfishBackend.create({ timeoutMs: 2000 }).turnOff(systemOf(bmc), allow));
+      const error = await failureOf(() => redfishBackend.create({ timeoutMs: 2000 }).turnOff(systemOf(bmc), allow, { device: acceptAny }));
       assertFailure(error, "plug-unreachable", /^switching off BMC .* system "1": connection refused$/);
       assert.deepEqual(posts(bmc), []);
     });
@@ -199,7 +206,7 @@ describe("redfishBackend faults", () => {
     it("fails a GracefulShutdown whose answer was lost as plug-unconfirmed", async () => {
       const bmc = await fakeBmc();
       onPost(bmc, (_request, _res, req) => { req.socket.destroy(); });
-      const error = await failureOf(() => redfishBackend.create({ timeoutMs: 2000 }).shutdown(systemOf(bmc), allow));
+      const error = await failureOf(() => redfishBackend.create({ timeoutMs: 2000 }).shutdown(systemOf(bmc), allow, { device: acceptAny }));
       assertFailure(error, "plug-unconfirmed", /^shutting down BMC .* system "1": connection dropped; the Reset was sent and its outcome is unknown$/);
       assert.deepEqual(posts(bmc).map((s) => JSON.parse(s.body) as unknown), [{ ResetType: "GracefulShutdown" }]);
     });
@@ -211,13 +218,13 @@ describe("redfishBackend faults", () => {
         bmc.power = "Off";
         json(res, 202, {}, { location: "/redfish/v1/TaskService/Tasks/1" });
       });
-      assert.deepEqual(await redfishBackend.create({ timeoutMs: 2000 }).turnOff(systemOf(bmc), allow), { on: false });
+      assert.deepEqual(await redfishBackend.create({ timeoutMs: 2000 }).turnOff(systemOf(bmc), allow, { device: acceptAny }), { on: false });
     });
 
     it("fails a Reset answered 500 as plug-unconfirmed: the BMC may have started it", async () => {
       const bmc = await fakeBmc();
       onPost(bmc, (_request, res) => { json(res, 500, {}); });
-      const error = await failureOf(() => redfishBackend.create({ timeoutMs: 2000 }).turnOff(systemOf(bmc), allow));
+      const error = await failureOf(() => redfishBackend.create({ timeoutMs: 2000 }).turnOff(systemOf(bmc), allow, { device: acceptAny }));
       assertFailure(error, "plug-unconfirmed", /: POST \/redfish\/v1\/Systems\/1\/Actions\/ComputerSystem\.Reset \(ResetType ForceOff\) answered HTTP 500 \(2 bytes\); the Reset was sent/);
     });
 
@@ -225,7 +232,7 @@ describe("redfishBackend faults", () => {
       it(`fails a Reset answered ${status} as plug-bad-answer: the BMC did not do it`, async () => {
         const bmc = await fakeBmc();
         onPost(bmc, (_request, res) => { json(res, status, { error: "no" }); });
-        const error = await failureOf(() => redfishBackend.create({ timeoutMs: 2000 }).turnOff(systemOf(bmc), allow));
+        const error = await failureOf(() => redfishBackend.create({ timeoutMs: 2000 }).turnOff(systemOf(bmc), allow, { device: acceptAny }));
         assertFailure(error, "plug-bad-answer", new RegExp(`: POST ${RESET.replace(/\./gu, "\\.")} \\(ResetType ForceOff\\) answered HTTP ${status} \\(14 bytes\\)$`, "u"));
       });
     }
@@ -233,7 +240,7 @@ describe("redfishBackend faults", () => {
     it("fails a Reset refused with 403 as plug-unauthorized (the account lacks the privilege)", async () => {
       const bmc = await fakeBmc();
       onPost(bmc, (_request, res) => { json(res, 403, {}); });
-      const error = await failureOf(() => redfishBackend.create({ timeoutMs: 2000 }).turnOff(systemOf(bmc), allow));
+      const error = await failureOf(() => redfishBackend.create({ timeoutMs: 2000 }).turnOff(systemOf(bmc), allow, { device: acceptAny }));
       assertFailure(error, "plug-unauthorized", /: the account may not do this \(POST .* answered HTTP 403\)$/);
     });
   });
@@ -264,10 +271,15 @@ describe("redfishBackend faults", () => {
       bmc.handle = (request, res) => {
         if (request.path === "/redfish/v1/") json(res, 200, { RedfishVersion: `1.6.0 ${request.authorization ?? ""}` });
         else if (request.path === "/redfish/v1/Managers/bmc") json(res, 200, { FirmwareVersion: "7.00.00.171" });
-        else json(res, 200, { PowerState: "Off", Links: { ManagedBy: [{ "@odata.id": "/redfish/v1/Managers/bmc" }] } });
+        else json(res, 200, { PowerState: "Off", UUID: bmc.uuids["1"], SerialNumber: `CN7 ${LOGIN.password}`, Links: { ManagedBy: [{ "@odata.id": "/redfish/v1/Managers/bmc" }] } });
       };
       const probe = await redfishBackend.create({ timeoutMs: 2000 }).probe(systemOf(bmc));
-      assert.deepEqual(probe, { state: "off", detail: "Redfish version not shown; BMC firmware 7.00.00.171; PowerState Off; basic auth; plain http (loopback)" });
+      assert.deepEqual(probe, {
+        state: "off",
+        detail: "Redfish version not shown; BMC firmware 7.00.00.171; PowerState Off; basic auth; plain http (loopback)",
+        // A serial number holding the password is not the system's own: it is left out.
+        identity: { id: `uuid ${bmc.uuids["1"]}` },
+      });
     });
 
     it("still probes when the account may not read the BMC's manager", async () => {
@@ -275,10 +287,88 @@ describe("redfishBackend faults", () => {
       bmc.handle = (request, res) => {
         if (request.path.startsWith("/redfish/v1/Managers/")) json(res, 403, {});
         else if (request.path === "/redfish/v1/") json(res, 200, { RedfishVersion: "1.17.0" });
-        else json(res, 200, { PowerState: "On", Links: { ManagedBy: [{ "@odata.id": "/redfish/v1/Managers/1" }] } });
+        else json(res, 200, { PowerState: "On", UUID: bmc.uuids["1"], SerialNumber: "CN7475145G0127", Links: { ManagedBy: [{ "@odata.id": "/redfish/v1/Managers/1" }] } });
       };
       const probe = await redfishBackend.create({ timeoutMs: 2000 }).probe(systemOf(bmc));
-      assert.deepEqual(probe, { state: "on", detail: "Redfish 1.17.0; BMC firmware not shown; PowerState On; basic auth; plain http (loopback)" });
+      assert.deepEqual(probe, {
+        state: "on",
+        detail: "Redfish 1.17.0; BMC firmware not shown; PowerState On; basic auth; plain http (loopback)",
+        identity: { id: `uuid ${bmc.uuids["1"]} serial "CN7475145G0127"` },
+      });
+    });
+  });
+
+  describe("the system behind the address", () => {
+    it("sends the Reset to a system that answers with the UUID expected", async () => {
+      const bmc = await fakeBmc();
+      const device = expectDevice(`uuid ${bmc.uuids["1"]}`);
+      assert.deepEqual(await redfishBackend.create({ timeoutMs: 2000 }).turnOff(systemOf(bmc), allow, { device }), { on: false });
+      assert.equal(posts(bmc).length, 1);
+      assert.equal(device.seen.length, 1);
+    });
+
+    it("sends no Reset to a system that answers as another, and fails as a device mismatch", async () => {
+      const bmc = await fakeBmc();
+      for (const work of [
+        (check: DeviceCheck) => redfishBackend.create({ timeoutMs: 2000 }).turnOff(systemOf(bmc), allow, { device: check }),
+        (check: DeviceCheck) => redfishBackend.create({ timeoutMs: 2000 }).shutdown(systemOf(bmc), allow, { device: check }),
+      ]) {
+        const error = await failureOf(() => work(expectDevice(`uuid ${bmc.uuids["2"]}`)));
+        assertFailure(error, "device-mismatch", new RegExp(`^\\w+ \\w+ BMC http://127\\.0\\.0\\.1:\\d+ system "1": the device answers as uuid ${bmc.uuids["1"]}, not as the device expected there; nothing was sent$`), SECRETS);
+      }
+      assert.deepEqual(posts(bmc), []);
+      assert.equal(bmc.power, "On");
+    });
+
+    it("asks the device check after the state read and before the cut guard, with the BMC's slot held", async () => {
+      const bmc = await fakeBmc();
+      const power = redfishBackend.create({ timeoutMs: 3000 });
+      const order: string[] = [];
+      const seen = (): string => bmc.seen.map((r) => `${r.method} ${r.path}`).join(", ");
+      let other: Promise<unknown> = Promise.resolve();
+      const device: DeviceCheck = async () => {
+        order.push(`device; seen ${seen()}`);
+        other = power.read(systemOf(bmc, "2"));
+        await sleep(50);
+        return true;
+      };
+      const guard: CutGuard = () => Promise.resolve(order.push(`guard; seen ${seen()}`) > 0);
+      await power.turnOff(systemOf(bmc, "1"), guard, { device });
+      await other;
+      assert.deepEqual(order, ["device; seen GET /redfish/v1/Systems/1", "guard; seen GET /redfish/v1/Systems/1"]);
+      assert.deepEqual(bmc.seen.slice(0, 3).map((r) => `${r.method} ${r.path}`), ["GET /redfish/v1/Systems/1", `POST ${RESET}`, "GET /redfish/v1/Systems/2"]);
+    });
+
+    it("sends nothing to a system that tells neither its UUID nor its serial number", async () => {
+      const bmc = await fakeBmc();
+      bmc.handle = (request, res) => {
+        if (request.method === "GET") json(res, 200, { Id: "1", PowerState: "On", UUID: null });
+        else res.writeHead(204).end();
+      };
+      const error = await failureOf(() => redfishBackend.create({ timeoutMs: 2000 }).turnOff(systemOf(bmc), allow, { device: acceptAny }));
+      assertFailure(error, "plug-bad-answer", /GET \/redfish\/v1\/Systems\/1 answered without a UUID or SerialNumber plugpool can use$/);
+      assert.deepEqual(posts(bmc), []);
+    });
+
+    it("sends no Reset to the wrong system when two BMC addresses swap, before and after plugpool restarts", async (t) => {
+      const [first, second] = [await fakeBmc(), await fakeBmc()];
+      const [leaseA, leaseB] = [await lease(first.url), await lease(second.url)];
+      t.after(() => Promise.all([leaseA.close(), leaseB.close()]));
+      const [worker1, worker2] = [systemOf({ ...first, url: leaseA.url }), systemOf({ ...second, url: leaseB.url })];
+      const [device1, device2] = [expectDevice(`uuid ${first.uuids["1"]}`), expectDevice(`uuid ${second.uuids["1"]}`)];
+      const power = redfishBackend.create({ timeoutMs: 2000 });
+      first.power = second.power = "Off";
+      await power.turnOn(worker1, { device: device1 });
+      await power.turnOn(worker2, { device: device2 });
+      swap(leaseA, leaseB);
+      const before = [posts(first).length, posts(second).length];
+      for (const switches of [power, redfishBackend.create({ timeoutMs: 2000 })]) {
+        for (const [worker, device] of [[worker1, device1], [worker2, device2]] as const) {
+          assertFailure(await failureOf(() => switches.turnOff(worker, allow, { device })), "device-mismatch", /nothing was sent$/);
+        }
+      }
+      assert.deepEqual([posts(first).length, posts(second).length], before);
+      assert.deepEqual([first.power, second.power], ["On", "On"]);
     });
   });
 
@@ -291,7 +381,7 @@ describe("redfishBackend faults", () => {
         await base(request, res, req);
       };
       const power = redfishBackend.create({ timeoutMs: 3000 });
-      await Promise.all([power.read(systemOf(bmc, "1")), power.read(systemOf(bmc, "2")), power.turnOff(systemOf(bmc, "2"), allow), power.read(systemOf(bmc, "1"))]);
+      await Promise.all([power.read(systemOf(bmc, "1")), power.read(systemOf(bmc, "2")), power.turnOff(systemOf(bmc, "2"), allow, { device: acceptAny }), power.read(systemOf(bmc, "1"))]);
       assert.equal(bmc.maxInFlight(), 1);
       assert.deepEqual(bmc.seen.map((s) => `${s.method} ${s.path}`).slice(0, 4), [
         "GET /redfish/v1/Systems/1",
@@ -310,7 +400,7 @@ describe("redfishBackend faults", () => {
         await sleep(50);
         return true;
       };
-      await power.turnOff(systemOf(bmc, "1"), guard);
+      await power.turnOff(systemOf(bmc, "1"), guard, { device: acceptAny });
       await other;
       assert.deepEqual(bmc.seen.slice(0, 3).map((s) => `${s.method} ${s.path}`), ["GET /redfish/v1/Systems/1", `POST ${RESET}`, "GET /redfish/v1/Systems/2"]);
     });
@@ -322,7 +412,7 @@ describe("redfishBackend faults", () => {
       const first = new AbortController();
       const busy = failureOf(() => power.read(systemOf(bmc, "1"), { signal: first.signal }));
       const waiting = new AbortController();
-      const queued = failureOf(() => power.turnOff(systemOf(bmc, "2"), allow, { signal: waiting.signal }));
+      const queued = failureOf(() => power.turnOff(systemOf(bmc, "2"), allow, { signal: waiting.signal, device: acceptAny }));
       await sleep(50);
       waiting.abort(new Error("shutting down"));
       assertFailure(await queued, "plug-unreachable", /system "2": aborted$/);
@@ -361,7 +451,7 @@ describe("redfishBackend faults", () => {
       const system = systemOf(bmc, "1", { auth: "session" });
       await power.read(system);
       await power.read(systemOf(bmc, "2", { auth: "session" }));
-      await power.turnOff(system, allow);
+      await power.turnOff(system, allow, { device: acceptAny });
       assert.deepEqual(bmc.seen.map((s) => `${s.method} ${s.path} ${s.token ?? "-"}`), [
         "POST /redfish/v1/SessionService/Sessions -",
         "GET /redfish/v1/Systems/1 token-1",
@@ -385,12 +475,14 @@ describe("redfishBackend faults", () => {
         if (asked === 1) expired = "token-1"; // the session ends between the read and the ForceOff
         return Promise.resolve(true);
       };
-      assert.deepEqual(await power.turnOff(system, guard), { on: false });
+      assert.deepEqual(await power.turnOff(system, guard, { device: acceptAny }), { on: false });
       assert.equal(asked, 2);
       assert.deepEqual(bmc.seen.slice(2).map((s) => `${s.method} ${s.path} ${s.token ?? "-"}`), [
         "GET /redfish/v1/Systems/1 token-1",
         `POST ${RESET} token-1`,
         "POST /redfish/v1/SessionService/Sessions -",
+        // The system is heard again before the Reset goes again.
+        "GET /redfish/v1/Systems/1 token-2",
         `POST ${RESET} token-2`,
         "GET /redfish/v1/Systems/1 token-2",
       ]);

@@ -12,7 +12,7 @@ import { createPowerSwitch } from "../../../src/app/power/power-switch.ts";
 import { config, group, load } from "../../app/fixtures/config-builders.ts";
 import type { CutGuard } from "../../../src/domain/ports.ts";
 import { startRedfish, type RunningRedfish } from "../../support/redfish/index.ts";
-import { addressOf, assertFailure, failureOf } from "./support.ts";
+import { acceptAny, addressOf, assertFailure, expectDevice, failureOf } from "./support.ts";
 
 describe("redfishBackend against sushy-emulator", () => {
   let bmc: RunningRedfish;
@@ -65,7 +65,7 @@ describe("redfishBackend against sushy-emulator", () => {
     it("sends Reset On and resolves once the BMC shows On, however long its delay within the timeout", async () => {
       await bmc.setPower("system-2", "Off");
       const from = bmc.requests().length;
-      assert.deepEqual(await power(13_000).turnOn(system("system-2")), { on: true });
+      assert.deepEqual(await power(13_000).turnOn(system("system-2"), { device: acceptAny }), { on: true });
       assert.equal(await bmc.powerState("system-2"), "On");
       assert.deepEqual(posts(from).map((r) => r.path), ["/redfish/v1/Systems/system-2/Actions/ComputerSystem.Reset"]);
     });
@@ -73,7 +73,7 @@ describe("redfishBackend against sushy-emulator", () => {
     it("sends nothing to a system already On", async () => {
       await bmc.setPower("system-2", "On");
       const from = bmc.requests().length;
-      assert.deepEqual(await power().turnOn(system("system-2")), { on: true });
+      assert.deepEqual(await power().turnOn(system("system-2"), { device: acceptAny }), { on: true });
       assert.deepEqual(posts(from), []);
     });
   });
@@ -87,8 +87,10 @@ describe("redfishBackend against sushy-emulator", () => {
         seenByGuard = bmc.requests().slice(from).map((r) => `${r.method} ${r.path}`);
         return Promise.resolve(true);
       };
-      assert.deepEqual(await settling("system-3", power().turnOff(system("system-3"), guard)), { on: false });
+      const device = expectDevice("uuid system-3");
+      assert.deepEqual(await settling("system-3", power().turnOff(system("system-3"), guard, { device })), { on: false });
       assert.deepEqual(seenByGuard, ["GET /redfish/v1/Systems/system-3"]);
+      assert.equal(device.seen.length, 1);
       assert.deepEqual(posts(from).map((r) => r.path), ["/redfish/v1/Systems/system-3/Actions/ComputerSystem.Reset"]);
       assert.equal(await bmc.powerState("system-3"), "Off");
     });
@@ -96,17 +98,26 @@ describe("redfishBackend against sushy-emulator", () => {
     it("sends nothing when the guard refuses, and fails as unsafe", async () => {
       await bmc.setPower("system-3", "On");
       const from = bmc.requests().length;
-      const error = await failureOf(() => power().turnOff(system("system-3"), () => Promise.resolve(false)));
+      const error = await failureOf(() => power().turnOff(system("system-3"), () => Promise.resolve(false), { device: acceptAny }));
       assertFailure(error, "unsafe", /^switching off BMC .* system "system-3": the power-off was refused at the BMC by the safety check$/);
       assert.deepEqual(posts(from), []);
       assert.equal(await bmc.pending("system-3"), undefined);
       assert.equal(await bmc.powerState("system-3"), "On");
     });
 
+    it("sends no ForceOff to a system that answers as another, and fails as a device mismatch", async () => {
+      await bmc.setPower("system-3", "On");
+      const from = bmc.requests().length;
+      const error = await failureOf(() => power().turnOff(system("system-3"), () => Promise.resolve(true), { device: expectDevice("uuid system-4") }));
+      assertFailure(error, "device-mismatch", /^switching off BMC .* system "system-3": the device answers as uuid system-3, not as the device expected there; nothing was sent$/, secrets());
+      assert.deepEqual(posts(from), []);
+      assert.equal(await bmc.powerState("system-3"), "On");
+    });
+
     it("sends ForceOff to a system PoweringOff, which is not off yet", async () => {
       await bmc.setPower("system-3", "PoweringOff");
       const from = bmc.requests().length;
-      assert.deepEqual(await settling("system-3", power().turnOff(system("system-3"), () => Promise.resolve(true))), { on: false });
+      assert.deepEqual(await settling("system-3", power().turnOff(system("system-3"), () => Promise.resolve(true), { device: acceptAny })), { on: false });
       assert.equal(posts(from).length, 1);
     });
 
@@ -114,7 +125,7 @@ describe("redfishBackend against sushy-emulator", () => {
       await bmc.setPower("system-3", "Off");
       const from = bmc.requests().length;
       let asked = false;
-      assert.deepEqual(await power().turnOff(system("system-3"), () => { asked = true; return Promise.resolve(true); }), { on: false });
+      assert.deepEqual(await power().turnOff(system("system-3"), () => { asked = true; return Promise.resolve(true); }, { device: acceptAny }), { on: false });
       assert.equal(asked, false);
       assert.deepEqual(posts(from), []);
     });
@@ -128,7 +139,7 @@ describe("redfishBackend against sushy-emulator", () => {
       await power().shutdown(system("system-4"), () => {
         requestsWhenAsked = bmc.requests().length - from;
         return Promise.resolve(true);
-      });
+      }, { device: acceptAny });
       assert.equal(requestsWhenAsked, 1, "the state was read before the guard was asked, and nothing sent after it yet");
       assert.deepEqual(posts(from).map((r) => r.path), ["/redfish/v1/Systems/system-4/Actions/ComputerSystem.Reset"]);
       assert.equal((await bmc.pending("system-4"))?.state, "Off");
@@ -137,7 +148,7 @@ describe("redfishBackend against sushy-emulator", () => {
     it("sends nothing when the guard refuses, and fails as unsafe", async () => {
       await bmc.setPower("system-4", "On");
       const from = bmc.requests().length;
-      const error = await failureOf(() => power().shutdown(system("system-4"), () => Promise.resolve(false)));
+      const error = await failureOf(() => power().shutdown(system("system-4"), () => Promise.resolve(false), { device: acceptAny }));
       assertFailure(error, "unsafe", /^shutting down BMC .* system "system-4": the power-off was refused at the BMC by the safety check$/);
       assert.deepEqual(posts(from), []);
       assert.equal(await bmc.pending("system-4"), undefined);
@@ -147,7 +158,7 @@ describe("redfishBackend against sushy-emulator", () => {
       it(`sends nothing to a system already ${state}`, async () => {
         await bmc.setPower("system-4", state);
         const from = bmc.requests().length;
-        await power().shutdown(system("system-4"), () => Promise.resolve(true));
+        await power().shutdown(system("system-4"), () => Promise.resolve(true), { device: acceptAny });
         assert.deepEqual(posts(from), []);
       });
     }
@@ -158,7 +169,7 @@ describe("redfishBackend against sushy-emulator", () => {
       await bmc.setPower("system-5", "On");
       const from = bmc.requests().length;
       const wrong = addressOf({ url: bmc.url, system: "system-5", caFile: bmc.caFile }, { username: bmc.username, password: "not-the-password" });
-      const error = await failureOf(() => power().turnOff(wrong, () => Promise.resolve(true)));
+      const error = await failureOf(() => power().turnOff(wrong, () => Promise.resolve(true), { device: acceptAny }));
       assertFailure(error, "plug-unauthorized", /: the BMC rejected the credentials \(GET \/redfish\/v1\/Systems\/system-5 answered HTTP 401\)$/, [...secrets(), "not-the-password"]);
       assert.deepEqual(posts(from), []);
     });
@@ -166,7 +177,7 @@ describe("redfishBackend against sushy-emulator", () => {
     it("fails for an unknown system as plug-entity-not-found, before any guard or Reset", async () => {
       const from = bmc.requests().length;
       let asked = false;
-      const error = await failureOf(() => power().turnOff(system("system-99"), () => { asked = true; return Promise.resolve(true); }));
+      const error = await failureOf(() => power().turnOff(system("system-99"), () => { asked = true; return Promise.resolve(true); }, { device: acceptAny }));
       assertFailure(error, "plug-entity-not-found", /system "system-99": not found \(GET \/redfish\/v1\/Systems\/system-99 answered HTTP 404\)$/);
       assert.equal(asked, false);
       assert.deepEqual(posts(from), []);
@@ -183,7 +194,7 @@ describe("redfishBackend against sushy-emulator", () => {
       const stranger = system("system-6", { caFile: bmc.strangerCaFile });
       assertFailure(await failureOf(() => power().read(stranger)), "plug-unreachable", /: the BMC's TLS certificate is not trusted \(UNABLE_TO_VERIFY_LEAF_SIGNATURE\): check caFile$/);
       // Nothing was sent, so a refused TLS is "not done", never "unconfirmed".
-      assert.equal((await failureOf(() => power().turnOff(stranger, () => Promise.resolve(true)))).code, "plug-unreachable");
+      assert.equal((await failureOf(() => power().turnOff(stranger, () => Promise.resolve(true), { device: acceptAny }))).code, "plug-unreachable");
       assert.deepEqual(bmc.requests().slice(from), []);
       const withoutCa = addressOf({ url: bmc.url, system: "system-6" }, bmc);
       assert.equal((await failureOf(() => power().read(withoutCa))).code, "plug-unreachable", "the system's trust roots do not trust a private CA");
@@ -209,16 +220,21 @@ describe("redfishBackend against sushy-emulator", () => {
       assert.deepEqual(await routed.read(machine.power), { on: false });
       await bmc.setPower("system-9", "On");
       assert.equal((await routed.probe(machine.power)).state, "on");
-      await routed.shutdown(machine.power, () => Promise.resolve(true));
+      await routed.shutdown(machine.power, () => Promise.resolve(true), { device: acceptAny });
       assert.equal((await bmc.pending("system-9"))?.state, "Off");
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
   });
 
-  it("probes the state, the Redfish version and the BMC's firmware for doctor", async () => {
+  it("probes the state, the Redfish version, the BMC's firmware and the system's identity for doctor", async () => {
     await bmc.setPower("system-8", "On");
     const probe = await power().probe(system("system-8"));
-    assert.deepEqual(probe, { state: "on", detail: `Redfish 1.5.0; BMC firmware 1.00; PowerState On; basic auth; TLS trusting ${bmc.caFile}` });
+    assert.deepEqual(probe, {
+      state: "on",
+      detail: `Redfish 1.5.0; BMC firmware 1.00; PowerState On; basic auth; TLS trusting ${bmc.caFile}`,
+      // sushy-emulator's fake driver gives each system its Id as its UUID, and no SerialNumber.
+      identity: { id: "uuid system-8" },
+    });
   });
 });

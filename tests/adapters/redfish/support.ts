@@ -44,3 +44,5 @@ export function assertFailure(error: Error & { code: ErrorCode; cause?: unknown 
   const text = `${error.message} ${String(error.cause)} ${JSON.stringify(error.cause)}`;
   for (const secret of secrets) assert.ok(!text.includes(secret), `the error holds ${JSON.stringify(secret)}: ${text}`);
 }
+
+export { acceptAny, expectDevice } from "../esphome/support.ts";

@@ -11,7 +11,7 @@ import { shellyBackend } from "../../../src/adapters/shelly/backend.ts";
 import { createPowerSwitch } from "../../../src/app/power/power-switch.ts";
 import type { AppConfig } from "../../../src/app/config/index.ts";
 import { config, group, issuesOf, load } from "../../app/fixtures/config-builders.ts";
-import { allowCut, emulate } from "./support.ts";
+import { acceptAny, allowCut, emulate } from "./support.ts";
 
 type Fields = Record<string, unknown>;
 
@@ -95,9 +95,9 @@ describe("the shelly section", () => {
     const control = loaded.pool.groups[0]?.machines[0]?.power;
     assert.ok(control);
     assert.deepEqual(await power.read(control), { on: true, watts: 180 });
-    assert.deepEqual(await power.turnOff(control, allowCut), { on: false, watts: 0 });
+    assert.deepEqual(await power.turnOff(control, allowCut, { device: acceptAny }), { on: false, watts: 0 });
     assert.equal(d.output(1), false);
-    assert.deepEqual(await power.probe(control), { state: "off", watts: 0, detail: "Gen3 S3SW-002P16EU firmware 2.0.1; auth on" });
+    assert.deepEqual(await power.probe(control), { state: "off", watts: 0, detail: "Gen3 S3SW-002P16EU firmware 2.0.1; auth on", identity: { id: `shelly ${d.id} mac ${d.mac}` } });
   });
 
   it("describes every key of its schema and states the defaults", () => {

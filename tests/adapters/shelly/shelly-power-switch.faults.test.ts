@@ -9,7 +9,7 @@ import { createShellyPowerSwitch, type ShellyAddress } from "../../../src/adapte
 import { createShellyRpc } from "../../../src/adapters/shelly/shelly-rpc.ts";
 import type { CutGuard } from "../../../src/domain/ports.ts";
 import { Secret } from "../../../src/adapters/secret.ts";
-import { addressOf, allowCut, assertNoSecret, assertPlugError, emulate, rpcLog, timed } from "./support.ts";
+import { acceptAny, addressOf, allowCut, assertNoSecret, assertPlugError, emulate, rpcLog, timed } from "./support.ts";
 
 const WHERE = String.raw`Shelly http://127\.0\.0\.1:\d+ switch \d`;
 
@@ -20,6 +20,15 @@ async function serve(t: TestContext, answer: (req: IncomingMessage, res: ServerR
   t.after(() => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => { resolve(); }); }));
   const port = (server.address() as AddressInfo).port;
   return { url: `http://127.0.0.1:${port}`, device: `127.0.0.1:${port}`, switchId: 0, measure: false, password: new Secret("hunter2-plug") };
+}
+
+/** The JSON-RPC frame of a request. */
+function frameOf(req: IncomingMessage): Promise<{ id: number; method: string }> {
+  return new Promise((resolve) => {
+    let body = "";
+    req.on("data", (chunk: Buffer) => { body += chunk.toString(); });
+    req.on("end", () => { resolve(JSON.parse(body) as { id: number; method: string }); });
+  });
 }
 
 describe("createShellyPowerSwitch() failures", () => {
@@ -55,7 +64,7 @@ describe("createShellyPowerSwitch() failures", () => {
   it("a device that is down is plug-unreachable, and a switch-on to it is known not done", async (t) => {
     const d = await emulate(t);
     await d.inject({ kind: "down" });
-    const { error } = await timed(() => createShellyPowerSwitch({ timeoutMs: 1000 }).turnOn(addressOf(d)));
+    const { error } = await timed(() => createShellyPowerSwitch({ timeoutMs: 1000 }).turnOn(addressOf(d), { device: acceptAny }));
     assertPlugError(error, "plug-unreachable", new RegExp(`^turning on ${WHERE}: connection refused$`, "u"));
   });
 
@@ -63,23 +72,23 @@ describe("createShellyPowerSwitch() failures", () => {
     const d = await emulate(t);
     d.flip(0, true);
     await d.inject({ kind: "lost-answer", rpc: "Switch.Set" });
-    const { error } = await timed(() => createShellyPowerSwitch({ timeoutMs: 1000 }).turnOff(addressOf(d), allowCut));
+    const { error } = await timed(() => createShellyPowerSwitch({ timeoutMs: 1000 }).turnOff(addressOf(d), allowCut, { device: acceptAny }));
     assertPlugError(error, "plug-unconfirmed", /: connection dropped; Switch\.Set was sent and its outcome is unknown$/u);
     assert.equal(d.output(0), false);
-    assert.deepEqual(rpcLog(d), ["Switch.Set -"], "nothing else is sent after a lost answer");
+    assert.deepEqual(rpcLog(d), ["Shelly.GetDeviceInfo 200", "Switch.Set -"], "nothing else is sent after a lost answer");
   });
 
   it("a Switch.Set that hangs is plug-unconfirmed", async (t) => {
     const d = await emulate(t);
     await d.inject({ kind: "hang", rpc: "Switch.Set" });
-    const { error } = await timed(() => createShellyPowerSwitch({ timeoutMs: 300 }).turnOn(addressOf(d)));
+    const { error } = await timed(() => createShellyPowerSwitch({ timeoutMs: 300 }).turnOn(addressOf(d), { device: acceptAny }));
     assertPlugError(error, "plug-unconfirmed", /timed out after 300 ms; Switch\.Set was sent/u);
   });
 
   it("an output that does not follow is plug-unconfirmed once the timeout passed", async (t) => {
     const d = await emulate(t);
     await d.inject({ kind: "stuck" });
-    const { error, ms } = await timed(() => createShellyPowerSwitch({ timeoutMs: 400 }).turnOn(addressOf(d)));
+    const { error, ms } = await timed(() => createShellyPowerSwitch({ timeoutMs: 400 }).turnOn(addressOf(d), { device: acceptAny }));
     assertPlugError(error, "plug-unconfirmed", /state not confirmed within 400 ms \(it still reads off\)/u);
     assert.ok(ms >= 380 && ms < 1200, `took ${ms} ms`);
     assert.ok(rpcLog(d).filter((l) => l.startsWith("Switch.GetStatus")).length >= 2, "it read back more than once");
@@ -94,7 +103,7 @@ describe("createShellyPowerSwitch() failures", () => {
 
   it("a device with a password and none configured is plug-unauthorized, and nothing was switched", async (t) => {
     const d = await emulate(t, { password: "the-real-one" });
-    const { error } = await timed(() => createShellyPowerSwitch({ timeoutMs: 1000 }).turnOn(addressOf(d)));
+    const { error } = await timed(() => createShellyPowerSwitch({ timeoutMs: 1000 }).turnOn(addressOf(d), { device: acceptAny }));
     assertPlugError(error, "plug-unauthorized", /: the device asks for a password and none is configured$/u);
     assert.equal(d.output(0), false);
   });
@@ -103,19 +112,22 @@ describe("createShellyPowerSwitch() failures", () => {
     it(`a wrong password (Gen${gen}) is plug-unauthorized after one answer to the challenge, and appears in no message`, async (t) => {
       const d = await emulate(t, { gen, password: "the-real-one" });
       const power = createShellyPowerSwitch({ timeoutMs: 1000 });
-      const { error } = await timed(() => power.turnOn(addressOf(d, 0, { password: "wrong-pw-1234" })));
+      const { error } = await timed(() => power.turnOn(addressOf(d, 0, { password: "wrong-pw-1234" }), { device: acceptAny }));
       assertPlugError(error, "plug-unauthorized", /: the device rejected the password$/u);
       assertNoSecret(error, ["wrong-pw-1234", "the-real-one"]);
-      assert.deepEqual(rpcLog(d), ["Switch.Set 401", "Switch.Set 401"]);
+      assert.deepEqual(rpcLog(d), ["Shelly.GetDeviceInfo 200", "Switch.Set 401", "Shelly.GetDeviceInfo 200", "Switch.Set 401"]);
       assert.equal(d.output(0), false);
     });
   }
 
   it("an RPC error frame is the device's refusal whatever HTTP status carries it", async (t) => {
-    const address = await serve(t, (_req, res) => {
-      res.writeHead(400, { "content-type": "application/json" }).end('{"id":1,"src":"shellyplus1-x","error":{"code":-105,"message":"Bad id=0"}}');
+    const address = await serve(t, (req, res) => {
+      void frameOf(req).then((frame) => {
+        if (frame.method === "Shelly.GetDeviceInfo") res.end(JSON.stringify({ id: frame.id, result: { id: "shellyplus1-a0dd6c000001", mac: "A0DD6C000001" } }));
+        else res.writeHead(400, { "content-type": "application/json" }).end(`{"id":${frame.id},"src":"shellyplus1-x","error":{"code":-105,"message":"Bad id=0"}}`);
+      });
     });
-    const { error } = await timed(() => createShellyPowerSwitch({ timeoutMs: 1000 }).turnOn({ ...address, password: undefined }));
+    const { error } = await timed(() => createShellyPowerSwitch({ timeoutMs: 1000 }).turnOn({ ...address, password: undefined }, { device: acceptAny }));
     assertPlugError(error, "plug-entity-not-found", /: Switch\.Set answered RPC error -105 \(no such switch id on the device\)$/u);
   });
 
@@ -135,7 +147,7 @@ describe("createShellyPowerSwitch() failures", () => {
       res.writeHead(400, { "content-type": "text/plain" }).end(`{"error":{"code":"${echo}","message":"${echo}"}} ${echo}`);
     });
     const power = createShellyPowerSwitch({ timeoutMs: 1000 });
-    const calls: (() => Promise<unknown>)[] = [() => power.read(address), () => power.turnOn(address), () => power.probe(address)];
+    const calls: (() => Promise<unknown>)[] = [() => power.read(address), () => power.turnOn(address, { device: acceptAny }), () => power.probe(address)];
     for (const call of calls) {
       const { error } = await timed(call);
       assertPlugError(error, "plug-bad-answer", /answered HTTP 400|answered RPC error without a code/u);
@@ -147,18 +159,18 @@ describe("createShellyPowerSwitch() failures", () => {
     it("a refusal sends nothing and is unsafe", async (t) => {
       const d = await emulate(t);
       d.flip(0, true);
-      const { error } = await timed(() => createShellyPowerSwitch({ timeoutMs: 1000 }).turnOff(addressOf(d), () => Promise.resolve(false)));
+      const { error } = await timed(() => createShellyPowerSwitch({ timeoutMs: 1000 }).turnOff(addressOf(d), () => Promise.resolve(false), { device: acceptAny }));
       assertPlugError(error, "unsafe", new RegExp(`^turning off ${WHERE}: the switch-off was refused at the plug by the safety check$`, "u"));
-      assert.deepEqual(d.calls, []);
+      assert.deepEqual(rpcLog(d), ["Shelly.GetDeviceInfo 200"]);
       assert.equal(d.output(0), true);
     });
 
     it("a guard that fails is a refusal", async (t) => {
       const d = await emulate(t);
       d.flip(0, true);
-      const { error } = await timed(() => createShellyPowerSwitch({ timeoutMs: 1000 }).turnOff(addressOf(d), () => Promise.reject(new Error("apiserver down"))));
+      const { error } = await timed(() => createShellyPowerSwitch({ timeoutMs: 1000 }).turnOff(addressOf(d), () => Promise.reject(new Error("apiserver down")), { device: acceptAny }));
       assertPlugError(error, "unsafe", /refused at the plug/u);
-      assert.deepEqual(d.calls, []);
+      assert.deepEqual(rpcLog(d), ["Shelly.GetDeviceInfo 200"]);
     });
 
     it("is asked once the device is free, right before the switch-off goes out", async (t) => {
@@ -175,23 +187,24 @@ describe("createShellyPowerSwitch() failures", () => {
         events.push(`guard allows; the device has seen ${seen()}`);
         return true;
       };
-      await Promise.all([busy, power.turnOff(addressOf(d, 1), guard)]);
-      assert.deepEqual(events.slice(0, 4), [
+      await Promise.all([busy, power.turnOff(addressOf(d, 1), guard, { device: acceptAny })]);
+      assert.deepEqual(events.slice(0, 5), [
         "device got POST /rpc",
-        "guard asked; the device has seen Switch.GetStatus answered",
-        "guard allows; the device has seen Switch.GetStatus answered",
+        "device got POST /rpc",
+        "guard asked; the device has seen Switch.GetStatus answered, Shelly.GetDeviceInfo answered",
+        "guard allows; the device has seen Switch.GetStatus answered, Shelly.GetDeviceInfo answered",
         "device got POST /rpc",
       ]);
-      assert.deepEqual(rpcLog(d).slice(0, 2), ["Switch.GetStatus 200", "Switch.Set 200"]);
+      assert.deepEqual(rpcLog(d).slice(0, 3), ["Switch.GetStatus 200", "Shelly.GetDeviceInfo 200", "Switch.Set 200"]);
       assert.equal(d.output(1), false);
     });
 
     it("is asked again before a switch-off sent again after the device's challenge", async (t) => {
       const d = await emulate(t, { password: "pw", switches: [{ output: true }] });
       let asked = 0;
-      await createShellyPowerSwitch({ timeoutMs: 2000 }).turnOff(addressOf(d, 0, { password: "pw" }), () => Promise.resolve(++asked > 0));
+      await createShellyPowerSwitch({ timeoutMs: 2000 }).turnOff(addressOf(d, 0, { password: "pw" }), () => Promise.resolve(++asked > 0), { device: acceptAny });
       assert.equal(asked, 2);
-      assert.deepEqual(rpcLog(d).slice(0, 2), ["Switch.Set 401", "Switch.Set 200"]);
+      assert.deepEqual(rpcLog(d).slice(0, 4), ["Shelly.GetDeviceInfo 200", "Switch.Set 401", "Shelly.GetDeviceInfo 200", "Switch.Set 200"]);
     });
   });
 });

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { createShellyPowerSwitch } from "../../../src/adapters/shelly/shelly-power-switch.ts";
 import type { Firmware, Gen } from "../../support/shelly-emulator/index.ts";
-import { addressOf, allowCut, emulate, rpcLog } from "./support.ts";
+import { acceptAny, addressOf, allowCut, emulate, rpcLog } from "./support.ts";
 
 const VARIANTS: readonly { gen: Gen; firmware: Firmware }[] = [
   { gen: 2, firmware: "1.x" },
@@ -29,11 +29,14 @@ describe("createShellyPowerSwitch()", () => {
           d.setDraw(0, 95);
           const power = createShellyPowerSwitch({ timeoutMs: 2000 });
           const address = addressOf(d, 0, { measure: true, ...(password && { password }) });
-          assert.deepEqual(await power.turnOn(address), { on: true, watts: 95 });
+          assert.deepEqual(await power.turnOn(address, { device: acceptAny }), { on: true, watts: 95 });
           assert.equal(d.output(0), true);
-          assert.deepEqual(await power.turnOff(address, allowCut), { on: false, watts: 0 });
+          assert.deepEqual(await power.turnOff(address, allowCut, { device: acceptAny }), { on: false, watts: 0 });
           assert.equal(d.output(0), false);
-          assert.deepEqual(rpcLog(d).filter((l) => !l.endsWith("401")), ["Switch.Set 200", "Switch.GetStatus 200", "Switch.Set 200", "Switch.GetStatus 200"]);
+          const command = ["Shelly.GetDeviceInfo 200", "Switch.Set 200", "Switch.GetStatus 200"];
+          // A Switch.Set sent again after a challenge hears the device again first.
+          const answered = rpcLog(d).filter((l) => !l.endsWith("401"));
+          assert.deepEqual(answered.filter((l, i) => l !== answered[i - 1]), [...command, ...command]);
         });
 
         it("probes generation, model, firmware and whether a password protects the device", async (t) => {
@@ -45,6 +48,7 @@ describe("createShellyPowerSwitch()", () => {
           assert.equal(probe.auth, password === undefined ? "off" : "on");
           assert.equal(probe.state, "off");
           assert.equal(probe.watts, 0);
+          assert.deepEqual(probe.identity, { id: `shelly ${d.id} mac ${d.mac}` });
         });
       });
     }
@@ -69,21 +73,21 @@ describe("createShellyPowerSwitch()", () => {
     await power.read(addressOf(d, 0, { password: "pw" }));
     d.expireNonces();
     d.resetCalls();
-    assert.deepEqual(await power.turnOn(addressOf(d, 0, { password: "pw" })), { on: true });
-    assert.deepEqual(rpcLog(d), ["Switch.Set 401", "Switch.Set 200", "Switch.GetStatus 200"]);
+    assert.deepEqual(await power.turnOn(addressOf(d, 0, { password: "pw" }), { device: acceptAny }), { on: true });
+    assert.deepEqual(rpcLog(d), ["Shelly.GetDeviceInfo 200", "Switch.Set 401", "Shelly.GetDeviceInfo 200", "Switch.Set 200", "Switch.GetStatus 200"]);
   });
 
   it("sends no credentials to a device that never asks for them", async (t) => {
     const d = await emulate(t, { gen: 4 });
     const power = createShellyPowerSwitch({ timeoutMs: 2000 });
-    await power.turnOn(addressOf(d, 0, { password: "not-for-this-device" }));
+    await power.turnOn(addressOf(d, 0, { password: "not-for-this-device" }), { device: acceptAny });
     assert.ok(d.calls.every((c) => c.auth === "none"));
   });
 
   it("reads a switch flipped behind plugpool's back as it is", async (t) => {
     const d = await emulate(t);
     const power = createShellyPowerSwitch({ timeoutMs: 2000 });
-    await power.turnOn(addressOf(d));
+    await power.turnOn(addressOf(d), { device: acceptAny });
     d.flip(0, false);
     assert.deepEqual(await power.read(addressOf(d)), { on: false });
   });

@@ -5,7 +5,7 @@ import { Secret } from "../../../src/adapters/secret.ts";
 import type { ShellyAddress } from "../../../src/adapters/shelly/shelly-power-switch.ts";
 import { startShellyEmulator, type EmulatedShelly, type ShellyEmulatorOptions } from "../../support/shelly-emulator/index.ts";
 
-export { allowCut, assertNoSecret, assertPlugError, timed } from "../esphome/support.ts";
+export { acceptAny, allowCut, assertNoSecret, assertPlugError, expectDevice, timed } from "../esphome/support.ts";
 
 export async function emulate(t: TestContext, opts: ShellyEmulatorOptions = {}): Promise<EmulatedShelly> {
   const device = await startShellyEmulator(opts);

@@ -55,6 +55,10 @@ export interface PlugEmulatorOptions {
   readonly port?: number;
   /** Called as each request arrives, before any fault or answer: an observer sees a command reach the device. */
   readonly onRequest?: (record: Readonly<CallRecord>) => void;
+  /** The friendly name, the `title` of the /events ping (default `plug-<port>`). */
+  readonly name?: string;
+  /** The first /events ping: with its data (default), without a data line ("bare"), or none at all. */
+  readonly ping?: "title" | "bare" | "none";
 }
 
 /**
@@ -99,6 +103,12 @@ export interface EmulatedPlug {
   readonly warnings: readonly string[];
   /** The highest number of requests in flight at once since start (or `resetCalls`). */
   readonly maxConcurrency: number;
+  /** The friendly name the device tells in its /events ping. */
+  readonly name: string;
+  /** Whole seconds since the device (re)started. */
+  readonly uptimeSeconds: number;
+  /** The /events streams open now: a client that read what it needed and closed leaves none. */
+  readonly openStreams: number;
   state(switchName: string): boolean;
   setState(switchName: string, on: boolean): void;
   attachMachine(switchName: string, machine: AttachedMachine | undefined): void;
@@ -120,6 +130,11 @@ interface Reply {
   readonly body?: string;
   readonly headers?: Readonly<Record<string, string>>;
   readonly after?: () => void;
+}
+
+/** The /events stream: it never ends by itself. */
+interface EventStream {
+  readonly stream: "events";
 }
 
 /** An answer whose body is written over time, until it ends or the client goes away. */
@@ -175,6 +190,9 @@ export async function startPlugEmulator(opts: PlugEmulatorOptions = {}): Promise
   let maxConcurrency = 0;
   let serial: Promise<void> = Promise.resolve();
   let listening = false;
+  let openStreams = 0;
+  let bootedAt = performance.now();
+  const uptimeSeconds = (): number => Math.floor((performance.now() - bootedAt) / 1000);
 
   function send(res: ServerResponse, answer: Reply): void {
     const { status, body = "", headers = {} } = answer;
@@ -221,7 +239,7 @@ export async function startPlugEmulator(opts: PlugEmulatorOptions = {}): Promise
   }
 
   /** What the device does with a request: a reply, a streamed reply, closing the socket, or nothing at all. */
-  async function answerFor(req: IncomingMessage, record: CallRecord): Promise<Reply | Streamed | "close" | "silence"> {
+  async function answerFor(req: IncomingMessage, record: CallRecord): Promise<Reply | Streamed | EventStream | "close" | "silence"> {
     const fault = takeFault(record);
     if (fault?.kind === "timeout") return "silence";
     if (fault?.kind === "drop") return "close";
@@ -245,6 +263,8 @@ export async function startPlugEmulator(opts: PlugEmulatorOptions = {}): Promise
     switch (outcome.kind) {
       case "index":
         return { status: 200, body: "<!DOCTYPE html><html><body>ESPHome web_server</body></html>" };
+      case "events":
+        return { stream: "events" };
       case "state": {
         const { name } = outcome.relay.config;
         const on = outcome.relay.on;
@@ -266,22 +286,55 @@ export async function startPlugEmulator(opts: PlugEmulatorOptions = {}): Promise
     }
   }
 
-  async function handle(req: IncomingMessage, res: ServerResponse, record: CallRecord): Promise<void> {
+  /** The events that open a stream, one write each, framed as the platform's server frames them. */
+  function openingEvents(): string[] {
+    const eol = platform === "esp32" ? "\r\n" : "\n";
+    const event = (type: string, data: unknown, retry = ""): string =>
+      `${retry}id: ${Math.floor(performance.now())}${eol}event: ${type}${eol}${data === undefined ? "" : `data: ${JSON.stringify(data)}${eol}`}${eol}`;
+    const config = { title: name(), comment: "", ota: true, log: true, lang: "en", ...(version !== "2025.12" && { uptime: uptimeSeconds() }) };
+    const ping = opts.ping === "none" ? "" : event("ping", opts.ping === "bare" ? undefined : config, `retry: 30000${eol}`);
+    const states = bank.relays.map((relay) => event("state", { ...idFields("switch", relay.config.name, version), value: relay.on, state: relay.on ? "ON" : "OFF" }));
+    return [ping, ...states].filter((piece) => piece !== "");
+  }
+
+  /** Starts an /events stream; it stays open until the client (or a reboot) closes it. */
+  function openStream(res: ServerResponse, record: CallRecord): void {
+    // The async server writes the stream raw (no chunked framing); IDF chunks it.
+    if (platform === "esp8266") res.useChunkedEncodingByDefault = false;
+    res.writeHead(200, { ...BASE_HEADERS, "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
+    record.status = 200;
+    openStreams += 1;
+    res.once("close", () => { openStreams -= 1; });
+    res.flushHeaders();
+    // IDF opens every stream with an empty line, a chunk of its own; the events follow from the main loop.
+    if (platform === "esp32") res.write("\r\n");
+    setImmediate(() => {
+      for (const piece of openingEvents()) if (!res.destroyed) res.write(piece);
+    });
+  }
+
+  /** What the device did with a request; "detached": an /events stream that goes on beside other requests. */
+  async function handle(req: IncomingMessage, res: ServerResponse, record: CallRecord): Promise<"detached" | undefined> {
     const answer = await answerFor(req, record);
-    if (answer === "silence" || res.destroyed) return;
+    if (answer === "silence" || res.destroyed) return undefined;
     if (answer === "close") {
       req.socket.destroy();
-      return;
+      return undefined;
+    }
+    if ("stream" in answer) {
+      openStream(res, record);
+      return "detached";
     }
     if ("write" in answer) {
       res.writeHead(200, { ...BASE_HEADERS, ...answer.headers });
       res.flushHeaders();
       await answer.write(res);
-      return;
+      return undefined;
     }
     const { after } = answer;
     if (after) res.once("finish", after);
     send(res, answer);
+    return undefined;
   }
 
   const server = createServer((req, res) => {
@@ -305,8 +358,9 @@ export async function startPlugEmulator(opts: PlugEmulatorOptions = {}): Promise
       });
     });
     const run = async (): Promise<void> => {
-      await handle(req, res, record).catch(() => req.socket.destroy());
-      await closed;
+      const served = await handle(req, res, record).catch(() => req.socket.destroy());
+      // A stream is served beside the requests that follow it, as IDF's httpd hands its socket to the stream.
+      if (served !== "detached") await closed;
     };
     // The IDF httpd is one task: it serves requests strictly one after another.
     if (platform === "esp32") serial = serial.then(run);
@@ -339,6 +393,7 @@ export async function startPlugEmulator(opts: PlugEmulatorOptions = {}): Promise
 
   await up(opts.port ?? 0);
   const port = (server.address() as AddressInfo).port;
+  const name = (): string => opts.name ?? `plug-${port}`;
 
   return {
     url: `http://127.0.0.1:${port}`,
@@ -349,12 +404,19 @@ export async function startPlugEmulator(opts: PlugEmulatorOptions = {}): Promise
     get maxConcurrency() {
       return maxConcurrency;
     },
-    state: (name) => bank.get(name).on,
-    setState(name, on) {
-      bank.set(bank.get(name), on);
+    name: name(),
+    get uptimeSeconds() {
+      return uptimeSeconds();
     },
-    attachMachine(name, machine) {
-      bank.get(name).machine = machine;
+    get openStreams() {
+      return openStreams;
+    },
+    state: (relay) => bank.get(relay).on,
+    setState(relay, on) {
+      bank.set(bank.get(relay), on);
+    },
+    attachMachine(relay, machine) {
+      bank.get(relay).machine = machine;
     },
     async inject(fault) {
       switch (fault.kind) {
@@ -365,6 +427,7 @@ export async function startPlugEmulator(opts: PlugEmulatorOptions = {}): Promise
           await down();
           bank.reboot(fault.powerLoss === true && platform === "esp8266");
           gate?.expireNonces();
+          bootedAt = performance.now();
           await sleep(fault.bootMs ?? 0);
           await up(port);
           return;

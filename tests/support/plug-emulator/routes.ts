@@ -10,6 +10,8 @@ export type Outcome =
   | { readonly kind: "sensor"; readonly relay: Relay }
   | { readonly kind: "action"; readonly relay: Relay; readonly action: Action }
   | { readonly kind: "index" }
+  /** GET /events: the Server-Sent Events stream. */
+  | { readonly kind: "events" }
   /** 404 with an empty body: unknown entity or action word. */
   | { readonly kind: "not-found" }
   /** 404 `Not Found` (text/plain): a malformed path inside a known domain (2026.x). */
@@ -68,6 +70,7 @@ export function route(
 ): Outcome {
   const path = rawPath.split("?", 1)[0] ?? "";
   if (path === "/") return { kind: "index" };
+  if (path === "/events") return method === "GET" ? { kind: "events" } : { kind: "not-found" };
   const domain = path.startsWith("/switch/") ? "switch" : path.startsWith("/sensor/") ? "sensor" : undefined;
   if (!domain) return { kind: "unhandled" };
   // ≤ 2025.12 IDF matched the raw bytes; decoding arrived with name routing. The async backend always decodes.

@@ -12,7 +12,9 @@
  *   frame: `{id, src, dst, result}` or `{id, src, dst, error}`, with 200 (401 for the challenge). `GET /shelly`:
  *   device info.
  *   Every answer closes its connection (`Connection: close`).
- * - Shelly.GetDeviceInfo (gen, model, fw, auth_en; never protected), Shelly.GetStatus, Switch.GetStatus (output,
+ * - Shelly.GetDeviceInfo (id, mac, gen, model, fw, auth_en; never protected): the MAC follows from the port, so
+ *   every emulated device answers as another. To have another device answer at an address, put it behind a
+ *   lease (../lease.ts). Shelly.GetStatus, Switch.GetStatus (output,
  *   and apower, voltage, current, aenergy on metered outputs; Gen3+ add freq and ret_aenergy), Switch.Set
  *   ({was_on}), Switch.Toggle; -103 for missing or mistyped arguments, -105 for an unknown switch id, 404
  *   for an unknown method.
@@ -83,8 +85,10 @@ export interface ShellyCall {
 
 export interface EmulatedShelly {
   readonly url: string;
-  /** The device id: also its Digest realm. */
+  /** The device id (`<model>-<mac>`): also its Digest realm. With `mac`, what the device says it is. */
   readonly id: string;
+  /** The MAC address, 12 upper-case hex digits as Shelly.GetDeviceInfo gives it. */
+  readonly mac: string;
   readonly calls: readonly ShellyCall[];
   /** The highest number of requests in flight at once since start (or `resetCalls`). */
   readonly maxConcurrency: number;
@@ -280,6 +284,7 @@ export async function startShellyEmulator(opts: ShellyEmulatorOptions = {}): Pro
   return {
     url: `http://127.0.0.1:${port}`,
     id: device.id,
+    mac,
     get calls() {
       return calls;
     },

@@ -1,0 +1,87 @@
+// Which Shelly a Switch.Set reaches: before every one, in its slot, the device is asked Shelly.GetDeviceInfo and
+// the device check is asked with its id and MAC; the cut guard comes last.
+import assert from "node:assert/strict";
+import { describe, it, type TestContext } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
+import { createShellyPowerSwitch } from "../../../src/adapters/shelly/shelly-power-switch.ts";
+import type { CutGuard, DeviceCheck } from "../../../src/domain/ports.ts";
+import type { EmulatedShelly } from "../../support/shelly-emulator/index.ts";
+import { lease, swap } from "../../support/lease.ts";
+import { acceptAny, addressOf, allowCut, assertPlugError, emulate, expectDevice, rpcLog, timed } from "./support.ts";
+
+const identityOf = (d: EmulatedShelly): string => `shelly ${d.id} mac ${d.mac}`;
+const sets = (d: EmulatedShelly): string[] => rpcLog(d).filter((l) => l.startsWith("Switch.Set"));
+
+describe("createShellyPowerSwitch() and the device behind the address", () => {
+  it("switches a device that answers with the id and MAC expected", async (t) => {
+    const d = await emulate(t, { password: "pw" });
+    const device = expectDevice(identityOf(d));
+    assert.deepEqual(await createShellyPowerSwitch({ timeoutMs: 2000 }).turnOn(addressOf(d, 0, { password: "pw" }), { device }), { on: true });
+    assert.equal(d.output(0), true);
+    assert.match(identityOf(d), /^shelly shellyplusplugs-a0dd6c[0-9a-f]{6} mac A0DD6C[0-9A-F]{6}$/u);
+  });
+
+  it("sends no Switch.Set to a device that answers as another, and fails as a device mismatch", async (t) => {
+    const [expected, other] = [await emulate(t), await emulate(t)];
+    other.flip(0, true);
+    const { error } = await timed(() => createShellyPowerSwitch({ timeoutMs: 2000 }).turnOff(addressOf(other), allowCut, { device: expectDevice(identityOf(expected)) }));
+    assertPlugError(error, "device-mismatch", new RegExp(`^turning off Shelly http://127\\.0\\.0\\.1:\\d+ switch 0: the device answers as ${identityOf(other)}, not as the device expected there; nothing was sent$`, "u"));
+    assert.deepEqual(rpcLog(other), ["Shelly.GetDeviceInfo 200"]);
+    assert.equal(other.output(0), true);
+  });
+
+  it("asks the device check with the device's slot held: a read asked for meanwhile waits for the Switch.Set", async (t) => {
+    const d = await emulate(t);
+    const power = createShellyPowerSwitch({ timeoutMs: 2000 });
+    const slow: DeviceCheck = async (seen) => {
+      await sleep(100);
+      return seen.id === identityOf(d);
+    };
+    const switching = power.turnOn(addressOf(d), { device: slow });
+    await sleep(30);
+    await Promise.all([switching, power.read(addressOf(d))]);
+    assert.deepEqual(rpcLog(d).slice(0, 3), ["Shelly.GetDeviceInfo 200", "Switch.Set 200", "Switch.GetStatus 200"]);
+  });
+
+  it("asks the cut guard after the device check, last before the switch-off", async (t) => {
+    const d = await emulate(t, { switches: [{ output: true }] });
+    const order: string[] = [];
+    const device: DeviceCheck = () => Promise.resolve(order.push(`device; seen ${rpcLog(d).join(", ")}`) > 0);
+    const guard: CutGuard = () => Promise.resolve(order.push(`guard; seen ${rpcLog(d).join(", ")}`) > 0);
+    await createShellyPowerSwitch({ timeoutMs: 2000 }).turnOff(addressOf(d), guard, { device });
+    assert.deepEqual(order, ["device; seen Shelly.GetDeviceInfo 200", "guard; seen Shelly.GetDeviceInfo 200"]);
+  });
+
+  it("sends nothing when Shelly.GetDeviceInfo answers without an id and MAC", async (t) => {
+    const d = await emulate(t);
+    await d.inject({ kind: "http500", rpc: "Shelly.GetDeviceInfo" });
+    const { error } = await timed(() => createShellyPowerSwitch({ timeoutMs: 1000 }).turnOn(addressOf(d), { device: acceptAny }));
+    assertPlugError(error, "plug-unreachable", /Shelly\.GetDeviceInfo answered HTTP 500$/u);
+    assert.deepEqual(sets(d), []);
+  });
+});
+
+describe("two Shelly addresses swap while plugpool runs", () => {
+  it("sends no Switch.Set to the wrong device, before and after plugpool restarts", async (t: TestContext) => {
+    const [first, second] = [await emulate(t), await emulate(t)];
+    const [leaseA, leaseB] = [await lease(first.url), await lease(second.url)];
+    t.after(() => Promise.all([leaseA.close(), leaseB.close()]));
+    const at = (url: string) => ({ ...addressOf(first), url, device: new URL(url).host });
+    const [worker1, worker2] = [at(leaseA.url), at(leaseB.url)];
+    const [device1, device2] = [expectDevice(identityOf(first)), expectDevice(identityOf(second))];
+    const power = createShellyPowerSwitch({ timeoutMs: 2000 });
+    await power.turnOn(worker1, { device: device1 });
+    await power.turnOn(worker2, { device: device2 });
+    swap(leaseA, leaseB);
+    first.resetCalls();
+    second.resetCalls();
+    for (const switches of [power, createShellyPowerSwitch({ timeoutMs: 2000 })]) {
+      for (const [worker, device] of [[worker1, device1], [worker2, device2]] as const) {
+        const { error } = await timed(() => switches.turnOff(worker, allowCut, { device }));
+        assertPlugError(error, "device-mismatch", /nothing was sent$/u);
+      }
+    }
+    assert.deepEqual([sets(first), sets(second)], [[], []]);
+    assert.deepEqual([first.output(0), second.output(0)], [true, true]);
+  });
+});
