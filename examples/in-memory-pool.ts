@@ -112,8 +112,8 @@ const teardown: NodeTeardown = {
     pods.delete(machine.name);
     return Promise.resolve(true);
   },
-  deleteNode: (name) => {
-    nodes.delete(name);
+  deleteNode: (name, uid) => {
+    if (nodes.get(name)?.uid === uid) nodes.delete(name);
     return Promise.resolve();
   },
 };
@@ -176,7 +176,7 @@ await pool.increaseSize("gpu", 1);
 log(`instances ${state()}; plugs ${JSON.stringify(Object.fromEntries(plugs))}`);
 
 now += 2 * MINUTE;
-nodes.set("box-1", { name: "box-1", providerID: `${PREFIX}box-1`, ready: true, readyChangedAt: now, taints: [], annotations: {}, labels: {} });
+nodes.set("box-1", { name: "box-1", uid: "box-1-1", providerID: `${PREFIX}box-1`, ready: true, readyChangedAt: now, taints: [], annotations: {}, labels: {} });
 pool.clusterChanged();
 log(`site: box-1 booted and registered its Node; instances ${state()}`);
 

@@ -126,8 +126,11 @@ export interface NodeTeardown {
    * pod is gone, false while it is still terminating.
    */
   deletePowerOffPod(machine: Machine, options?: CallOptions): Promise<boolean>;
-  /** Deletes the Node object. A missing Node is success. */
-  deleteNode(nodeName: string, options?: CallOptions): Promise<void>;
+  /**
+   * Deletes the Node object if it is still the one with `uid` (a precondition the apiserver checks). A missing
+   * Node, or one registered anew meanwhile (another uid, left as it is), is success: the Node judged is gone.
+   */
+  deleteNode(nodeName: string, uid: string, options?: CallOptions): Promise<void>;
 }
 
 /** Where the domain reports what it did and saw; adapters turn these into Events, metrics and logs. */

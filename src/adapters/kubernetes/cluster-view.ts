@@ -130,12 +130,12 @@ export function createKubernetesClusterView(kc: KubeConfig, options: KubernetesC
   }
 
   return {
-    nodeNamed: (name) => nodes.items.get(name)?.view,
+    nodeNamed: (name) => nodes.items.get(name),
     nodesWithProviderID(providerID) {
       if (providerID === "") return [];
       if (byProviderID === undefined) {
         byProviderID = new Map();
-        for (const { view } of nodes.items.values()) {
+        for (const view of nodes.items.values()) {
           const claiming = byProviderID.get(view.providerID);
           if (claiming === undefined) byProviderID.set(view.providerID, [view]);
           else claiming.push(view);

@@ -34,7 +34,7 @@ export function createKubernetesNodeLookup(kc: KubeConfig, options: KubernetesNo
       }
       const claiming: NodeView[] = [];
       for (const item of items) {
-        const view = toNodeView(item)?.view;
+        const view = toNodeView(item);
         if (view !== undefined && (view.name === name || (providerID !== "" && view.providerID === providerID))) claiming.push(view);
       }
       return claiming;
