@@ -125,5 +125,7 @@ export function observeOnlyRecords(stored: PowerRecords): PowerRecords {
     setQuarantine(machine, record) {
       quarantines.set(machine, record ?? null);
     },
+    // Nothing is written, so nothing waits to be.
+    stored: () => Promise.resolve(),
   };
 }

@@ -104,6 +104,12 @@ export interface PowerRecords {
   quarantine(machine: string): QuarantineRecord | undefined;
   /** Sets (or with undefined, clears) the machine's quarantine: at once in memory, stored in the background. */
   setQuarantine(machine: string, record: QuarantineRecord | undefined): void;
+  /**
+   * Resolves once every change made so far to the machine's records is stored on the cluster, writing what still
+   * waits at once: a background write is lost if plugpool is killed before it lands, and a restart then reads the
+   * record as it was. Throws `cluster-refused` when they cannot be stored within the call.
+   */
+  stored(machine: string, options?: CallOptions): Promise<void>;
 }
 
 /**

@@ -325,6 +325,9 @@ const deleteNode: StepRun = {
     // again and it registered anew, or another machine claims the name): it is left alone and the power-off ends.
     const live = fresh.find((n) => n.ready && !hasDeletionTaint(n));
     if (live !== undefined) return done(`node ${live.name} is Ready without the taint after the cut; left alone`);
+    // The Node is the evidence that the machine registered, which ended its power-on record: a restart must not
+    // find that record standing once the Node is gone.
+    if (fresh.length > 0) await pool.deps.records.stored(machine.name, options);
     for (const node of fresh) {
       await pool.deps.teardown.deleteNode(node.name, node.uid, options);
       if (!job.deletedNodes.has(node.name)) {

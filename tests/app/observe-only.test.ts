@@ -111,6 +111,7 @@ describe("observe-only ports (serve --dry-run)", () => {
       endPowerOn: (m) => { writes.push(m); },
       quarantine: (m) => (m === "worker-1" ? { until: 9, failures: 1 } : undefined),
       setQuarantine: (m) => { writes.push(m); },
+      stored: (m) => { writes.push(m); return Promise.resolve(); },
     };
     const records = observeOnlyRecords(stored);
     assert.deepEqual(records.powerOn("worker-1"), { at: 5, why: "scale-up" });
@@ -122,6 +123,7 @@ describe("observe-only ports (serve --dry-run)", () => {
     records.setQuarantine("worker-2", { until: 11, failures: 2 });
     assert.equal(records.quarantine("worker-1"), undefined);
     assert.deepEqual(records.quarantine("worker-2"), { until: 11, failures: 2 });
+    await records.stored("worker-1");
     assert.deepEqual(writes, []);
   });
 });

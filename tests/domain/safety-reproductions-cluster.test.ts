@@ -1,5 +1,5 @@
-// Ways the cluster side of a power-off could break the promise (issue 36, sequence 6), replayed on the fakes:
-// the Node the power-off deletes.
+// Ways the cluster side of a power-off could break the promise (issue 36, sequences 6 and 7), replayed on the
+// fakes: the Node the power-off deletes, and the record of a power-on that a crash must not bring back.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { World, PREFIX } from "../fakes/world.ts";
@@ -58,5 +58,42 @@ describe("safety reproductions: the cluster side", () => {
     assert.ok(w.cluster.nodeNamed("worker-1") !== undefined, "the Ready, untainted Node is still there");
     assert.deepEqual(w.cluster.callsOf("deleteNode"), []);
     assert.equal(w.reporter.of("node-deleted").length, 0);
+  });
+
+  it("7: the Node whose registration ended a power-on record is deleted only once that end is stored, so a crash brings no licence back", async () => {
+    const w = new World();
+    await w.pool.refresh();
+    await w.pool.increaseSize("workers", 1);
+    assert.ok(w.records.powerOn("worker-1") !== undefined, "plugpool's power-on is recorded");
+    // The apiserver refuses the records' writes from here on: the end of the record, at the registration, stays out.
+    w.records.stallWrites();
+    w.registerTainted("worker-1");
+    await poweringOff(w);
+    assert.equal(w.records.powerOn("worker-1"), undefined, "ended in memory");
+    await w.drive(200);
+    assert.equal(w.power.isOn(w.machine("worker-1").power), false, "cut");
+    assert.ok(w.cluster.nodeNamed("worker-1") !== undefined, "the Node, evidence of the registration, is kept");
+    assert.equal(w.reporter.of("node-deleted").length, 0);
+
+    // plugpool is killed; the record stands on the cluster, and so does the Node that ends it again.
+    w.records.crash();
+    w.restart();
+    await w.pool.refresh();
+    w.records.resumeWrites();
+    await w.drive(200);
+    assert.equal(w.cluster.nodeNamed("worker-1"), undefined, "deleted once the end was stored");
+    w.records.crash();
+    w.restart();
+    assert.equal(w.records.powerOn("worker-1"), undefined, "no licence after a second kill");
+
+    // Switched on by hand, it runs with no Node: powered outside plugpool, never cut.
+    const cuts = w.power.callsOf("turnOff").length;
+    w.power.set(w.machine("worker-1").power, true);
+    await w.pool.refresh();
+    await w.pool.deleteNodes("workers", [w.fakeRef("worker-1")]).catch(() => undefined);
+    await w.pool.decreaseTargetSize("workers", -1).catch(() => undefined);
+    await w.drive(50);
+    assert.equal(w.power.callsOf("turnOff").length, cuts, "not cut");
+    assert.ok(w.power.isOn(w.machine("worker-1").power));
   });
 });

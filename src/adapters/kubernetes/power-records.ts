@@ -147,6 +147,12 @@ export function createKubernetesPowerRecords(kc: KubeConfig, options: Kubernetes
       writer.later({ [recordKey("quarantine", machine)]: stored(record) });
     },
 
+    stored(machine, call) {
+      // Nothing of a machine that is not configured is ever written.
+      if (!configured(machine)) return Promise.resolve();
+      return writer.land([recordKey("power-on", machine), recordKey("quarantine", machine)], callBound(writeTimeoutMs, call?.signal));
+    },
+
     flushed: () => writer.flushed(),
     stop: () => { writer.stop(); },
   };
