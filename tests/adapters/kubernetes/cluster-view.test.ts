@@ -62,7 +62,7 @@ describe("createKubernetesClusterView()", () => {
   });
 
   it("shows a Node as it is created, changed and deleted", async () => {
-    await core.createNode({
+    const object = await core.createNode({
       body: nodeBody({
         name: "worker-2",
         providerID: "k3s://worker-2",
@@ -76,6 +76,7 @@ describe("createKubernetesClusterView()", () => {
     // The apiserver adds node.kubernetes.io/not-ready to every new Node (TaintNodesByCondition).
     assert.deepEqual({ ...created, taints: created.taints.filter((t) => t.key.startsWith("example.com/")) }, {
       name: "worker-2",
+      uid: object.metadata?.uid,
       providerID: "k3s://worker-2",
       ready: true,
       readyChangedAt: Date.parse("2026-03-01T10:00:00Z"),

@@ -163,11 +163,11 @@ describe("createKubernetesNodeTeardown()", () => {
   });
 
   it("deletes only the Node it was given: one deleted and registered anew under the name stays", async () => {
-    for (const name of ["worker-4", "worker-4.lan"]) {
-      const judged = await core.createNode({ body: nodeBody({ name, providerID: "k3s://worker-4", taints: [drained] }) });
+    for (const name of ["worker-2", "worker-2.lan"]) {
+      const judged = await core.createNode({ body: nodeBody({ name, providerID: "k3s://worker-2", taints: [drained] }) });
       // Someone deletes it and its kubelet registers it anew, Ready and without the taint.
       await core.deleteNode({ name });
-      const anew = await core.createNode({ body: nodeBody({ name, providerID: "k3s://worker-4" }) });
+      const anew = await core.createNode({ body: nodeBody({ name, providerID: "k3s://worker-2" }) });
       assert.notEqual(anew.metadata?.uid, judged.metadata?.uid);
       await teardown.deleteNode(name, judged.metadata?.uid ?? "");
       assert.equal((await core.readNode({ name })).metadata?.uid, anew.metadata?.uid, `${name} registered anew is still there`);
