@@ -82,9 +82,10 @@ export async function apply(kc: KubeConfig, objects: readonly KubernetesObject[]
 
 /**
  * A TCP proxy in front of `target` (host:port) that passes every byte on `delayMs` late, in order, both ways: a
- * client behind it (TLS and all) sees the apiserver as a slow network shows it. Resolves with its port and its stop.
+ * client behind it (TLS and all) sees the apiserver as a slow network shows it. Listens on `port` (default: any
+ * free one); resolves with its port and its stop, which cuts every connection.
  */
-export async function delayingProxy(target: { host: string; port: number }, delayMs: number): Promise<{ port: number; stop: () => Promise<void> }> {
+export async function delayingProxy(target: { host: string; port: number }, delayMs: number, port = 0): Promise<{ port: number; stop: () => Promise<void> }> {
   const sockets = new Set<Socket>();
   const late = (from: Socket, to: Socket): void => {
     from.on("data", (chunk: Buffer) => {
@@ -101,7 +102,7 @@ export async function delayingProxy(target: { host: string; port: number }, dela
     late(client, upstream);
     late(upstream, client);
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
   return {
     port: (server.address() as AddressInfo).port,
     stop: async () => {
