@@ -100,9 +100,9 @@ describe("createKubernetesNodeLookup()", () => {
     let fullReads = 0;
     /** Another Node changes every few milliseconds, as on a cluster with many: the watch keeps hearing. */
     const busy = async (work: () => Promise<void>): Promise<void> => {
-      let running = true;
+      const beating = new AbortController();
       const changes = (async () => {
-        for (let i = 0; running; i++) {
+        for (let i = 0; !beating.signal.aborted; i++) {
           await core.patchNode({ name: "bystander", body: { metadata: { labels: { beat: String(i) } } } }, mergePatch);
           await sleep(10);
         }
@@ -110,7 +110,7 @@ describe("createKubernetesNodeLookup()", () => {
       try {
         await work();
       } finally {
-        running = false;
+        beating.abort();
         await changes;
       }
     };
