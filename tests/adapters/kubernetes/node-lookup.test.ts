@@ -167,6 +167,14 @@ describe("createKubernetesNodeLookup()", () => {
       assert.equal(reads, 1);
     });
 
+    it("tells the cache caught up only with a version it has reached, and stops waiting when told", async () => {
+      const cache = view.nodeCache;
+      assert.equal(await cache.caughtUp("1", AbortSignal.timeout(5_000)), true);
+      assert.equal(await cache.caughtUp("99999999999", AbortSignal.timeout(200)), false);
+      assert.equal(await cache.caughtUp("not-a-version", AbortSignal.timeout(5_000)), false, "at once: nothing to compare");
+      assert.equal(await cache.caughtUp("99999999999", AbortSignal.abort()), false);
+    });
+
     it("is right on a quiet cluster too, whichever way it answers", async () => {
       await core.createNode({ body: nodeBody({ name: "worker-6.lan", providerID: "k3s://worker-6" }) });
       assert.deepEqual(await cachedNames("worker-6", "k3s://worker-6"), ["worker-6.lan"]);
