@@ -215,24 +215,8 @@ export function createReflector<V>(source: ReflectorSource<V>, deps: ReflectorDe
     lastContact: () => lastContact,
     caughtUp(target, signal) {
       const wanted = revision(target);
-      const reached = (): boolean => {
-        const at = revision(resourceVersion);
-        return wanted !== undefined && at !== undefined && at >= wanted;
-      };
-      if (reached() || wanted === undefined || signal.aborted) return Promise.resolve(reached());
-      return new Promise((resolve) => {
-        const finish = (result: boolean): void => {
-          progress.delete(check);
-          signal.removeEventListener("abort", aborted);
-          resolve(result);
-        };
-        const check = (): void => {
-          if (reached()) finish(true);
-        };
-        const aborted = (): void => { finish(false); };
-        progress.add(check);
-        signal.addEventListener("abort", aborted, { once: true });
-      });
+      if (wanted === undefined) return Promise.resolve(false);
+      return whenReached(progress, () => (revision(resourceVersion) ?? -1n) >= wanted, signal);
     },
     start() {
       if (running !== undefined) return;
@@ -246,6 +230,24 @@ export function createReflector<V>(source: ReflectorSource<V>, deps: ReflectorDe
       running = undefined;
     },
   };
+}
+
+/** Resolves true once `reached()` holds, asked at once and at each call of a `progress` listener; false once `signal` aborts. */
+function whenReached(progress: Set<() => void>, reached: () => boolean, signal: AbortSignal): Promise<boolean> {
+  if (reached() || signal.aborted) return Promise.resolve(reached());
+  return new Promise((resolve) => {
+    const finish = (result: boolean): void => {
+      progress.delete(check);
+      signal.removeEventListener("abort", aborted);
+      resolve(result);
+    };
+    const check = (): void => {
+      if (reached()) finish(true);
+    };
+    const aborted = (): void => { finish(false); };
+    progress.add(check);
+    signal.addEventListener("abort", aborted, { once: true });
+  });
 }
 
 /** client-node ends a watch that has been silent for 30 s with a TimeoutError: a normal end, not a failure. */
