@@ -90,6 +90,8 @@ const records: PowerRecords = {
     identities.set(machine, id);
     return Promise.resolve();
   },
+  // Kept in memory only: every change is as stored as it will ever be.
+  stored: () => Promise.resolve(),
 };
 
 /** Sets (or with undefined, removes) the power-off mark on a Node, as the apiserver would. */
@@ -118,8 +120,8 @@ const teardown: NodeTeardown = {
     pods.delete(machine.name);
     return Promise.resolve(true);
   },
-  deleteNode: (name) => {
-    nodes.delete(name);
+  deleteNode: (name, uid) => {
+    if (nodes.get(name)?.uid === uid) nodes.delete(name);
     return Promise.resolve();
   },
 };
@@ -182,7 +184,7 @@ await pool.increaseSize("gpu", 1);
 log(`instances ${state()}; plugs ${JSON.stringify(Object.fromEntries(plugs))}`);
 
 now += 2 * MINUTE;
-nodes.set("box-1", { name: "box-1", providerID: `${PREFIX}box-1`, ready: true, readyChangedAt: now, taints: [], annotations: {}, labels: {} });
+nodes.set("box-1", { name: "box-1", uid: "box-1-1", providerID: `${PREFIX}box-1`, ready: true, readyChangedAt: now, taints: [], annotations: {}, labels: {} });
 pool.clusterChanged();
 log(`site: box-1 booted and registered its Node; instances ${state()}`);
 

@@ -104,7 +104,12 @@ export async function serve(config: AppConfig, deps: ServeDeps): Promise<Served>
   });
   // The records are plugpool's licence to cut machines it powered: nothing is served before they are read.
   await storedRecords.load();
-  const lookup = createKubernetesNodeLookup(kubeConfig);
+  const lookup = createKubernetesNodeLookup(kubeConfig, {
+    cache: view.nodeCache,
+    onFullRead: () => {
+      logger.debug("the Node watch had not caught up with the apiserver in time; the cut guard read every Node");
+    },
+  });
 
   const plugs = instrumentPowerSwitch(
     createPowerSwitch(config.powerControls, config.plugTimeoutMs),

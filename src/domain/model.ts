@@ -196,6 +196,8 @@ export interface PlugReading {
 /** A Node as the cluster shows it (from a watch). */
 export interface NodeView {
   readonly name: string;
+  /** The object's uid: a Node deleted and registered again under the same name has another. */
+  readonly uid: string;
   /** `spec.providerID`, "" when unset. */
   readonly providerID: string;
   /** The Ready condition is True. */

@@ -136,6 +136,12 @@ export interface PowerRecords {
    * `cluster-refused` if it cannot be), so that a restart confirms the device against it rather than learning anew.
    */
   recordDeviceIdentity(machine: string, id: string, options?: CallOptions): Promise<void>;
+  /**
+   * Resolves once every change made so far to the machine's records is stored on the cluster, writing what still
+   * waits at once: a background write is lost if plugpool is killed before it lands, and a restart then reads the
+   * record as it was. Throws `cluster-refused` when they cannot be stored within the call.
+   */
+  stored(machine: string, options?: CallOptions): Promise<void>;
 }
 
 /**
@@ -158,8 +164,11 @@ export interface NodeTeardown {
    * pod is gone, false while it is still terminating.
    */
   deletePowerOffPod(machine: Machine, options?: CallOptions): Promise<boolean>;
-  /** Deletes the Node object. A missing Node is success. */
-  deleteNode(nodeName: string, options?: CallOptions): Promise<void>;
+  /**
+   * Deletes the Node object if it is still the one with `uid` (a precondition the apiserver checks). A missing
+   * Node, or one registered anew meanwhile (another uid, left as it is), is success: the Node judged is gone.
+   */
+  deleteNode(nodeName: string, uid: string, options?: CallOptions): Promise<void>;
 }
 
 /** Where the domain reports what it did and saw; adapters turn these into Events, metrics and logs. */

@@ -9,7 +9,7 @@ import type { MachineState, PoolContext, PowerOffJob } from "./state.ts";
 import type { Verdict } from "./safety.ts";
 import { nodesOf } from "./state.ts";
 import { powerOffRecordOf } from "./model.ts";
-import { hasDeletionTaint } from "./matching.ts";
+import { hasDeletionTaint, instanceId } from "./matching.ts";
 import { isPlugpoolError, PlugpoolError } from "./errors.ts";
 import { deviceCheck } from "./device-identity.ts";
 import { freshVerdict, isTransient, mayCutPower } from "./safety.ts";
@@ -319,20 +319,26 @@ const removePod: StepRun = {
 
 const deleteNode: StepRun = {
   async run({ pool, machine, job, options }) {
-    const nodes = nodesOf(pool, machine);
-    if (nodes.length === 0) return done(job.deletedNodes.size === 0 ? "no node" : "node deleted");
+    // Judged on the Nodes as the apiserver has them now, not on the view: a Node deleted and registered anew
+    // (Ready, untainted) while the view lags is not the drained one. Each is deleted under the uid it was judged
+    // with, so one registered anew after this read is left alone.
+    const fresh = await pool.deps.lookup.nodesClaiming(machine.name, instanceId(pool.config.providerIDPrefix, machine), options);
     // A Node Ready without the taint after the cut is not the drained one going away (someone powered the machine
     // again and it registered anew, or another machine claims the name): it is left alone and the power-off ends.
-    const live = nodes.find((n) => n.ready && !hasDeletionTaint(n));
+    const live = fresh.find((n) => n.ready && !hasDeletionTaint(n));
     if (live !== undefined) return done(`node ${live.name} is Ready without the taint after the cut; left alone`);
-    // Waiting until the view shows the Node gone keeps a lagging view from resuming a finished power-off.
-    for (const node of nodes) {
-      await pool.deps.teardown.deleteNode(node.name, options);
+    // The Node is the evidence that the machine registered, which ended its power-on record: a restart must not
+    // find that record standing once the Node is gone.
+    if (fresh.length > 0) await pool.deps.records.stored(machine.name, options);
+    for (const node of fresh) {
+      await pool.deps.teardown.deleteNode(node.name, node.uid, options);
       if (!job.deletedNodes.has(node.name)) {
         job.deletedNodes.add(node.name);
         pool.deps.reporter.report({ type: "node-deleted", machine: machine.name, node: node.name });
       }
     }
+    // Waiting until the view shows the Node gone too keeps a lagging view from resuming a finished power-off.
+    if (fresh.length === 0 && nodesOf(pool, machine).length === 0) return done(job.deletedNodes.size === 0 ? "no node" : "node deleted");
     return wait(POD_GONE_POLL_MS, "waiting for the Node to go");
   },
 };

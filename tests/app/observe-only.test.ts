@@ -30,7 +30,7 @@ function view(nodes: NodeView[] = [], pods: PowerOffPodView[] = []): ClusterView
 }
 
 const node = (annotations: Record<string, string> = {}): NodeView =>
-  ({ name: "worker-1", providerID: "k3s://worker-1", ready: true, taints: [], annotations, labels: {} });
+  ({ name: "worker-1", uid: "uid-1", providerID: "k3s://worker-1", ready: true, taints: [], annotations, labels: {} });
 
 describe("observe-only ports (serve --dry-run)", () => {
   it("reads plugs, and tells and refuses a switch-on without sending it", async () => {
@@ -62,7 +62,7 @@ describe("observe-only ports (serve --dry-run)", () => {
     assert.deepEqual(told.map((a) => a.reason), ["DryRunPowerOff"]);
     await quiet.clearPowerOffMark("worker-1");
     assert.equal(await quiet.deletePowerOffPod(machine), true);
-    await quiet.deleteNode("worker-1");
+    await quiet.deleteNode("worker-1", "uid-1");
     assert.equal(told.length, 1, "nothing to do is no action");
 
     const pod: PowerOffPodView = { machine: "worker-1", nodeName: "worker-1", startedAt: 1, phase: "Running", terminating: false };
@@ -70,7 +70,7 @@ describe("observe-only ports (serve --dry-run)", () => {
     await assert.rejects(earlier.clearPowerOffMark("worker-1"), { code: "cluster-refused" });
     await assert.rejects(earlier.createPowerOffPod(machine, "worker-1", 1), { code: "cluster-refused" });
     await assert.rejects(earlier.deletePowerOffPod(machine), { code: "cluster-refused" });
-    await assert.rejects(earlier.deleteNode("worker-1"), { code: "cluster-refused" });
+    await assert.rejects(earlier.deleteNode("worker-1", "uid-1"), { code: "cluster-refused" });
     assert.deepEqual(told.slice(1).map((a) => a.reason), Array.from({ length: 4 }, () => "DryRunPowerOffStep"));
   });
 
@@ -113,6 +113,7 @@ describe("observe-only ports (serve --dry-run)", () => {
       setQuarantine: (m) => { writes.push(m); },
       deviceIdentity: () => undefined,
       recordDeviceIdentity: (m) => { writes.push(m); return Promise.resolve(); },
+      stored: (m) => { writes.push(m); return Promise.resolve(); },
     };
     const records = observeOnlyRecords(stored);
     assert.deepEqual(records.powerOn("worker-1"), { at: 5, why: "scale-up" });
@@ -124,6 +125,7 @@ describe("observe-only ports (serve --dry-run)", () => {
     records.setQuarantine("worker-2", { until: 11, failures: 2 });
     assert.equal(records.quarantine("worker-1"), undefined);
     assert.deepEqual(records.quarantine("worker-2"), { until: 11, failures: 2 });
+    await records.stored("worker-1");
     assert.deepEqual(writes, []);
   });
 });

@@ -47,9 +47,12 @@ export class FakeCluster implements ClusterView, NodeTeardown, NodeLookup {
   readonly #slices = new Map<string, readonly DeviceSlice[]>();
   readonly #failNext = new Map<TeardownOp, (Error | undefined)[]>();
   readonly #held = new Map<string, Promise<void>>();
+  #uids = 0;
 
+  /** Adds the Node, or registers it anew (another uid) when one of that name exists. */
   addNode(spec: NodeSpec): NodeView {
-    const node: NodeView = { providerID: "", ready: true, taints: [], annotations: {}, labels: {}, ...spec };
+    this.#uids += 1;
+    const node: NodeView = { uid: `uid-${this.#uids}`, providerID: "", ready: true, taints: [], annotations: {}, labels: {}, ...spec };
     this.#nodes.set(node.name, node);
     return node;
   }
@@ -182,9 +185,10 @@ export class FakeCluster implements ClusterView, NodeTeardown, NodeLookup {
     return pod === undefined;
   }
 
-  async deleteNode(nodeName: string): Promise<void> {
+  /** As the apiserver with a uid precondition: a Node of that name with another uid stays. */
+  async deleteNode(nodeName: string, uid: string): Promise<void> {
     await this.#call("deleteNode", nodeName);
-    this.#nodes.delete(nodeName);
+    if (this.#nodes.get(nodeName)?.uid === uid) this.#nodes.delete(nodeName);
   }
 
   async #call(op: TeardownOp, target: string): Promise<void> {

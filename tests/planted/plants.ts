@@ -249,4 +249,24 @@ export const PLANTS: readonly Plant[] = [
       { file: "src/domain/instances.ts", find: "  if (poweredByPlugpool(ctx, machine) || st.plan.kind", replace: "  if (st.power.plug === \"on\" || poweredByPlugpool(ctx, machine) || st.plan.kind" },
     ],
   },
+  {
+    name: "delete a Node on the view's judgement after the cut",
+    edits: [
+      {
+        file: "src/domain/power-off-steps.ts",
+        find: "    const live = fresh.find((n) => n.ready && !hasDeletionTaint(n));",
+        replace: "    const live = nodesOf(pool, machine).find((n) => n.ready && !hasDeletionTaint(n));",
+      },
+    ],
+  },
+  {
+    name: "delete the Node of a registration before the end of its power-on record is stored",
+    edits: [
+      {
+        file: "src/domain/power-off-steps.ts",
+        find: "    if (fresh.length > 0) await pool.deps.records.stored(machine.name, options);\n",
+        replace: "",
+      },
+    ],
+  },
 ];

@@ -11,6 +11,7 @@ const root = join(import.meta.dirname, "..", "..");
 const SUITE = [
   "tests/domain/pool.property.test.ts",
   "tests/domain/safety-reproductions.test.ts",
+  "tests/domain/safety-reproductions-cluster.test.ts",
   "tests/domain/safety.test.ts",
   "tests/domain/device-identity.test.ts",
 ];

@@ -1,5 +1,5 @@
-// Home Assistant as a power backend: a node's `homeAssistant` section names a switch (or input_boolean)
-// entity of a Home Assistant instance, switched through its REST API with a long-lived access token
+// Home Assistant as a power backend: a node's `homeAssistant` section names a switch entity of a Home Assistant
+// instance, switched through its REST API with a long-lived access token
 // (https://developers.home-assistant.io/docs/api/rest/).
 import { envValue, sectionUrl } from "../backend-section.ts";
 import { normaliseDeviceUrl } from "../device-url.ts";
@@ -29,7 +29,7 @@ const SCHEMA = {
       type: "string",
     },
     entity: {
-      description: "Required. The entity id that switches the machine's power: a switch.* or input_boolean.* entity (e.g. switch.gpu_box).",
+      description: "Required. The entity id that switches the machine's power: a switch.* entity that reports its relay (e.g. switch.gpu_box), not an input_boolean.* helper.",
       type: "string",
       minLength: 1,
     },
@@ -57,8 +57,11 @@ export const homeAssistantBackend: PowerBackend<HomeAssistantEntity> = {
     const url = sectionUrl(normaliseDeviceUrl(ha.url, "e.g. http://homeassistant.local:8123", `put the token in tokenFile or ${TOKEN_VARIABLE} instead`), context);
     let ok = true;
     const domain = entityDomain(ha.entity, ["switch", "input_boolean"] as const);
-    if (domain === undefined) {
-      context.report(at("entity"), "must be the entity id of a switch.* or input_boolean.* entity (e.g. switch.gpu_box)");
+    if (domain !== "switch") {
+      // A helper's state is whatever was last set, by plugpool or anyone: its "off" would be trusted over a Ready
+      // Node as "the machine has no power".
+      const helper = domain === "input_boolean" ? "; an input_boolean.* helper holds what was last set, not whether the machine has power" : "";
+      context.report(at("entity"), `must be the entity id of a switch.* entity (e.g. switch.gpu_box)${helper}`);
       ok = false;
     }
     if (ha.powerSensor !== undefined && entityDomain(ha.powerSensor, ["sensor", "input_number"] as const) === undefined) {
@@ -66,7 +69,7 @@ export const homeAssistantBackend: PowerBackend<HomeAssistantEntity> = {
       ok = false;
     }
     const token = tokenOf(ha, context);
-    if (!ok || token === undefined || url === undefined || domain === undefined) return undefined;
+    if (!ok || token === undefined || url === undefined) return undefined;
     return {
       key: `home-assistant ${url.device} ${ha.entity}`,
       device: url.device,
@@ -76,7 +79,6 @@ export const homeAssistantBackend: PowerBackend<HomeAssistantEntity> = {
         url: url.url,
         instance: url.device,
         entity: ha.entity,
-        domain,
         token,
         ...(ha.powerSensor !== undefined && { powerSensor: ha.powerSensor }),
       },

@@ -1,18 +1,14 @@
-// A Home Assistant entity as its power backend knows it: which instance, which entity switches the machine,
+// A Home Assistant entity as its power backend knows it: which instance, which switch entity powers the machine,
 // which (if any) measures its draw, and the token that reaches them.
 import type { Secret } from "../secret.ts";
-
-/** The domains whose entities can switch a machine: each has turn_on and turn_off services. */
-export type SwitchDomain = "switch" | "input_boolean";
 
 export interface HomeAssistantEntity {
   /** Base URL of the Home Assistant instance, normalised (the URL origin). */
   readonly url: string;
   /** The instance, however its URL is spelled (host and non-default port). */
   readonly instance: string;
-  /** The entity that switches the machine, e.g. "switch.gpu_box". */
+  /** The switch entity that powers the machine, e.g. "switch.gpu_box". */
   readonly entity: string;
-  readonly domain: SwitchDomain;
   /** A sensor (or input_number) entity reporting the machine's draw in W, when there is one. */
   readonly powerSensor?: string;
   /** A long-lived access token of a Home Assistant user; sent as a bearer token, never shown. */

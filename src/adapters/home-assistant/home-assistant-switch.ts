@@ -1,5 +1,5 @@
 // The PowerSwitch rules over Home Assistant's REST API (https://developers.home-assistant.io/docs/api/rest/):
-// read an entity's state, call its domain's turn_on/turn_off service, read it back until it shows the result.
+// read a switch entity's state, call switch.turn_on/turn_off, read it back until it shows the result.
 import type { PlugReading } from "../../domain/model.ts";
 import type { CallOptions, CutGuard } from "../../domain/ports.ts";
 import { parseObject, sizeOf } from "../http-device/answer.ts";
@@ -78,7 +78,14 @@ export function createHomeAssistantSwitch(opts: HomeAssistantSwitchOptions): Bac
 
   /** on or off; an entity Home Assistant cannot tell the state of is a failed read, never off. */
   async function readSwitch(address: HomeAssistantEntity, call: Call): Promise<boolean> {
-    const { state } = await readState(address, address.entity, call);
+    const { state, attributes } = await readState(address, address.entity, call);
+    // An assumed state is what Home Assistant last asked of the device, not what the device reports (an optimistic
+    // template switch, a radio switch that never answers; `assumed_state` in
+    // https://developers.home-assistant.io/docs/core/entity/#generic-properties): its "off" says nothing of the
+    // machine's power, and plugpool would trust it over a Ready Node.
+    if ((attributes as { assumed_state?: unknown } | undefined)?.assumed_state === true) {
+      throw new PlugFailure("plug-bad-answer", "the entity's state is only assumed in Home Assistant (assumed_state): it cannot tell whether the machine has power; use a switch that reports its relay");
+    }
     if (state === "on") return true;
     if (state === "off") return false;
     const told = state === "unavailable" || state === "unknown" ? state : "neither on nor off";
@@ -111,18 +118,17 @@ export function createHomeAssistantSwitch(opts: HomeAssistantSwitchOptions): Bac
   }
 
   /**
-   * Reads the entity, and when it is not yet as asked calls its domain's service: `switch.turn_off` for a
-   * switch, `input_boolean.turn_off` for a helper (a domain's service leaves other domains' entities alone).
-   * `mayCut`, when given, is asked right before the call is sent, with the entity's slot held. The device check
-   * of the switch options is never asked: an entity id is the entity's address and its identity at once, and
-   * Home Assistant itself keeps it bound to the device it names (a replaced plug gets a new entity, or the old
-   * id only once someone gives it to the new one).
+   * Reads the entity, and when it is not yet as asked calls `switch.turn_on` or `switch.turn_off`. `mayCut`, when
+   * given, is asked right before the call is sent, with the entity's slot held. The device check of the switch
+   * options is never asked: an entity id is the entity's address and its identity at once, and Home Assistant
+   * itself keeps it bound to the device it names (a replaced plug gets a new entity, or the old id only once
+   * someone gives it to the new one).
    */
   async function command(address: HomeAssistantEntity, on: boolean, call: Call, mayCut?: CutGuard): Promise<PlugReading> {
     commands.add(call);
     if ((await readSwitch(address, call)) === on) return { on };
     await readyToSend(call, "address is identity", mayCut);
-    const path = `/api/services/${address.domain}/${on ? "turn_on" : "turn_off"}`;
+    const path = `/api/services/switch/${on ? "turn_on" : "turn_off"}`;
     let answer: HubAnswer;
     try {
       answer = await send(address, call, "POST", path, { entity_id: address.entity });
@@ -182,7 +188,7 @@ export function createHomeAssistantSwitch(opts: HomeAssistantSwitchOptions): Bac
         const release = await version(address, call);
         return {
           state: on ? "on" : "off",
-          detail: `Home Assistant ${release ?? "(version not told)"}, ${address.domain}.turn_on/turn_off`,
+          detail: `Home Assistant ${release ?? "(version not told)"}, switch.turn_on/turn_off`,
           ...(watts === undefined ? {} : { watts }),
           ...(sensorError === undefined ? {} : { sensorError }),
         };

@@ -9,6 +9,7 @@ import { callOptions, DEFAULT_WRITE_TIMEOUT_MS } from "./api-errors.ts";
 import { createReflector, defaultRetry, type Reflector, type RequestStats, type RetrySettings } from "./reflector.ts";
 import { POWER_OFF_POD_SELECTOR, toPowerOffPodView } from "./power-off-pod.ts";
 import { createTemplateSlices } from "./template-slices.ts";
+import type { NodeCache } from "./node-lookup.ts";
 import { toNodeView } from "./wire.ts";
 
 /**
@@ -58,6 +59,8 @@ export interface KubernetesClusterView extends ClusterView {
   onChange(listener: () => void): () => void;
   /** The Node's uid, for Events that refer to it. */
   nodeUid(name: string): string | undefined;
+  /** The Nodes as the watch has them, for the node lookup to answer from once it has caught up. */
+  readonly nodeCache: NodeCache;
   /** Resolves once the template slices seen so far are stored in their ConfigMap. */
   templateSlicesStored(): Promise<void>;
   /**
@@ -130,12 +133,12 @@ export function createKubernetesClusterView(kc: KubeConfig, options: KubernetesC
   }
 
   return {
-    nodeNamed: (name) => nodes.items.get(name)?.view,
+    nodeNamed: (name) => nodes.items.get(name),
     nodesWithProviderID(providerID) {
       if (providerID === "") return [];
       if (byProviderID === undefined) {
         byProviderID = new Map();
-        for (const { view } of nodes.items.values()) {
+        for (const view of nodes.items.values()) {
           const claiming = byProviderID.get(view.providerID);
           if (claiming === undefined) byProviderID.set(view.providerID, [view]);
           else claiming.push(view);
@@ -180,6 +183,7 @@ export function createKubernetesClusterView(kc: KubeConfig, options: KubernetesC
       return () => { listeners.delete(own); };
     },
     nodeUid: (name) => nodes.items.get(name)?.uid,
+    nodeCache: { nodes: () => nodes.items.values(), caughtUp: (resourceVersion, signal) => nodes.caughtUp(resourceVersion, signal) },
     templateSlicesStored: () => templates.flushed(),
     stats: () => ({ ...stats }),
     async stop() {

@@ -65,6 +65,11 @@ export interface ConfigMapWriter {
   later(data: ConfigMapUpdate): void;
   /** Writes the keys once, after the request in flight, replacing what waits to be written for them. */
   now(data: ConfigMapUpdate, bound: CallBound): Promise<void>;
+  /**
+   * Writes what waits to be written for these keys once, after the request in flight; resolves at once when
+   * nothing does. A failure leaves them to the background writes.
+   */
+  land(keys: readonly string[], bound: CallBound): Promise<void>;
   /** Resolves once every background write so far has landed (or the writer is stopped). */
   flushed(): Promise<void>;
   /** Ends the background writes; what has not landed yet is not written. */
@@ -101,6 +106,21 @@ export function createConfigMapWriter(core: CoreV1Api, ref: ConfigMapRef, option
     }
   }
 
+  /** Runs `write` after the request in flight. */
+  async function locked(bound: CallBound, write: () => Promise<void>): Promise<void> {
+    const turn = { started: false };
+    try {
+      await lock(async () => {
+        turn.started = true;
+        await write();
+      }, bound.signal);
+    } catch (error) {
+      // The wait for the request in flight ended: the bound says why.
+      if (!turn.started) throw bound.error(`writing ConfigMap ${ref.namespace}/${ref.name}`, error);
+      throw error;
+    }
+  }
+
   // Started again when it ends: a key set just as the last attempt finished would otherwise wait for the next one.
   function kick(): void {
     if (draining !== undefined || pending.size === 0 || stopped()) return;
@@ -115,19 +135,21 @@ export function createConfigMapWriter(core: CoreV1Api, ref: ConfigMapRef, option
       for (const [key, value] of Object.entries(data)) pending.set(key, value);
       kick();
     },
-    async now(data, bound) {
-      const turn = { started: false };
-      try {
-        await lock(async () => {
-          turn.started = true;
-          for (const key of Object.keys(data)) pending.delete(key);
-          await patchConfigMapData(core, ref, data, bound);
-        }, bound.signal);
-      } catch (error) {
-        // The wait for the request in flight ended: the bound says why.
-        if (!turn.started) throw bound.error(`writing ConfigMap ${ref.namespace}/${ref.name}`, error);
-        throw error;
-      }
+    now(data, bound) {
+      return locked(bound, async () => {
+        for (const key of Object.keys(data)) pending.delete(key);
+        await patchConfigMapData(core, ref, data, bound);
+      });
+    },
+    land(keys, bound) {
+      if (!keys.some((key) => pending.has(key))) return Promise.resolve();
+      return locked(bound, async () => {
+        // Taken inside the lock: the request that was in flight may have landed them.
+        const batch = new Map(keys.flatMap((key) => (pending.has(key) ? [[key, pending.get(key) ?? null] as const] : [])));
+        if (batch.size === 0) return;
+        await patchConfigMapData(core, ref, Object.fromEntries(batch), bound);
+        for (const [key, value] of batch) if (pending.get(key) === value) pending.delete(key);
+      });
     },
     async flushed() {
       while (draining !== undefined) await draining;

@@ -43,20 +43,25 @@ export function createKubernetesNodeTeardown(kc: KubeConfig, options: Kubernetes
     }
   }
 
-  /** The uid to delete under, or undefined when the Node is gone; throws when it is not a configured machine's. */
-  async function configuredNodeUid(nodeName: string, limits: CallBound): Promise<string | undefined> {
+  /**
+   * Whether the Node named so, with this uid, is still there; throws when it is not a configured machine's (by
+   * name, or else by the providerID the apiserver has for it).
+   */
+  async function configuredNodeThere(nodeName: string, uid: string, limits: CallBound): Promise<boolean> {
+    if (machineNames.has(nodeName)) return true;
     const prefix = options.providerIDPrefix;
     if (prefix === undefined || prefix === "") return refuseNode(nodeName);
     let node: unknown;
     try {
       node = await core.readNode({ name: nodeName }, callOptions({ signal: limits.signal }));
     } catch (error) {
-      if (statusOf(error) === 404) return undefined;
+      if (statusOf(error) === 404) return false;
       throw limits.error(`reading Node "${nodeName}"`, error);
     }
+    if (metaOf(node)?.uid !== uid) return false;
     const providerID = text(record(record(node)?.spec)?.providerID) ?? "";
     if (!providerID.startsWith(prefix) || !machineNames.has(providerID.slice(prefix.length))) return refuseNode(nodeName);
-    return metaOf(node)?.uid;
+    return true;
   }
 
   return {
@@ -108,15 +113,16 @@ export function createKubernetesNodeTeardown(kc: KubeConfig, options: Kubernetes
       return (await read()) === undefined;
     },
 
-    async deleteNode(nodeName, call) {
+    async deleteNode(nodeName, uid, call) {
+      if (uid === "") throw new PlugpoolError("internal", `deleting Node "${nodeName}": no uid to delete it under`);
       const limits = bound(call);
-      const uid = machineNames.has(nodeName) ? "" : await configuredNodeUid(nodeName, limits);
-      if (uid === undefined) return;
+      if (!(await configuredNodeThere(nodeName, uid, limits))) return;
       try {
-        const body = uid === "" ? {} : { preconditions: { uid } };
-        await core.deleteNode({ name: nodeName, body }, callOptions({ signal: limits.signal }));
+        // Only the Node that was judged: one deleted and registered anew since has another uid, and the apiserver
+        // then refuses with 409 Conflict (https://kubernetes.io/docs/reference/kubernetes-api/common-definitions/delete-options/).
+        await core.deleteNode({ name: nodeName, body: { preconditions: { uid } } }, callOptions({ signal: limits.signal }));
       } catch (error) {
-        if (statusOf(error) === 404) return;
+        if (statusOf(error) === 404 || statusOf(error) === 409) return;
         throw limits.error(`deleting Node "${nodeName}"`, error);
       }
     },

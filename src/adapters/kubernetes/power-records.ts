@@ -170,6 +170,12 @@ export function createKubernetesPowerRecords(kc: KubeConfig, options: Kubernetes
       identities.set(machine, id);
     },
 
+    stored(machine, call) {
+      // Nothing of a machine that is not configured is ever written.
+      if (!configured(machine)) return Promise.resolve();
+      return writer.land([recordKey("power-on", machine), recordKey("quarantine", machine), recordKey("device", machine)], callBound(writeTimeoutMs, call?.signal));
+    },
+
     flushed: () => writer.flushed(),
     stop: () => { writer.stop(); },
   };

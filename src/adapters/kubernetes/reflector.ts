@@ -56,6 +56,11 @@ export interface Reflector<V> {
    * or a watch the apiserver ended. Undefined before the first.
    */
   lastContact(): number | undefined;
+  /**
+   * Resolves true once the items are as of `resourceVersion` or later (a list or an event, bookmarks too, at or
+   * past it); false when `signal` aborts first, or when either version is not a number.
+   */
+  caughtUp(resourceVersion: string, signal: AbortSignal): Promise<boolean>;
   start(): void;
   stop(): Promise<void>;
 }
@@ -66,10 +71,24 @@ export function objectKey(namespace: string, name: string): string {
   return namespace === "" ? name : `${namespace}/${name}`;
 }
 
+/**
+ * A resourceVersion as a number to compare. The API calls them opaque; the etcd-backed apiserver hands out etcd
+ * revisions, which only grow, and a watch sends its events in their order
+ * (https://kubernetes.io/docs/reference/using-api/api-concepts/#resource-versions). Anything else compares as nothing.
+ */
+function revision(resourceVersion: string): bigint | undefined {
+  return /^\d{1,20}$/.test(resourceVersion) ? BigInt(resourceVersion) : undefined;
+}
+
 export function createReflector<V>(source: ReflectorSource<V>, deps: ReflectorDeps): Reflector<V> {
   let items = new Map<string, V>();
   let synced = false;
   let resourceVersion = "";
+  // Called whenever resourceVersion moves on.
+  const progress = new Set<() => void>();
+  const advanced = (): void => {
+    for (const listener of progress) listener();
+  };
   let running: Promise<void> | undefined;
   let stopping = new AbortController();
   let abortWatch: (() => void) | undefined;
@@ -96,6 +115,7 @@ export function createReflector<V>(source: ReflectorSource<V>, deps: ReflectorDe
     resourceVersion = answer.metadata?.resourceVersion ?? "";
     synced = true;
     deps.onChange();
+    advanced();
   }
 
   function watchOnce(signal: AbortSignal): Promise<WatchEnd> {
@@ -120,6 +140,7 @@ export function createReflector<V>(source: ReflectorSource<V>, deps: ReflectorDe
         resourceVersion = text(record(record(object)?.metadata)?.resourceVersion) ?? resourceVersion;
         received += 1;
         if (type !== "BOOKMARK") deps.onChange();
+        advanced();
       };
       const onDone = (error: unknown): void => {
         signal.removeEventListener("abort", onStop);
@@ -192,6 +213,11 @@ export function createReflector<V>(source: ReflectorSource<V>, deps: ReflectorDe
     },
     synced: () => synced,
     lastContact: () => lastContact,
+    caughtUp(target, signal) {
+      const wanted = revision(target);
+      if (wanted === undefined) return Promise.resolve(false);
+      return whenReached(progress, () => (revision(resourceVersion) ?? -1n) >= wanted, signal);
+    },
     start() {
       if (running !== undefined) return;
       stopping = new AbortController();
@@ -204,6 +230,24 @@ export function createReflector<V>(source: ReflectorSource<V>, deps: ReflectorDe
       running = undefined;
     },
   };
+}
+
+/** Resolves true once `reached()` holds, asked at once and at each call of a `progress` listener; false once `signal` aborts. */
+function whenReached(progress: Set<() => void>, reached: () => boolean, signal: AbortSignal): Promise<boolean> {
+  if (reached() || signal.aborted) return Promise.resolve(reached());
+  return new Promise((resolve) => {
+    const finish = (result: boolean): void => {
+      progress.delete(check);
+      signal.removeEventListener("abort", aborted);
+      resolve(result);
+    };
+    const check = (): void => {
+      if (reached()) finish(true);
+    };
+    const aborted = (): void => { finish(false); };
+    progress.add(check);
+    signal.addEventListener("abort", aborted, { once: true });
+  });
 }
 
 /** client-node ends a watch that has been silent for 30 s with a TimeoutError: a normal end, not a failure. */

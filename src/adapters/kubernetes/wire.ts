@@ -70,8 +70,8 @@ function taint(value: unknown): Taint | undefined {
   return { key, value: text(t?.value) ?? "", effect: effect as TaintEffect };
 }
 
-/** A Node as the domain sees it, with its uid (Events refer to it). */
-export function toNodeView(object: unknown): { readonly view: NodeView; readonly uid: string } | undefined {
+/** A Node as the domain sees it. */
+export function toNodeView(object: unknown): NodeView | undefined {
   const meta = metaOf(object);
   if (meta === undefined) return undefined;
   const node = record(object);
@@ -79,8 +79,9 @@ export function toNodeView(object: unknown): { readonly view: NodeView; readonly
   const conditions = list(record(node?.status)?.conditions).map(record);
   const ready = conditions.find((c) => c?.type === "Ready");
   const readyChangedAt = millis(ready?.lastTransitionTime);
-  const view: NodeView = {
+  return {
     name: meta.name,
+    uid: meta.uid,
     providerID: text(spec?.providerID) ?? "",
     ready: ready?.status === "True",
     ...(readyChangedAt === undefined ? {} : { readyChangedAt }),
@@ -88,7 +89,6 @@ export function toNodeView(object: unknown): { readonly view: NodeView; readonly
     annotations: meta.annotations,
     labels: meta.labels,
   };
-  return { view, uid: meta.uid };
 }
 
 function attribute(value: unknown): DeviceAttribute | undefined {

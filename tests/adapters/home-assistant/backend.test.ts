@@ -56,16 +56,20 @@ describe("homeAssistant section", () => {
     });
     const entity = entityOf(doc);
     assert.equal(entity.url, "http://homeassistant.local:8123");
-    assert.equal(entity.domain, "switch");
     assert.equal(entity.powerSensor, "sensor.gpu_1_power");
     assert.equal(entity.token.reveal(), TOKEN);
     assert.ok(!inspect(loaded, { depth: Infinity }).includes(TOKEN), "the token shows nowhere in the loaded configuration");
   });
 
-  it("takes an input_boolean as the switch and an input_number as the sensor", () => {
-    const entity = entityOf(config([group("g", [haNode("a", { entity: "input_boolean.box", powerSensor: "input_number.box_watts" })])]));
-    assert.equal(entity.domain, "input_boolean");
+  it("takes an input_number as the sensor", () => {
+    const entity = entityOf(config([group("g", [haNode("a", { powerSensor: "input_number.box_watts" })])]));
     assert.equal(entity.powerSensor, "input_number.box_watts");
+  });
+
+  it("refuses an input_boolean as the switch: its state is what was last set, not the machine's power", () => {
+    assert.deepEqual(issuesOf(config([group("g", [haNode("a", { entity: "input_boolean.box" })])]), env), [
+      "nodeGroups[0].nodes[0].homeAssistant.entity: must be the entity id of a switch.* entity (e.g. switch.gpu_box); an input_boolean.* helper holds what was last set, not whether the machine has power",
+    ]);
   });
 
   it("reads the token from tokenFile, before the environment, without its trailing newline", () => {
@@ -101,7 +105,7 @@ describe("homeAssistant section", () => {
       haNode("c", { powerSensor: "switch.c_power" }),
       haNode("d", { entity: "switch.d__x", powerSensor: "sensor._w" }),
     ])]), env);
-    const entity = "must be the entity id of a switch.* or input_boolean.* entity (e.g. switch.gpu_box)";
+    const entity = "must be the entity id of a switch.* entity (e.g. switch.gpu_box)";
     const sensor = "must be the entity id of a sensor.* or input_number.* entity (e.g. sensor.gpu_box_power)";
     assert.deepEqual(issues, [
       `nodeGroups[0].nodes[0].homeAssistant.entity: ${entity}`,

@@ -9,6 +9,7 @@ import { homeAssistantMissing, startHomeAssistant } from "../../support/home-ass
 
 const setup: HomeAssistantSetup = {
   switches: ["read", "service", "idempotent", "helper", "generic", "domain", "away", "behind"],
+  assumed: ["guess"],
   sensors: { watts: 42, watts_away: 7 },
 };
 
@@ -171,6 +172,17 @@ function conformance(name: string, start: () => Promise<HomeAssistantBackstage>,
       const sensor = await request("GET", "/api/states/sensor.watts_away");
       assert.equal((sensor.body as { state: unknown }).state, "unavailable");
       assert.equal((sensor.body as { attributes: { unit_of_measurement: unknown } }).attributes.unit_of_measurement, "W");
+    });
+
+    it("marks an optimistic switch's state as assumed, and keeps it when its helper changes behind its back", async () => {
+      const guess = (await request("GET", "/api/states/switch.guess")).body as { state: unknown; attributes: unknown };
+      assert.equal(guess.state, "off");
+      assert.deepEqual(guess.attributes, { assumed_state: true, friendly_name: "guess" });
+      assert.deepEqual(changes(await request("POST", "/api/services/switch/turn_on", { entity_id: "switch.guess" })),
+        ["input_boolean.guess=on", "switch.guess=on"]);
+      await ha.setSwitch("guess", false);
+      assert.equal(await stateOf("input_boolean.guess"), "off");
+      assert.equal(await stateOf("switch.guess"), "on", "what it was last asked, not what its helper is");
     });
 
     it("shows changes made behind plugpool's back", async () => {

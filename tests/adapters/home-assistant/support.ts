@@ -13,7 +13,6 @@ export function addressOf(ha: Pick<HomeAssistantBackstage, "url" | "token">, ent
     url: ha.url,
     instance: new URL(ha.url).host,
     entity,
-    domain: entity.startsWith("switch.") ? "switch" : "input_boolean",
     token: new Secret(extra.token ?? ha.token),
     ...(extra.powerSensor !== undefined && { powerSensor: extra.powerSensor }),
   };

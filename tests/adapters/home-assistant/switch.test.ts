@@ -15,11 +15,11 @@ describe("Home Assistant switch", () => {
   const ha$ = { get url() { return ha.url; }, get token() { return ha.token; } };
   const hub = createHomeAssistantSwitch({ timeoutMs: TIMEOUT_MS });
   const box = () => addressOf(ha$, "switch.box", { powerSensor: "sensor.box_power" });
-  const helper = () => addressOf(ha$, "input_boolean.helper");
+  const helper = () => addressOf(ha$, "switch.helper");
   const services = (): string[] => ha.serviceCalls();
 
   before(async () => {
-    ha = await startHomeAssistantEmulator({ switches: ["box", "helper", "other"], sensors: { box_power: 87.5, input_power: 3 } });
+    ha = await startHomeAssistantEmulator({ switches: ["box", "helper", "other"], assumed: ["guess"], sensors: { box_power: 87.5, input_power: 3 } });
   });
   after(async () => {
     await ha.stop();
@@ -42,6 +42,16 @@ describe("Home Assistant switch", () => {
       assert.deepEqual(await hub.read(box()), { on: true, watts: 87.5 });
       assert.deepEqual(await hub.read(helper()), { on: false });
       assert.deepEqual(services(), [], "a read calls no service");
+    });
+
+    it("fails every read of a switch whose state is only assumed, and so switches nothing through it", async () => {
+      const guess = addressOf(ha$, "switch.guess");
+      const read = await failure(hub.read(guess), "plug-bad-answer", ha.token);
+      assert.match(read.message, /entity switch\.guess: the entity's state is only assumed in Home Assistant \(assumed_state\): it cannot tell whether the machine has power/);
+      await failure(hub.turnOn(guess, { device: acceptAny }), "plug-bad-answer", ha.token);
+      await failure(hub.turnOff(guess, allow, { device: acceptAny }), "plug-bad-answer", ha.token);
+      await failure(hub.probe(guess), "plug-bad-answer", ha.token);
+      assert.deepEqual(services(), []);
     });
 
     it("reads an input_number as the power sensor", async () => {
@@ -90,12 +100,12 @@ describe("Home Assistant switch", () => {
   });
 
   describe("turnOn and turnOff", () => {
-    it("calls the entity's own domain's service and confirms the state read back", async () => {
+    it("calls the switch service and confirms the state read back", async () => {
       assert.deepEqual(await hub.turnOn(box(), { device: acceptAny }), { on: true });
       assert.equal(ha.stateOf("switch.box"), "on");
       assert.deepEqual(await hub.turnOn(helper(), { device: acceptAny }), { on: true });
       assert.deepEqual(await hub.turnOff(helper(), allow, { device: acceptAny }), { on: false });
-      assert.deepEqual(services(), ["switch.turn_on switch.box", "input_boolean.turn_on input_boolean.helper", "input_boolean.turn_off input_boolean.helper"]);
+      assert.deepEqual(services(), ["switch.turn_on switch.box", "switch.turn_on switch.helper", "switch.turn_off switch.helper"]);
     });
 
     it("never asks the device check: the entity id is the entity's address and its identity", async () => {

@@ -12,7 +12,7 @@ import {
 import { powerOffPodManifest } from "../../../src/adapters/kubernetes/power-off-pod.ts";
 import { POWER_OFF_ANNOTATION, TO_BE_DELETED_TAINT } from "../../../src/domain/model.ts";
 import { startControlPlane, type ControlPlane } from "../../support/control-plane.ts";
-import { createNamespace, eventually, fastRetry, machine, nodeBody } from "./support.ts";
+import { createNamespace, delayingProxy, eventually, fastRetry, machine, nodeBody, throughPort } from "./support.ts";
 
 const namespace = "plugpool";
 const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
@@ -62,7 +62,7 @@ describe("createKubernetesClusterView()", () => {
   });
 
   it("shows a Node as it is created, changed and deleted", async () => {
-    await core.createNode({
+    const object = await core.createNode({
       body: nodeBody({
         name: "worker-2",
         providerID: "k3s://worker-2",
@@ -76,6 +76,7 @@ describe("createKubernetesClusterView()", () => {
     // The apiserver adds node.kubernetes.io/not-ready to every new Node (TaintNodesByCondition).
     assert.deepEqual({ ...created, taints: created.taints.filter((t) => t.key.startsWith("example.com/")) }, {
       name: "worker-2",
+      uid: object.metadata?.uid,
       providerID: "k3s://worker-2",
       ready: true,
       readyChangedAt: Date.parse("2026-03-01T10:00:00Z"),
@@ -186,6 +187,28 @@ describe("createKubernetesClusterView()", () => {
     await core.deleteNode({ name: "listened" });
     await eventually("listened gone", () => view.nodeNamed("listened") === undefined);
     assert.equal(calls, seen);
+  });
+
+  it("drops, at its relist, a Node deleted while it could not reach the apiserver", async () => {
+    const server = new URL(plane.admin().getCurrentCluster()?.server ?? "");
+    const target = { host: server.hostname, port: Number(server.port) };
+    let proxy = await delayingProxy(target, 0);
+    const cut = createKubernetesClusterView(throughPort(plane.admin(), proxy.port), { powerOffNamespace: namespace, machines: [], retry: fastRetry });
+    cut.start();
+    try {
+      await core.createNode({ body: nodeBody({ name: "gone-meanwhile", providerID: "k3s://gone-meanwhile" }) });
+      await eventually("gone-meanwhile in the view", () => cut.nodeNamed("gone-meanwhile"));
+      await proxy.stop();
+      await core.deleteNode({ name: "gone-meanwhile" });
+      await sleep(500);
+      assert.ok(cut.nodeNamed("gone-meanwhile") !== undefined, "unheard of while cut off");
+      proxy = await delayingProxy(target, 0, proxy.port);
+      await eventually("gone-meanwhile dropped", () => cut.nodeNamed("gone-meanwhile") === undefined);
+      assert.deepEqual(cut.nodesWithProviderID("k3s://gone-meanwhile"), []);
+    } finally {
+      await cut.stop();
+      await proxy.stop();
+    }
   });
 
   it("catches up by itself after the apiserver restarts", async () => {

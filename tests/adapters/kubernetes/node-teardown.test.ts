@@ -6,7 +6,7 @@ import { after, before, describe, it } from "node:test";
 import { createKubernetesNodeTeardown } from "../../../src/adapters/kubernetes/node-teardown.ts";
 import { powerOffPodName } from "../../../src/adapters/kubernetes/power-off-pod.ts";
 import { isPlugpoolError, type PlugpoolError } from "../../../src/domain/errors.ts";
-import { POWER_OFF_ANNOTATION } from "../../../src/domain/model.ts";
+import { POWER_OFF_ANNOTATION, TO_BE_DELETED_TAINT, type Taint } from "../../../src/domain/model.ts";
 import type { NodeTeardown } from "../../../src/domain/ports.ts";
 import { startControlPlane, type ControlPlane } from "../../support/control-plane.ts";
 import { apply, createNamespace, exampleManifest, machine, nodeBody } from "./support.ts";
@@ -28,6 +28,8 @@ function coded(code: PlugpoolError["code"], pattern: RegExp) {
     return true;
   };
 }
+
+const drained: Taint = { key: TO_BE_DELETED_TAINT, value: "1", effect: "NoSchedule" };
 
 describe("createKubernetesNodeTeardown()", () => {
   let plane: ControlPlane;
@@ -69,7 +71,7 @@ describe("createKubernetesNodeTeardown()", () => {
   it("treats a missing Node as marked, cleared and deleted", async () => {
     await teardown.markPowerOff("worker-2", { startedAt: 1, pending: false });
     await teardown.clearPowerOffMark("worker-2");
-    await teardown.deleteNode("worker-2");
+    await teardown.deleteNode("worker-2", "a-uid");
   });
 
   it("creates the power-off pod bound to the node, and creating it again is fine", async () => {
@@ -142,12 +144,13 @@ describe("createKubernetesNodeTeardown()", () => {
   });
 
   it("deletes the Node of a configured machine, by name or by providerID, and no other", async () => {
-    await core.createNode({ body: nodeBody({ name: "stranger", providerID: "k3s://stranger" }) });
-    await core.createNode({ body: nodeBody({ name: "worker-3.lan", providerID: "k3s://worker-3" }) });
-    await teardown.deleteNode("worker-1");
-    await teardown.deleteNode("worker-1");
-    await teardown.deleteNode("worker-3.lan");
-    await assert.rejects(teardown.deleteNode("stranger"), coded("unsafe", /"stranger": it is not the Node of a configured machine/));
+    const stranger = await core.createNode({ body: nodeBody({ name: "stranger", providerID: "k3s://stranger" }) });
+    const byProviderID = await core.createNode({ body: nodeBody({ name: "worker-3.lan", providerID: "k3s://worker-3" }) });
+    const uid = (await core.readNode({ name: "worker-1" })).metadata?.uid ?? "";
+    await teardown.deleteNode("worker-1", uid);
+    await teardown.deleteNode("worker-1", uid);
+    await teardown.deleteNode("worker-3.lan", byProviderID.metadata?.uid ?? "");
+    await assert.rejects(teardown.deleteNode("stranger", stranger.metadata?.uid ?? ""), coded("unsafe", /"stranger": it is not the Node of a configured machine/));
     assert.equal(await exists(() => core.readNode({ name: "worker-1" })), false);
     assert.equal(await exists(() => core.readNode({ name: "worker-3.lan" })), false);
     assert.equal(await exists(() => core.readNode({ name: "stranger" })), true);
@@ -155,7 +158,26 @@ describe("createKubernetesNodeTeardown()", () => {
 
   it("refuses a Node not named after a machine when no providerID prefix is configured", async () => {
     const byNameOnly = createKubernetesNodeTeardown(plane.admin(), { namespace, image, machines });
-    await assert.rejects(byNameOnly.deleteNode("stranger"), coded("unsafe", /not the Node of a configured machine/));
+    const uid = (await core.readNode({ name: "stranger" })).metadata?.uid ?? "";
+    await assert.rejects(byNameOnly.deleteNode("stranger", uid), coded("unsafe", /not the Node of a configured machine/));
+  });
+
+  it("deletes only the Node it was given: one deleted and registered anew under the name stays", async () => {
+    for (const name of ["worker-2", "worker-2.lan"]) {
+      const judged = await core.createNode({ body: nodeBody({ name, providerID: "k3s://worker-2", taints: [drained] }) });
+      // Someone deletes it and its kubelet registers it anew, Ready and without the taint.
+      await core.deleteNode({ name });
+      const anew = await core.createNode({ body: nodeBody({ name, providerID: "k3s://worker-2" }) });
+      assert.notEqual(anew.metadata?.uid, judged.metadata?.uid);
+      await teardown.deleteNode(name, judged.metadata?.uid ?? "");
+      assert.equal((await core.readNode({ name })).metadata?.uid, anew.metadata?.uid, `${name} registered anew is still there`);
+      await teardown.deleteNode(name, anew.metadata?.uid ?? "");
+      assert.equal(await exists(() => core.readNode({ name })), false);
+    }
+  });
+
+  it("refuses to delete a Node without a uid to delete it under", async () => {
+    await assert.rejects(teardown.deleteNode("worker-1", ""), coded("internal", /deleting Node "worker-1": no uid/));
   });
 
   it("has the power-off pod admitted in the example namespace", async () => {
@@ -189,6 +211,6 @@ describe("createKubernetesNodeTeardown()", () => {
     // Port 1 on loopback: nothing listens there.
     unreachable.clusters = unreachable.clusters.map((c) => (c.name === cluster.name ? { ...c, server: "https://127.0.0.1:1" } : c));
     const nowhere = createKubernetesNodeTeardown(unreachable, { namespace, image, machines });
-    await assert.rejects(nowhere.deleteNode("worker-1"), coded("cluster-refused", /deleting Node "worker-1" failed, the apiserver did not answer/));
+    await assert.rejects(nowhere.deleteNode("worker-1", "a-uid"), coded("cluster-refused", /deleting Node "worker-1" failed, the apiserver did not answer/));
   });
 });

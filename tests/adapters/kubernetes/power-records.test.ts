@@ -1,7 +1,9 @@
 // plugpool's records of its power-ons and quarantines against a real kube-apiserver: kept in ConfigMap
 // plugpool-records so that a restart finds them, written key by key, and retried until they land.
-import { CoreV1Api, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
+import { CoreV1Api, KubeConfig, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import assert from "node:assert/strict";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
 import {
   createKubernetesPowerRecords,
@@ -175,6 +177,44 @@ describe("createKubernetesPowerRecords()", () => {
     assert.equal(data["power-on.worker-3"], undefined);
   });
 
+  it("loses an end of a power-on that had not landed when it stopped: a restart finds the record standing", async () => {
+    const records = await fresh();
+    await records.recordPowerOn("worker-2", { at: 8, why: "scale-up" });
+    await plane.stopApiServer();
+    try {
+      records.endPowerOn("worker-2");
+      records.stop();
+    } finally {
+      await plane.startApiServer();
+    }
+    assert.deepEqual((await fresh()).powerOn("worker-2"), { at: 8, why: "scale-up" }, "what stored() is for");
+  });
+
+  it("stores an ended power-on at once when asked, so a store stopped right after brings no licence back", async () => {
+    // The background waits a minute after a failure: only stored() can land the end in time.
+    const records = await fresh({ writeTimeoutMs: 2_000, retry: { initialMs: 60_000, maxMs: 60_000 } });
+    await records.recordPowerOn("worker-2", { at: 9, why: "scale-up" });
+    await plane.stopApiServer();
+    try {
+      records.endPowerOn("worker-2");
+      await assert.rejects(records.stored("worker-2"), (error: unknown) => {
+        assert.ok(isPlugpoolError(error));
+        assert.equal(error.code, "cluster-refused");
+        assert.match(error.message, /ConfigMap plugpool\/plugpool-records/);
+        return true;
+      });
+    } finally {
+      await plane.startApiServer();
+    }
+    assert.deepEqual((await fresh()).powerOn("worker-2"), { at: 9, why: "scale-up" }, "not stored yet");
+    await records.stored("worker-2");
+    records.stop();
+    assert.equal((await fresh()).powerOn("worker-2"), undefined);
+    assert.equal((await stored())["power-on.worker-2"], undefined);
+    await records.stored("worker-2");
+    await records.stored("stranger");
+  });
+
   it("stops retrying once stopped", async () => {
     const records = await fresh();
     records.setQuarantine("worker-1", { until: 25, failures: 1 });
@@ -188,5 +228,78 @@ describe("createKubernetesPowerRecords()", () => {
       await plane.startApiServer();
     }
     assert.deepEqual(JSON.parse((await stored())["quarantine.worker-1"] ?? "null"), { until: 25, failures: 1 });
+  });
+});
+
+/**
+ * An apiserver that keeps plugpool-records and answers its reads and merge patches, except that it can apply a
+ * patch and never answer it: a write that landed, whose answer the client never gets.
+ */
+function recordsServer(data: Map<string, string>, held: Set<ServerResponse>, swallow: { next: boolean }): Server {
+  return createServer((req: IncomingMessage, res: ServerResponse) => {
+    let body = "";
+    req.on("data", (chunk: Buffer) => { body += chunk.toString(); });
+    req.on("end", () => {
+      if (req.method === "PATCH") {
+        const patch = (JSON.parse(body) as { data?: Record<string, string | null> }).data ?? {};
+        for (const [key, value] of Object.entries(patch)) {
+          if (value === null) data.delete(key);
+          else data.set(key, value);
+        }
+        if (swallow.next) {
+          swallow.next = false;
+          held.add(res);
+          return;
+        }
+      }
+      res.writeHead(200, { "content-type": "application/json" });
+      const metadata = { name: POWER_RECORDS_CONFIGMAP, namespace: "plugpool", resourceVersion: "1" };
+      res.end(JSON.stringify({ kind: "ConfigMap", apiVersion: "v1", metadata, data: Object.fromEntries(data) }));
+    });
+  });
+}
+
+describe("createKubernetesPowerRecords() when a write lands but its answer is lost", () => {
+  let server: Server;
+  const data = new Map<string, string>();
+  const held = new Set<ServerResponse>();
+  const swallow = { next: false };
+  const kc = new KubeConfig();
+
+  before(async () => {
+    server = recordsServer(data, held, swallow);
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    kc.loadFromOptions({
+      clusters: [{ name: "c", server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true }],
+      users: [{ name: "u", token: "t" }],
+      contexts: [{ name: "x", cluster: "c", user: "u" }],
+      currentContext: "x",
+    });
+  });
+  after(async () => {
+    for (const res of held) res.destroy();
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  it("fails the power-on, shows none, and takes the stored record back before stored() resolves", async () => {
+    const options = { namespace: "plugpool", machines, writeTimeoutMs: 500, retry: { initialMs: 60_000, maxMs: 60_000 } };
+    const records = createKubernetesPowerRecords(kc, options);
+    await records.load();
+    swallow.next = true;
+    await assert.rejects(records.recordPowerOn("worker-1", { at: 3, why: "scale-up" }), (error: unknown) => {
+      assert.ok(isPlugpoolError(error));
+      assert.equal(error.code, "cluster-refused");
+      assert.match(error.message, /timed out after 500 ms/);
+      return true;
+    });
+    assert.equal(records.powerOn("worker-1"), undefined, "memory: not recorded");
+    await records.stored("worker-1");
+    assert.equal(data.get("power-on.worker-1"), undefined, "the store agrees");
+    records.stop();
+    const restarted = createKubernetesPowerRecords(kc, options);
+    await restarted.load();
+    assert.equal(restarted.powerOn("worker-1"), undefined);
+    restarted.stop();
   });
 });

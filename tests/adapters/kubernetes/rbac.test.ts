@@ -93,7 +93,7 @@ describe("deploy/examples/rbac.yaml", () => {
     await teardown.clearPowerOffMark("worker-1");
     await teardown.createPowerOffPod(worker1, "worker-1", 1_700_000_000_000);
     assert.equal(await teardown.deletePowerOffPod(worker1), true);
-    await teardown.deleteNode("worker-1");
+    await teardown.deleteNode("worker-1", (await core.readNode({ name: "worker-1" })).metadata?.uid ?? "");
     await assert.rejects(core.readNode({ name: "worker-1" }), (error: unknown) => error instanceof ApiException && error.code === 404);
   });
 

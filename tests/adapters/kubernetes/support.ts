@@ -2,8 +2,9 @@
 // bounded wait for what a watch shows.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { connect, createServer, type AddressInfo, type Socket } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
-import { ApiException, KubernetesObjectApi, type CoreV1Api, type KubeConfig, type KubernetesObject, type V1Node } from "@kubernetes/client-node";
+import { ApiException, KubeConfig, KubernetesObjectApi, type CoreV1Api, type KubernetesObject, type V1Node } from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
 import type { Machine, Taint } from "../../../src/domain/model.ts";
 import type { RetrySettings } from "../../../src/adapters/kubernetes/reflector.ts";
@@ -77,4 +78,48 @@ export function exampleManifest(file: string): KubernetesObject[] {
 export async function apply(kc: KubeConfig, objects: readonly KubernetesObject[]): Promise<void> {
   const client = KubernetesObjectApi.makeApiClient(kc);
   for (const object of objects) await ignoreConflict(client.create(object));
+}
+
+/**
+ * A TCP proxy in front of `target` (host:port) that passes every byte on `delayMs` late, in order, both ways: a
+ * client behind it (TLS and all) sees the apiserver as a slow network shows it. Listens on `port` (default: any
+ * free one); resolves with its port and its stop, which cuts every connection.
+ */
+export async function delayingProxy(target: { host: string; port: number }, delayMs: number, port = 0): Promise<{ port: number; stop: () => Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const late = (from: Socket, to: Socket): void => {
+    from.on("data", (chunk: Buffer) => {
+      setTimeout(() => {
+        if (!to.destroyed) to.write(chunk);
+      }, delayMs);
+    });
+    from.on("close", () => setTimeout(() => to.destroy(), delayMs));
+    from.on("error", () => undefined);
+  };
+  const server = createServer((client) => {
+    const upstream = connect(target.port, target.host);
+    for (const socket of [client, upstream]) sockets.add(socket);
+    late(client, upstream);
+    late(upstream, client);
+  });
+  await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    stop: async () => {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+/** The kubeconfig `kc` pointed at another port of the same host. */
+export function throughPort(kc: KubeConfig, port: number): KubeConfig {
+  const copy = new KubeConfig();
+  copy.loadFromString(kc.exportConfig());
+  copy.clusters = copy.clusters.map((c) => {
+    const url = new URL(c.server);
+    url.port = String(port);
+    return { ...c, server: url.origin };
+  });
+  return copy;
 }

@@ -86,7 +86,7 @@ describe("bounded cluster calls", () => {
     const teardown = createKubernetesNodeTeardown(kc, { namespace: "plugpool", image: "busybox", machines: [machine("worker-1")] });
     const before = closed;
     const took = await rejectsWithin(
-      teardown.deleteNode("worker-1", { signal: AbortSignal.timeout(timeoutMs) }),
+      teardown.deleteNode("worker-1", "a-uid", { signal: AbortSignal.timeout(timeoutMs) }),
       failure("cancelled", /deleting Node "worker-1" ended before it finished/),
     );
     assert.ok(took < timeoutMs + slackMs, `took ${took} ms`);

@@ -5,6 +5,11 @@
 export interface HomeAssistantSetup {
   /** Each name `n` gives `input_boolean.n` (off) and `switch.n`, which follows it. */
   readonly switches: readonly string[];
+  /**
+   * Each name `n` gives `input_boolean.n` (off) and `switch.n`, an optimistic switch that switches it: its state is
+   * what it was last asked (`assumed_state`), whatever the helper does afterwards.
+   */
+  readonly assumed?: readonly string[];
   /** Each name `s` gives `input_number.s` and `sensor.s` (in W), starting at the value given. */
   readonly sensors?: Readonly<Record<string, number>>;
 }

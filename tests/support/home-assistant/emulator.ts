@@ -103,8 +103,15 @@ export async function startHomeAssistantEmulator(setup: HomeAssistantSetup, opti
     });
   }
   const reachable = (name: string): boolean => states.get(`input_boolean.${name}_reachable`)?.state === "on";
+  // What each optimistic switch was last asked: its state, whatever its helper does.
+  const assumed = new Map((setup.assumed ?? []).map((name) => [name, "off"]));
   // The template entities follow their helpers, as the templates in startHomeAssistant's configuration do.
   function follow(name: string, user: string | null, changed?: EntityState[]): void {
+    const asked = assumed.get(name);
+    if (asked !== undefined) {
+      write(`switch.${name}`, reachable(name) ? asked : UNAVAILABLE, user, changed);
+      return;
+    }
     const helper = states.has(`input_boolean.${name}`) ? `input_boolean.${name}` : `input_number.${name}`;
     const mirror = helper.startsWith("input_boolean.") ? `switch.${name}` : `sensor.${name}`;
     write(mirror, reachable(name) ? (states.get(helper)?.state ?? UNAVAILABLE) : UNAVAILABLE, user, changed);
@@ -120,13 +127,18 @@ export async function startHomeAssistantEmulator(setup: HomeAssistantSetup, opti
     });
     add(`sensor.${name}`, pythonFloat(watts), { state_class: "measurement", unit_of_measurement: "W", device_class: "power", friendly_name: name });
   }
-  for (const name of [...setup.switches, ...Object.keys(setup.sensors ?? {})]) {
+  for (const name of assumed.keys()) {
+    add(`input_boolean.${name}`, "off", { editable: false, friendly_name: name });
+    add(`switch.${name}`, "off", { assumed_state: true, friendly_name: name });
+  }
+  const flagged = [...setup.switches, ...assumed.keys(), ...Object.keys(setup.sensors ?? {})];
+  for (const name of flagged) {
     add(`input_boolean.${name}_reachable`, "on", { editable: false, friendly_name: `${name} reachable` });
   }
   const mirrored = new Map<string, string>([
     ...setup.switches.map((n) => [`input_boolean.${n}`, n] as const),
     ...Object.keys(setup.sensors ?? {}).map((n) => [`input_number.${n}`, n] as const),
-    ...[...setup.switches, ...Object.keys(setup.sensors ?? {})].map((n) => [`input_boolean.${n}_reachable`, n] as const),
+    ...flagged.map((n) => [`input_boolean.${n}_reachable`, n] as const),
   ]);
 
   /** Carries a service call out; the changed states, or undefined for an unknown service. */
@@ -150,8 +162,15 @@ export async function startHomeAssistantEmulator(setup: HomeAssistantSetup, opti
         if (Number.isFinite(value)) write(id, pythonFloat(value), user, changed);
       } else if (entityDomain === "switch" || entityDomain === "input_boolean") {
         const target = service === "turn_on" ? "on" : service === "turn_off" ? "off" : entity.state === "on" ? "off" : "on";
-        // A template switch acts on its helper, whose change the switch then follows.
+        // A template switch acts on its helper, whose change the switch then follows; an optimistic one takes the
+        // state it was asked.
         write(entityDomain === "switch" ? `input_boolean.${id.slice("switch.".length)}` : id, target, user, changed);
+        const optimistic = id.slice("switch.".length);
+        if (entityDomain === "switch" && assumed.has(optimistic)) {
+          assumed.set(optimistic, target);
+          follow(optimistic, user, changed);
+          continue;
+        }
       } else {
         continue;
       }

@@ -111,7 +111,8 @@ export async function startHomeAssistant(setup: HomeAssistantSetup): Promise<Run
 
 function writeConfiguration(config: string, port: number, setup: HomeAssistantSetup): void {
   const sensors = Object.entries(setup.sensors ?? {});
-  const reachable = [...setup.switches, ...sensors.map(([name]) => name)];
+  const assumed = setup.assumed ?? [];
+  const reachable = [...setup.switches, ...assumed, ...sensors.map(([name]) => name)];
   const flag = (name: string): string => `input_boolean.${name}_reachable`;
   const configuration = {
     // Everything set, so that nothing is looked up (location, units, currency) from the internet.
@@ -123,17 +124,18 @@ function writeConfiguration(config: string, port: number, setup: HomeAssistantSe
     api: {},
     logger: { default: "warning" },
     input_boolean: Object.fromEntries([
-      ...setup.switches.map((name): [string, unknown] => [name, { name, initial: false }]),
+      ...[...setup.switches, ...assumed].map((name): [string, unknown] => [name, { name, initial: false }]),
       ...reachable.map((name): [string, unknown] => [`${name}_reachable`, { name: `${name} reachable`, initial: true }]),
     ]),
     input_number: Object.fromEntries(sensors.map(([name, watts]) => [name, {
       name, min: 0, max: 100_000, step: 0.1, mode: "box", unit_of_measurement: "W", initial: watts,
     }])),
     template: [{
-      switch: setup.switches.map((name) => ({
+      switch: [...setup.switches, ...assumed].map((name) => ({
         name,
         unique_id: `switch-${name}`,
-        state: `{{ is_state('input_boolean.${name}', 'on') }}`,
+        // Without a state template a template switch is optimistic: its state is assumed.
+        ...(assumed.includes(name) ? {} : { state: `{{ is_state('input_boolean.${name}', 'on') }}` }),
         availability: `{{ is_state('${flag(name)}', 'on') }}`,
         turn_on: [{ action: "input_boolean.turn_on", target: { entity_id: `input_boolean.${name}` } }],
         turn_off: [{ action: "input_boolean.turn_off", target: { entity_id: `input_boolean.${name}` } }],
