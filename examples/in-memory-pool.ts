@@ -58,6 +58,7 @@ const power: PowerSwitch = {
 const cluster: ClusterView = {
   nodeNamed: (name) => nodes.get(name),
   nodesWithProviderID: (id) => [...nodes.values()].filter((n) => n.providerID === id),
+  nodesCreatedAfter: (at) => [...nodes.values()].filter((n) => n.createdAt === undefined || n.createdAt > at),
   powerOffPod: (machine) => pods.get(machine),
   templateSlices: () => undefined,
   current: () => true,

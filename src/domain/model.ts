@@ -196,6 +196,8 @@ export interface NodeView {
   readonly ready: boolean;
   /** When the Ready condition last changed (epoch ms), when known. */
   readonly readyChangedAt?: number;
+  /** When the Node object was created (`metadata.creationTimestamp`, epoch ms), when known. */
+  readonly createdAt?: number;
   readonly taints: readonly Taint[];
   readonly annotations: Readonly<Record<string, string>>;
   readonly labels: Readonly<Record<string, string>>;

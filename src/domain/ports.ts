@@ -68,6 +68,11 @@ export interface ClusterView {
   nodeNamed(name: string): NodeView | undefined;
   /** Every Node whose `spec.providerID` equals this (more than one is a misconfiguration). */
   nodesWithProviderID(providerID: string): readonly NodeView[];
+  /**
+   * Every Node created after `at` (epoch ms), and every Node whose creation time is not known. What they claim is
+   * the domain's business: it looks among them for a machine of its own registered under another name.
+   */
+  nodesCreatedAfter(at: number): readonly NodeView[];
   /** plugpool's power-off pod for this machine, if one exists (including one being deleted). */
   powerOffPod(machine: string): PowerOffPodView | undefined;
   /** Last recorded non-empty set of DRA ResourceSlices published by this machine, if any. */

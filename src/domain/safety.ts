@@ -4,7 +4,7 @@ import type { CallOptions, ClusterView } from "./ports.ts";
 import type { Machine, NodeView } from "./model.ts";
 import type { SafetyRule } from "./events.ts";
 import type { PoolContext } from "./state.ts";
-import { hasDeletionTaint, hasHoldAnnotation, instanceId, safetyNodes } from "./matching.ts";
+import { claimsNoMachine, hasDeletionTaint, hasHoldAnnotation, instanceId, safetyNodes } from "./matching.ts";
 import { jobOf, nodesOf, poweredByPlugpool, stateOf } from "./state.ts";
 import { messageOf } from "./errors.ts";
 
@@ -54,7 +54,7 @@ export type CutKind = "power-off" | "unregistered";
  * lagging view can only add refusals). A power-off's cut, and its OS shutdown before it (`shutdown`), need every
  * claiming Node to allow it, and the cut no Node Ready again after the shutdown; an unregistered cut
  * needs no Node at all, plugpool's own record of the power-on (a machine powered on by anyone else is never
- * cut) and, with a power sensor, a draw at standby.
+ * cut) and no sign it runs under a Node of another name (`unregisteredVerdict`).
  */
 export async function freshVerdict(ctx: PoolContext, machine: Machine, kind: CutKind | "shutdown", options?: CallOptions): Promise<Verdict> {
   if (!ctx.deps.cluster.current()) {
@@ -84,6 +84,21 @@ export async function freshVerdict(ctx: PoolContext, machine: Machine, kind: Cut
     }
     return cutVerdict(machine, nodes);
   }
+  return unregisteredVerdict(ctx, machine, nodes);
+}
+
+/**
+ * A Node created up to this long before a power-on may still be its machine's: the apiserver's clock is not
+ * plugpool's, and a creation time has whole seconds.
+ */
+const CREATION_SKEW_MS = 60_000;
+
+/**
+ * The cut of a machine that has no Node: plugpool's own power-on record must stand, and nothing may suggest the
+ * machine runs under a Node of another name: with a power sensor, a draw above standby (or none); without one, a
+ * Node that claims no machine and was created after the power-on (a hostname typo, a reinstalled OS).
+ */
+function unregisteredVerdict(ctx: PoolContext, machine: Machine, nodes: readonly NodeView[]): Verdict {
   if (machine.hold) return { allowed: false, rule: "held", detail: `${machine.name} is held in the configuration` };
   const node = nodes[0];
   if (node !== undefined) {
@@ -103,7 +118,23 @@ export async function freshVerdict(ctx: PoolContext, machine: Machine, kind: Cut
       detail: `${machine.name}${draw} with no Node (it may run under another name) and keeps its power`,
     };
   }
+  if (machine.power.measuresWatts) return ALLOWED;
+  const stranger = strangerSince(ctx, ctx.deps.records.powerOn(machine.name)?.at);
+  if (stranger !== undefined) {
+    return {
+      allowed: false,
+      rule: "powered-outside",
+      detail: `${machine.name} may run as node ${stranger.name}, which claims no machine and registered after plugpool switched it on; it keeps its power`,
+    };
+  }
   return ALLOWED;
+}
+
+/** A Node, Ready or not, that claims no configured machine and was created after `at` (or any, when `at` is unknown). */
+function strangerSince(ctx: PoolContext, at: number | undefined): NodeView | undefined {
+  const { cluster } = ctx.deps;
+  const candidates = cluster.nodesCreatedAfter(at === undefined ? Number.NEGATIVE_INFINITY : at - CREATION_SKEW_MS);
+  return candidates.find((n) => claimsNoMachine(n, ctx.machines, ctx.config.providerIDPrefix));
 }
 
 /**

@@ -42,6 +42,8 @@ export class FakeCluster implements ClusterView, NodeTeardown, NodeLookup {
   viewCurrent = true;
   /** Event-loop turns each call takes to land (0: one microtask). */
   latency: () => number = () => 0;
+  /** The apiserver's clock: a Node added without `createdAt` is created now (absent: its creation time is unknown). */
+  now: (() => number) | undefined;
   readonly #nodes = new Map<string, NodeView>();
   readonly #pods = new Map<string, PowerOffPodView>();
   readonly #slices = new Map<string, readonly DeviceSlice[]>();
@@ -49,7 +51,8 @@ export class FakeCluster implements ClusterView, NodeTeardown, NodeLookup {
   readonly #held = new Map<string, Promise<void>>();
 
   addNode(spec: NodeSpec): NodeView {
-    const node: NodeView = { providerID: "", ready: true, taints: [], annotations: {}, labels: {}, ...spec };
+    const createdAt = this.now?.();
+    const node: NodeView = { providerID: "", ready: true, taints: [], annotations: {}, labels: {}, ...(createdAt !== undefined && { createdAt }), ...spec };
     this.#nodes.set(node.name, node);
     return node;
   }
@@ -140,6 +143,10 @@ export class FakeCluster implements ClusterView, NodeTeardown, NodeLookup {
 
   nodesWithProviderID(providerID: string): readonly NodeView[] {
     return providerID === "" ? [] : [...this.#nodes.values()].filter((n) => n.providerID === providerID);
+  }
+
+  nodesCreatedAfter(at: number): readonly NodeView[] {
+    return [...this.#nodes.values()].filter((n) => n.createdAt === undefined || n.createdAt > at);
   }
 
   current(): boolean {

@@ -221,4 +221,18 @@ export const PLANTS: readonly Plant[] = [
       { file: "src/domain/instances.ts", find: "  if (poweredByPlugpool(ctx, machine) || st.plan.kind", replace: "  if (st.power.plug === \"on\" || poweredByPlugpool(ctx, machine) || st.plan.kind" },
     ],
   },
+  {
+    name: "cut a machine without a Node while a Node of no machine that registered after its power-on exists",
+    edits: [{ file: "src/domain/safety.ts", find: "  if (stranger !== undefined) {", replace: "  if (stranger !== undefined && nodes.length > 0) {" }],
+  },
+  {
+    name: "the unregistered guard skipping NotReady Nodes",
+    edits: [
+      {
+        file: "src/domain/safety.ts",
+        find: "  return candidates.find((n) => claimsNoMachine(",
+        replace: "  return candidates.find((n) => n.ready && claimsNoMachine(",
+      },
+    ],
+  },
 ];

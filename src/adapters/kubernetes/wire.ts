@@ -84,6 +84,7 @@ export function toNodeView(object: unknown): { readonly view: NodeView; readonly
     providerID: text(spec?.providerID) ?? "",
     ready: ready?.status === "True",
     ...(readyChangedAt === undefined ? {} : { readyChangedAt }),
+    ...(meta.creationTimestamp === undefined ? {} : { createdAt: meta.creationTimestamp }),
     taints: list(spec?.taints).map(taint).filter((t) => t !== undefined),
     annotations: meta.annotations,
     labels: meta.labels,
