@@ -3,9 +3,9 @@
 import type { CallOptions } from "./ports.ts";
 import type { Machine, PlugReading } from "./model.ts";
 import type { MachineState, PoolContext } from "./state.ts";
-import { DEFAULT_SCALE_UP } from "./model.ts";
+import { DEFAULT_SCALE_UP, PLUG_OFF_WHILE_BOOTING } from "./model.ts";
 import type { Verdict } from "./safety.ts";
-import { poweredByPlugpool, stateOf } from "./state.ts";
+import { nodesOf, poweredByPlugpool, stateOf } from "./state.ts";
 import { isPlugpoolError, messageOf, PlugpoolError } from "./errors.ts";
 import { freshVerdict } from "./safety.ts";
 import { recordBootFailure } from "./quarantine.ts";
@@ -192,10 +192,26 @@ export async function readPlug(ctx: PoolContext, machine: Machine, options?: Cal
   power.readError = undefined;
   observe(st.meter, ctx.deps.clock.now(), reading);
   if (!reading.on) st.boot.startedAt = undefined;
+  if (!reading.on) plugReadOffWhileBooting(ctx, machine, st);
   // Seen on for the first time: it counts as powered from now (decrease cuts the latest first).
   if (reading.on) st.poweredOnAt ??= ctx.deps.clock.now();
   else if (!poweredByPlugpool(ctx, machine)) st.poweredOnAt = undefined;
   return reading;
+}
+
+/**
+ * A machine plugpool switched on reads off before it registered (a plug reboot, a hand flip): its boot failed, and
+ * plugpool's power-on is over, so its record ends here and licenses no cut any more (whoever switches it on next is
+ * not plugpool). cluster-autoscaler still sees the creating instance, now with an error, until it deletes it.
+ */
+function plugReadOffWhileBooting(ctx: PoolContext, machine: Machine, st: MachineState): void {
+  if (!poweredByPlugpool(ctx, machine) || st.plan.kind === "powering-off" || nodesOf(ctx, machine).length > 0) return;
+  ctx.deps.records.endPowerOn(machine.name);
+  if (st.boot.failure !== undefined) return;
+  const message = `plug of ${machine.name} reads off again before the machine registered`;
+  st.boot.failure = { code: PLUG_OFF_WHILE_BOOTING, message };
+  ctx.deps.reporter.report({ type: "unexpected-power", machine: machine.name, detail: message });
+  recordBootFailure(ctx, machine, message);
 }
 
 /**

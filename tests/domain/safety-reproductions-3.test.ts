@@ -54,4 +54,77 @@ describe("safety reproductions, round 3b", () => {
       assert.equal(w.power.isOn(w.machine("worker-2").power), false, "standby draw: worker-2 is not running");
     });
   });
+
+  describe("3b-2: a power-on record outlives its plug reading off", () => {
+    /** worker-1 switched on for a scale-up, then its plug reads off before it registered (a plug reboot). */
+    async function plugReadOff(): Promise<World> {
+      const w = new World();
+      await w.pool.refresh();
+      await w.pool.increaseSize("workers", 1);
+      w.power.set(w.machine("worker-1").power, false);
+      await w.pool.refresh();
+      return w;
+    }
+
+    it("ends the record at the reading: cluster-autoscaler sees the failed boot, and a later hand switch-on is not cut by DeleteNodes", async () => {
+      const w = await plugReadOff();
+      assert.equal(w.records.powerOn("worker-1"), undefined, "plugpool's power-on licenses nothing any more");
+      assert.deepEqual(w.pool.instances("workers").map((i) => [i.state, i.error?.code]), [["creating", "plug-off-while-booting"]]);
+      assert.equal(w.pool.targetSize("workers"), 1);
+      // CA has not deleted it yet; someone switches the machine on by hand meanwhile.
+      w.power.set(w.machine("worker-1").power, true);
+      await w.pool.deleteNodes("workers", [w.fakeRef("worker-1")]);
+      assert.ok(w.power.isOn(w.machine("worker-1").power));
+      assert.deepEqual(w.power.callsOf("turnOff"), []);
+    });
+
+    it("a later hand switch-on is not cut by DecreaseTargetSize either", async () => {
+      const w = await plugReadOff();
+      w.power.set(w.machine("worker-1").power, true);
+      await w.pool.decreaseTargetSize("workers", -1);
+      assert.ok(w.power.isOn(w.machine("worker-1").power));
+      assert.deepEqual(w.power.callsOf("turnOff"), []);
+      assert.deepEqual(w.pool.instances("workers"), [], "the failed instance left");
+    });
+
+    it("a reading of off that answers while the plug-on is on its way ends nothing", async () => {
+      const w = new World();
+      await w.pool.refresh();
+      // The read reaches the plug before the plug-on does: what it says is already old when it answers.
+      w.power.latency = () => 2;
+      const refresh = w.pool.refresh();
+      await w.pool.increaseSize("workers", 1);
+      await refresh;
+      assert.notEqual(w.records.powerOn("worker-1"), undefined);
+      assert.deepEqual(w.pool.instances("workers"), [{ id: "k3s://worker-1", state: "creating" }]);
+    });
+
+    it("a Node seen only NotReady ends the record too: once that Node is deleted, the machine keeps its power", async () => {
+      const w = new World();
+      await w.pool.refresh();
+      await w.pool.increaseSize("workers", 1);
+      w.register("worker-1", { ready: false });
+      w.pool.clusterChanged();
+      w.cluster.removeNode("worker-1");
+      w.pool.clusterChanged();
+      await rejectsWith(w.pool.deleteNodes("workers", [w.fakeRef("worker-1")]), "instance-not-found").catch(() => undefined);
+      await w.pool.decreaseTargetSize("workers", -1).catch(() => undefined);
+      assert.ok(w.power.isOn(w.machine("worker-1").power));
+      assert.deepEqual(w.power.callsOf("turnOff"), []);
+    });
+
+    it("a machine whose failed boot cluster-autoscaler still sees is not taken again by a scale-up: one machine, one instance", async () => {
+      const w = new World({ quarantine: { initialMs: 0, maxMs: 0 } });
+      await w.pool.refresh();
+      await w.pool.increaseSize("workers", 1);
+      w.power.set(w.machine("worker-1").power, false);
+      await w.pool.refresh();
+      await w.pool.increaseSize("workers", 1);
+      assert.equal(w.pool.targetSize("workers"), 2);
+      assert.deepEqual(w.pool.instances("workers").map((i) => [i.id, i.error?.code]), [
+        ["k3s://worker-1", "plug-off-while-booting"],
+        ["k3s://worker-2", undefined],
+      ]);
+    });
+  });
 });

@@ -235,4 +235,23 @@ export const PLANTS: readonly Plant[] = [
       },
     ],
   },
+  {
+    name: "a record that ends only on a Ready Node",
+    edits: [
+      {
+        file: "src/domain/state.ts",
+        find: "    if (poweredByPlugpool(ctx, machine) && nodesOf(ctx, machine).length > 0) ctx.deps.records.endPowerOn(machine.name);",
+        replace: "    if (poweredByPlugpool(ctx, machine) && nodesOf(ctx, machine).some((n) => n.ready)) ctx.deps.records.endPowerOn(machine.name);",
+      },
+      {
+        file: "src/domain/refresh.ts",
+        find: "  if (nodes.length > 0) {\n    if (poweredByPlugpool(ctx, machine)) ctx.deps.records.endPowerOn(machine.name);",
+        replace: "  if (nodes.length > 0) {\n    if (poweredByPlugpool(ctx, machine) && nodes.some((n) => n.ready)) ctx.deps.records.endPowerOn(machine.name);",
+      },
+    ],
+  },
+  {
+    name: "a power-on record that outlives its plug reading off",
+    edits: [{ file: "src/domain/switching.ts", find: "  if (!reading.on) plugReadOffWhileBooting(ctx, machine, st);\n", replace: "" }],
+  },
 ];
