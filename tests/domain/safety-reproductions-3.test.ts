@@ -127,4 +127,29 @@ describe("safety reproductions, round 3b", () => {
       ]);
     });
   });
+
+  describe("3b-4: the target size while a plug-on writes its record", () => {
+    it("still counts a queued machine whose plug-on is being recorded, and one of IncreaseSize's", async () => {
+      const w = new World({ scaleUp: { maxPowerOnsPerInterval: 1, powerOnIntervalMs: 10_000 } });
+      await w.pool.refresh();
+      w.clock.advance(10_000);
+      const seen: string[] = [];
+      // cluster-autoscaler reads TargetSize and the instances without the group's lock, at any moment.
+      w.records.onWrite = (op, machine) => {
+        if (op !== "recordPowerOn") return;
+        const instances = w.pool.instances("workers").map((i) => `${i.id}:${i.state}`).join(",");
+        seen.push(`${machine}: ${w.pool.targetSize("workers")} ${instances}`);
+      };
+      await w.pool.increaseSize("workers", 2);
+      assert.deepEqual(w.reporter.of("power-on-queued").map((e) => e.machine), ["worker-2"], "two for +2: one on, one queued");
+      assert.equal(w.pool.targetSize("workers"), 2);
+      w.clock.advance(10_000);
+      await w.pool.reconcile();
+      assert.ok(w.power.isOn(w.machine("worker-2").power));
+      assert.deepEqual(seen, [
+        "worker-1: 1 k3s://worker-1:creating",
+        "worker-2: 2 k3s://worker-1:creating,k3s://worker-2:creating",
+      ]);
+    });
+  });
 });

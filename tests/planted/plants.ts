@@ -254,4 +254,19 @@ export const PLANTS: readonly Plant[] = [
     name: "a power-on record that outlives its plug reading off",
     edits: [{ file: "src/domain/switching.ts", find: "  if (!reading.on) plugReadOffWhileBooting(ctx, machine, st);\n", replace: "" }],
   },
+  {
+    name: "count no instance for a plug-on whose record is being written",
+    edits: [{ file: "src/domain/instances.ts", find: " || isSwitchingOn(ctx, machine)) {", replace: ") {" }],
+  },
+  {
+    name: "a scale-up round that forgets queued machines",
+    edits: [
+      {
+        file: "src/domain/scale-up.ts",
+        find: "    while (switchedOn.size + queued.size < delta && signal?.aborted !== true) {",
+        replace: "    while (switchedOn.size < delta && signal?.aborted !== true) {",
+      },
+      { file: "src/domain/scale-up.ts", find: ").slice(0, delta - switchedOn.size - queued.size);", replace: ").slice(0, delta - switchedOn.size);" },
+    ],
+  },
 ];
