@@ -18,9 +18,15 @@ export interface CallOptions {
   readonly signal?: AbortSignal;
 }
 
-/** Epoch milliseconds. The domain never reads the time any other way and never sleeps. */
+/** The time. The domain never reads it any other way and never sleeps. */
 export interface Clock {
+  /** Epoch milliseconds: the wall clock, which may step either way (NTP, a hand set). */
   now(): number;
+  /**
+   * Milliseconds from an arbitrary origin that never steps and never goes back (as `performance.now()`): for
+   * spacing acts apart, which a wall clock stepping back would stall and stepping forward would let through.
+   */
+  monotonic(): number;
 }
 
 /**

@@ -229,9 +229,9 @@ function invalidTransition(machine: Machine, st: MachineState, what: string): Pl
 
 /** Memory of the pool as a whole. */
 export interface PoolMemory {
-  /** When this pool was built (epoch ms): the inrush limit counts a restart as a full window. */
+  /** When this pool was built (monotonic ms): the inrush limit counts a restart as a full window. */
   readonly createdAt: number;
-  /** When each recent plug-on was sent (epoch ms), oldest first: the inrush limit's window. */
+  /** When each recent plug-on was sent (monotonic ms), oldest first: the inrush limit's window. */
   readonly powerOnsSent: number[];
   /** The next queue position handed out. */
   nextQueued: number;
@@ -254,7 +254,7 @@ export function createContext(deps: PoolDeps, config: PoolConfig): PoolContext {
   const machines = config.groups.flatMap((g) => g.machines).toSorted((a, b) => a.index - b.index);
   const states = new Map<string, MachineState>(machines.map((m) => [m.name, newMachineState(deps, m)]));
   const locks = new Map(config.groups.map((g) => [g.id, createLock()]));
-  const memory = { createdAt: deps.clock.now(), powerOnsSent: [], nextQueued: 0 };
+  const memory = { createdAt: deps.clock.monotonic(), powerOnsSent: [], nextQueued: 0 };
   return { deps, config, machines, states, locks, memory };
 }
 

@@ -21,19 +21,20 @@ export function takePowerOnSlot(ctx: PoolContext): boolean {
   const { maxPowerOnsPerInterval: max } = ctx.config.scaleUp ?? DEFAULT_SCALE_UP;
   if (max === 0) return true;
   if (powerOnSlotWait(ctx) > 0) return false;
-  ctx.memory.powerOnsSent.push(ctx.deps.clock.now());
+  ctx.memory.powerOnsSent.push(ctx.deps.clock.monotonic());
   return true;
 }
 
 /**
  * Milliseconds until `takePowerOnSlot` can succeed again (0 when it can now). The plug-ons of an earlier
  * run of plugpool are not known, so a new pool waits one interval before its first: a restart (even a crash
- * loop) can never exceed the limit.
+ * loop) can never exceed the limit. Counted on the monotonic clock: a wall clock stepping back would stall
+ * plug-ons for as long as the step, and stepping forward would let more through.
  */
 export function powerOnSlotWait(ctx: PoolContext): number {
   const { maxPowerOnsPerInterval: max, powerOnIntervalMs } = ctx.config.scaleUp ?? DEFAULT_SCALE_UP;
   if (max === 0) return 0;
-  const now = ctx.deps.clock.now();
+  const now = ctx.deps.clock.monotonic();
   const sent = recentPowerOns(ctx, now);
   const oldest = sent[0];
   const slot = sent.length < max || oldest === undefined ? now : oldest + powerOnIntervalMs;

@@ -152,4 +152,38 @@ describe("safety reproductions, round 3b", () => {
       ]);
     });
   });
+
+  describe("3b-5: the inrush limit through clock steps", () => {
+    const scaleUp = { maxPowerOnsPerInterval: 1, powerOnIntervalMs: 10_000 };
+
+    /** worker-1 switched on, worker-2 and worker-3 queued behind it (one plug-on per 10 s). */
+    async function queuedBehindOne(): Promise<World> {
+      const w = new World({ scaleUp });
+      await w.pool.refresh();
+      w.clock.advance(10_000);
+      await w.pool.increaseSize("workers", 3);
+      return w;
+    }
+
+    it("a wall clock stepping back an hour stalls no plug-on beyond the interval", async () => {
+      const w = await queuedBehindOne();
+      w.clock.step(-3_600_000);
+      const wait = await w.pool.reconcile();
+      assert.ok(wait !== undefined && wait <= 10_000, `asks to run again within the interval, not ${String(wait)} ms`);
+      w.clock.advance(10_000);
+      await w.pool.reconcile();
+      assert.ok(w.power.isOn(w.machine("worker-2").power));
+    });
+
+    it("a wall clock stepping forward an hour lets no more than the limit through", async () => {
+      const w = await queuedBehindOne();
+      w.clock.step(3_600_000);
+      await w.pool.reconcile();
+      assert.equal(w.power.isOn(w.machine("worker-2").power), false, "one interval has not passed");
+      w.clock.advance(10_000);
+      await w.pool.reconcile();
+      assert.ok(w.power.isOn(w.machine("worker-2").power));
+      assert.equal(w.power.isOn(w.machine("worker-3").power), false);
+    });
+  });
 });

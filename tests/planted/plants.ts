@@ -269,4 +269,12 @@ export const PLANTS: readonly Plant[] = [
       { file: "src/domain/scale-up.ts", find: ").slice(0, delta - switchedOn.size - queued.size);", replace: ").slice(0, delta - switchedOn.size);" },
     ],
   },
+  {
+    name: "the inrush limit counted on the wall clock",
+    edits: [
+      { file: "src/domain/switching.ts", find: "  ctx.memory.powerOnsSent.push(ctx.deps.clock.monotonic());", replace: "  ctx.memory.powerOnsSent.push(ctx.deps.clock.now());" },
+      { file: "src/domain/switching.ts", find: "  if (max === 0) return 0;\n  const now = ctx.deps.clock.monotonic();", replace: "  if (max === 0) return 0;\n  const now = ctx.deps.clock.now();" },
+      { file: "src/domain/state.ts", find: "createdAt: deps.clock.monotonic(),", replace: "createdAt: deps.clock.now()," },
+    ],
+  },
 ];
