@@ -193,6 +193,8 @@ export interface PlugReading {
 /** A Node as the cluster shows it (from a watch). */
 export interface NodeView {
   readonly name: string;
+  /** `metadata.uid`, when known: a Node deleted and created again under the same name has another. */
+  readonly uid?: string;
   /** `spec.providerID`, "" when unset. */
   readonly providerID: string;
   /** The Ready condition is True. */

@@ -45,8 +45,11 @@ export function mayCutPower(machine: Machine, cluster: ClusterView, providerIDPr
   return cutVerdict(machine, safetyNodes(cluster, providerIDPrefix, machine));
 }
 
-/** What a cut is for: the end of a power-off (the machine's Nodes are drained), or a machine that has no Node. */
-export type CutKind = "power-off" | "unregistered";
+/**
+ * What a cut is for: the end of a power-off (the machine's Nodes are drained), a machine that has no Node, or the
+ * off of a power cycle that brings back a machine halted by a power-off that was called off (revival.ts).
+ */
+export type CutKind = "power-off" | "unregistered" | "cycle";
 
 /**
  * The verdict taken at the last moment before an irreversible act: the cluster view must be current, and the
@@ -67,6 +70,7 @@ export async function freshVerdict(ctx: PoolContext, machine: Machine, kind: Cut
     return { allowed: false, rule: "view-not-current", detail: `the Nodes of ${machine.name} could not be read: ${messageOf(e)}` };
   }
   const nodes = [...fresh, ...nodesOf(ctx, machine).filter((v) => !fresh.some((f) => f.name === v.name))];
+  if (kind === "cycle") return cycleVerdict(ctx, machine, fresh, nodes);
   if (kind !== "unregistered") {
     // A drained Node that vanished is no evidence the OS is down (it may have come back Ready just before): only a
     // power sensor at standby vouches for a cut without it. Gone from the apiserver is gone, whatever a lagging
@@ -85,6 +89,36 @@ export async function freshVerdict(ctx: PoolContext, machine: Machine, kind: Cut
     return cutVerdict(machine, nodes);
   }
   return unregisteredVerdict(ctx, machine, nodes);
+}
+
+/** A Node condition's time has whole seconds: it may read up to this much before the moment it names. */
+const CONDITION_TIME_RESOLUTION_MS = 1000;
+
+/**
+ * The off of a power cycle, the one cut of a machine whose Node has no ToBeDeleted taint: only while nothing holds
+ * the machine, plugpool itself asked for its OS shutdown (this job), and every Node that claims it is the Node that
+ * was shut down (same uid), NotReady since after the request.
+ */
+function cycleVerdict(ctx: PoolContext, machine: Machine, fresh: readonly NodeView[], nodes: readonly NodeView[]): Verdict {
+  const held = cutVerdict(machine, nodes);
+  if (!held.allowed && held.rule === "held") return held;
+  const job = jobOf(stateOf(ctx, machine));
+  const asked = job?.facts.shutdownRequested;
+  if (asked === undefined || job?.shutdownNodeUid === undefined) {
+    return { allowed: false, rule: "registered-without-taint", detail: `plugpool did not ask for the OS shutdown of ${machine.name}` };
+  }
+  if (fresh.length === 0) return { allowed: false, rule: "node-vanished", detail: `the Node of ${machine.name} vanished; no sign it is halted` };
+  const ready = nodes.find((n) => n.ready);
+  if (ready !== undefined) return { allowed: false, rule: "node-ready", detail: `node ${ready.name} is Ready; ${machine.name} runs` };
+  const other = nodes.find((n) => n.uid !== job.shutdownNodeUid || (n.readyChangedAt ?? Number.NEGATIVE_INFINITY) < asked - CONDITION_TIME_RESOLUTION_MS);
+  if (other !== undefined) {
+    return {
+      allowed: false,
+      rule: "registered-without-taint",
+      detail: `node ${other.name} is not the Node whose OS plugpool shut down, NotReady ever since; ${machine.name} keeps its power`,
+    };
+  }
+  return ALLOWED;
 }
 
 /**

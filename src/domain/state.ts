@@ -4,6 +4,7 @@ import type { Clock, ClusterView, NodeLookup, NodeTeardown, PowerRecords, PowerS
 import type { Machine, NodeGroupSpec, NodeView, PlugState, PoolConfig } from "./model.ts";
 import type { PowerOffStep, SafetyRule } from "./events.ts";
 import type { Lock } from "./lock.ts";
+import type { Revival } from "./revival.ts";
 import type { EnergyMeter } from "./energy.ts";
 import { newMeter } from "./energy.ts";
 import { PlugpoolError } from "./errors.ts";
@@ -86,6 +87,10 @@ export interface PowerOffJob {
   podAttempts: number;
   /** What the job has established so far. */
   readonly facts: PowerOffFacts;
+  /** The uid of the Node whose OS this job asked to shut down (`facts.shutdownRequested`), when known. */
+  shutdownNodeUid: string | undefined;
+  /** Once an aborted power-off's traces are gone: watching whether its machine halted, to bring it back. */
+  revival: Revival | undefined;
   /** Nodes this job asked to delete (each reported once). */
   readonly deletedNodes: Set<string>;
   /**

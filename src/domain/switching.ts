@@ -4,7 +4,7 @@ import type { CallOptions } from "./ports.ts";
 import type { Machine, PlugReading } from "./model.ts";
 import type { MachineState, PoolContext } from "./state.ts";
 import { DEFAULT_SCALE_UP, PLUG_OFF_WHILE_BOOTING } from "./model.ts";
-import type { Verdict } from "./safety.ts";
+import type { CutKind, Verdict } from "./safety.ts";
 import { nodesOf, poweredByPlugpool, stateOf } from "./state.ts";
 import { isPlugpoolError, messageOf, PlugpoolError } from "./errors.ts";
 import { freshVerdict } from "./safety.ts";
@@ -94,10 +94,11 @@ export async function switchOn(ctx: PoolContext, machine: Machine, why: string, 
 }
 
 /**
- * Switches the plug of a registered machine back on (its power was lost). Reports `power-restored`, or
- * `power-on-failed` and rethrows. Records nothing: the machine is already an instance through its Node.
+ * Switches the plug of a registered machine back on (its power was lost). Reports `power-restored` (unless `quiet`:
+ * the caller tells why), or `power-on-failed` and rethrows. Records nothing: the machine is already an instance
+ * through its Node.
  */
-export function restorePower(ctx: PoolContext, machine: Machine, node: string, options?: CallOptions): Promise<PlugReading> {
+export function restorePower(ctx: PoolContext, machine: Machine, node: string, options?: CallOptions, quiet = false): Promise<PlugReading> {
   const st = stateOf(ctx, machine);
   const { reporter } = ctx.deps;
   st.power.command = "on";
@@ -105,7 +106,7 @@ export function restorePower(ctx: PoolContext, machine: Machine, node: string, o
     (reading) => {
       applySwitchAnswer(ctx, st, reading);
       st.poweredOnAt ??= ctx.deps.clock.now();
-      reporter.report({ type: "power-restored", machine: machine.name, group: machine.group, node });
+      if (!quiet) reporter.report({ type: "power-restored", machine: machine.name, group: machine.group, node });
       return reading;
     },
     (e: unknown) => {
@@ -119,7 +120,7 @@ export function restorePower(ctx: PoolContext, machine: Machine, node: string, o
 
 /** How a cut is reported. */
 export interface CutReport {
-  readonly reason: "power-off" | "unregistered";
+  readonly reason: CutKind;
   readonly graceEnded?: "elapsed" | "standby";
 }
 

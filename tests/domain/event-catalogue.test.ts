@@ -26,6 +26,8 @@ const ONE_OF_EACH: { readonly [K in PoolEvent["type"]]: Extract<PoolEvent, { typ
   "powered-outside": { type: "powered-outside", machine: "w1", detail: "no Node, no record" },
   "duplicate-nodes": { type: "duplicate-nodes", machine: "w1", nodes: ["w1", "w1-old"] },
   "hard-cut": { type: "hard-cut", machine: "w1", node: "", detail: "still Ready after 5m" },
+  revived: { type: "revived", machine: "w1", node: "w1.lan", how: "power-cycle" },
+  stranded: { type: "stranded", machine: "w1", node: "w1.lan", detail: "it is held" },
   "template-slices-differ": { type: "template-slices-differ", machine: "w1", group: "g", differing: ["w2"], detail: "GPU model" },
 };
 
@@ -51,7 +53,7 @@ describe("describeEvent()", () => {
     const warnings = Object.values(ONE_OF_EACH).filter((e) => describeEvent(e).level === "warning").map((e) => e.type).sort();
     assert.deepEqual(warnings, [
       "duplicate-nodes", "hard-cut", "plug-read-failed", "power-off-aborted", "power-on-failed", "power-restored",
-      "powered-outside", "provider-id-mismatch", "quarantined", "refused", "template-slices-differ", "unexpected-power",
+      "powered-outside", "provider-id-mismatch", "quarantined", "refused", "revived", "stranded", "template-slices-differ", "unexpected-power",
     ]);
   });
 

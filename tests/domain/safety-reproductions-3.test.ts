@@ -2,7 +2,7 @@
 // double-counted a machine or stranded it, replayed on the fakes. Each fails on the code as it was before its fix.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { World } from "../fakes/world.ts";
+import { World, deletingWorker1 } from "../fakes/world.ts";
 import { rejectsWith } from "../fakes/assertions.ts";
 
 describe("safety reproductions, round 3b", () => {
@@ -184,6 +184,115 @@ describe("safety reproductions, round 3b", () => {
       await w.pool.reconcile();
       assert.ok(w.power.isOn(w.machine("worker-2").power));
       assert.equal(w.power.isOn(w.machine("worker-3").power), false);
+    });
+  });
+
+  describe("3b-3: a machine halted by its power-off, which was then called off", () => {
+    /** worker-1's power-off pod created, its OS halted 20 s later (its Node NotReady), its plug still on. */
+    async function halted(options: ConstructorParameters<typeof World>[0] = {}): Promise<World> {
+      const w = await deletingWorker1(options);
+      await w.pool.reconcile();
+      w.clock.advance(20_000);
+      w.cluster.setReady("worker-1", false, w.clock.now());
+      return w;
+    }
+
+    /** The switch commands that reach worker-1's plug, with the time each arrives. */
+    function arrivals(w: World): string[] {
+      const seen: string[] = [];
+      w.power.onArrival = (a) => {
+        if (a.control.key === "plug-worker-1") seen.push(`${a.op}@${w.clock.now()}`);
+      };
+      return seen;
+    }
+
+    it("is power-cycled, off then on at once, once its grace has passed, when CA removed its taint", async () => {
+      const w = await halted();
+      const down = w.clock.now();
+      const seen = arrivals(w);
+      w.cluster.untaint("worker-1");
+      await w.drive(100);
+      const cutAt = down + 120_000;
+      assert.deepEqual(seen.map((a) => a.split("@")[0]), ["turnOff", "turnOn"]);
+      assert.ok(Number(seen[0]?.split("@")[1]) >= cutAt, "not before the grace since NotReady");
+      assert.equal(seen[0]?.split("@")[1], seen[1]?.split("@")[1], "switched on again at once");
+      assert.ok(w.power.isOn(w.machine("worker-1").power));
+      assert.deepEqual(w.reporter.of("revived").map((e) => [e.machine, e.how]), [["worker-1", "power-cycle"]]);
+      assert.equal(w.reporter.of("power-off-aborted").length, 1);
+    });
+
+    it("with a power sensor, is cycled as soon as the draw reads standby", async () => {
+      const w = await halted({ groups: [{ id: "workers", machines: ["worker-1", "worker-2"], sensors: ["worker-1"] }] });
+      w.power.setWatts(w.machine("worker-1").power, 2);
+      const down = w.clock.now();
+      const seen = arrivals(w);
+      w.cluster.untaint("worker-1");
+      await w.drive(100);
+      assert.deepEqual(seen.map((a) => a.split("@")[0]), ["turnOff", "turnOn"]);
+      assert.ok(Number(seen[0]?.split("@")[1]) < down + 120_000, "before the grace ran out");
+    });
+
+    it("a BMC whose OS halted just after the shutdown timeout is switched on (Reset On), never off", async () => {
+      const w = new World({ groups: [{ id: "workers", machines: ["worker-1", "worker-2"], shutsDown: ["worker-1"] }], on: ["worker-1", "worker-2"] });
+      w.registerTainted("worker-1");
+      w.register("worker-2");
+      await w.pool.refresh();
+      await w.pool.deleteNodes("workers", [w.ref("worker-1")]);
+      await w.pool.reconcile();
+      assert.equal(w.power.shutdownsAccepted.length, 1);
+      // The OS takes longer than notReadyTimeout: the power-off gives up, and then the machine halts.
+      w.clock.advance(300_000);
+      await w.pool.reconcile();
+      assert.equal(w.reporter.of("power-off-aborted").length, 1);
+      w.clock.advance(10_000);
+      w.cluster.setReady("worker-1", false, w.clock.now());
+      w.power.set(w.machine("worker-1").power, false);
+      const seen = arrivals(w);
+      await w.drive(100);
+      assert.deepEqual(seen.map((a) => a.split("@")[0]), ["turnOn"]);
+      assert.ok(w.power.isOn(w.machine("worker-1").power));
+      assert.deepEqual(w.reporter.of("revived").map((e) => e.how), ["power-on"]);
+    });
+
+    it("a held machine is not cycled but reported, until the hold goes", async () => {
+      const w = await halted();
+      const seen = arrivals(w);
+      w.cluster.annotate("worker-1", "plugpool.io/hold", "true");
+      await w.drive(60);
+      assert.equal(seen.length, 0, "not cycled while held");
+      assert.equal(w.reporter.of("stranded")[0]?.machine, "worker-1");
+      w.cluster.annotate("worker-1", "plugpool.io/hold", undefined);
+      await w.drive(60);
+      assert.deepEqual(seen.map((a) => a.split("@")[0]), ["turnOff", "turnOn"]);
+    });
+
+    it("is not cut when its Node turns Ready while the cycle's off waits at the plug", async () => {
+      const w = await halted();
+      const seen = arrivals(w);
+      w.cluster.untaint("worker-1");
+      w.power.onCall = (c) => {
+        if (c.op === "turnOff") w.cluster.setReady("worker-1", true, w.clock.now());
+      };
+      await w.drive(100);
+      assert.equal(w.power.callsOf("turnOff").length, 1, "the cycle was asked for");
+      assert.deepEqual(seen, [], "and refused at the plug");
+      assert.ok(w.power.isOn(w.machine("worker-1").power));
+    });
+
+    it("is not cycled when its Node was replaced by another (another uid), nor when it never went NotReady", async () => {
+      const w = await halted();
+      const seen = arrivals(w);
+      w.cluster.untaint("worker-1");
+      w.cluster.removeNode("worker-1");
+      w.register("worker-1", { ready: false });
+      await w.drive(100);
+      assert.deepEqual(seen, []);
+      const up = await deletingWorker1();
+      const upSeen = arrivals(up);
+      await up.pool.reconcile();
+      up.cluster.untaint("worker-1");
+      await up.drive(100);
+      assert.deepEqual(upSeen, [], "a Node that stayed Ready ran on");
     });
   });
 });

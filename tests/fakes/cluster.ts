@@ -49,10 +49,13 @@ export class FakeCluster implements ClusterView, NodeTeardown, NodeLookup {
   readonly #slices = new Map<string, readonly DeviceSlice[]>();
   readonly #failNext = new Map<TeardownOp, (Error | undefined)[]>();
   readonly #held = new Map<string, Promise<void>>();
+  #created = 0;
 
   addNode(spec: NodeSpec): NodeView {
     const createdAt = this.now?.();
-    const node: NodeView = { providerID: "", ready: true, taints: [], annotations: {}, labels: {}, ...(createdAt !== undefined && { createdAt }), ...spec };
+    // Each Node object created gets a uid of its own, as the apiserver gives one.
+    const uid = `uid-${spec.name}-${++this.#created}`;
+    const node: NodeView = { providerID: "", ready: true, taints: [], annotations: {}, labels: {}, uid, ...(createdAt !== undefined && { createdAt }), ...spec };
     this.#nodes.set(node.name, node);
     return node;
   }

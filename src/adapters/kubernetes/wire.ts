@@ -81,6 +81,7 @@ export function toNodeView(object: unknown): { readonly view: NodeView; readonly
   const readyChangedAt = millis(ready?.lastTransitionTime);
   const view: NodeView = {
     name: meta.name,
+    ...(meta.uid === "" ? {} : { uid: meta.uid }),
     providerID: text(spec?.providerID) ?? "",
     ready: ready?.status === "True",
     ...(readyChangedAt === undefined ? {} : { readyChangedAt }),
