@@ -64,6 +64,12 @@ export class FakePowerSwitch implements PowerSwitch {
     return this.#relay(control).on;
   }
 
+  /** The draw the sensor would report now (0 while the relay is off). */
+  wattsOf(control: PowerControl): number {
+    const relay = this.#relay(control);
+    return relay.on ? relay.watts : 0;
+  }
+
   /** The draw the sensor reports while the relay is on. */
   setWatts(control: PowerControl, watts: number): void {
     this.#relay(control).watts = watts;

@@ -20,6 +20,9 @@ import { LaggingView } from "./lagging-view.ts";
 
 export const PREFIX = "k3s://";
 
+/** The domain's types, for test code that imports nothing from src/ itself (the property test's oracle). */
+export type { Machine, NodeRef, NodeView, PowerControl, QuarantineSettings, ScaleUpSettings } from "../../src/domain/index.ts";
+
 export const POWER_OFF: PowerOffSettings = {
   notReadyTimeoutMs: 300_000,
   onShutdownTimeout: "keep-power",
