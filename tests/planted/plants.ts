@@ -277,4 +277,35 @@ export const PLANTS: readonly Plant[] = [
       { file: "src/domain/state.ts", find: "createdAt: deps.clock.monotonic(),", replace: "createdAt: deps.clock.now()," },
     ],
   },
+  {
+    name: "leave a machine halted by a power-off that was called off",
+    edits: [
+      {
+        file: "src/domain/power-off.ts",
+        find: "  const revival = await revive(ctx, machine, job, options);",
+        replace: "  const revival = await Promise.resolve(job.revival === null ? 0 : undefined);",
+      },
+    ],
+  },
+  {
+    name: "power-cycle a machine whose Node is Ready again when the off reaches the plug",
+    edits: [
+      {
+        file: "src/domain/safety.ts",
+        find: "  const ready = nodes.find((n) => n.ready);\n  if (ready !== undefined) return { allowed: false, rule: \"node-ready\"",
+        replace: "  const ready = nodes.find((n) => n.ready && n.name === \"\");\n  if (ready !== undefined) return { allowed: false, rule: \"node-ready\"",
+      },
+    ],
+  },
+  {
+    name: "power-cycle a machine under a Node that is not the one shut down",
+    edits: [
+      { file: "src/domain/revival.ts", find: "  if (job.shutdownNodeUid === undefined || node.uid !== job.shutdownNodeUid) {", replace: "  if (job.shutdownNodeUid === null) {" },
+      { file: "src/domain/safety.ts", find: "  const other = nodes.find((n) => n.uid !== job.shutdownNodeUid || ", replace: "  const other = nodes.find((n) => " },
+    ],
+  },
+  {
+    name: "power-cycle a held machine",
+    edits: [{ file: "src/domain/revival.ts", find: "  if (isHeld(machine, nodesOf(ctx, machine))) {", replace: "  if (isHeld(machine, nodesOf(ctx, machine)) && machine.index < 0) {" }],
+  },
 ];
