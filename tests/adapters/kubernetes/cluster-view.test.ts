@@ -74,8 +74,10 @@ describe("createKubernetesClusterView()", () => {
     });
     const created = await eventually("worker-2 in the view", () => view.nodeNamed("worker-2"));
     // The apiserver adds node.kubernetes.io/not-ready to every new Node (TaintNodesByCondition).
+    assert.match(created.uid ?? "", /^[0-9a-f-]{36}$/, "its uid");
     assert.deepEqual({ ...created, taints: created.taints.filter((t) => t.key.startsWith("example.com/")) }, {
       name: "worker-2",
+      uid: created.uid,
       providerID: "k3s://worker-2",
       ready: true,
       readyChangedAt: Date.parse("2026-03-01T10:00:00Z"),
