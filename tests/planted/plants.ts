@@ -12,8 +12,8 @@ export const PLANTS: readonly Plant[] = [
     edits: [
       {
         file: "src/domain/switching.ts",
-        find: 'import { poweredByPlugpool, stateOf } from "./state.ts";',
-        replace: 'import { jobOf, poweredByPlugpool, stateOf } from "./state.ts";',
+        find: 'import { nodesOf, poweredByPlugpool, stateOf } from "./state.ts";',
+        replace: 'import { jobOf, nodesOf, poweredByPlugpool, stateOf } from "./state.ts";',
       },
       {
         file: "src/domain/switching.ts",
