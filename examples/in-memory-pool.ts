@@ -31,7 +31,9 @@ const MINUTE = 60_000;
 
 /** Time moves only when the example says so. */
 let now = Date.parse("2026-12-01T08:00:00Z");
-const clock = { now: () => now };
+const start = now;
+// Nothing steps the example's wall clock, so time since its start serves as the monotonic reading.
+const clock = { now: () => now, monotonic: () => now - start };
 const log = (line: string): void => {
   console.log(`${new Date(now).toISOString().slice(11, 19)} ${line}`);
 };
@@ -58,6 +60,7 @@ const power: PowerSwitch = {
 const cluster: ClusterView = {
   nodeNamed: (name) => nodes.get(name),
   nodesWithProviderID: (id) => [...nodes.values()].filter((n) => n.providerID === id),
+  nodesCreatedAfter: (at) => [...nodes.values()].filter((n) => n.createdAt === undefined || n.createdAt > at),
   powerOffPod: (machine) => pods.get(machine),
   templateSlices: () => undefined,
   current: () => true,

@@ -16,6 +16,8 @@ export const POWER_ACTIONS = [
   "refused",
   "hard-cut",
   "powered-outside",
+  "revived",
+  "stranded",
 ] as const satisfies readonly PoolEvent["type"][];
 export type PowerAction = (typeof POWER_ACTIONS)[number];
 

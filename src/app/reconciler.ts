@@ -30,7 +30,7 @@ export interface Reconciler {
  * domain says how long to wait, this loop waits. Runs never overlap; a wake during a run causes one more run
  * right after it.
  */
-export function startReconciler(pool: Pool, logger: Logger, clock: Clock = { now: () => Date.now() }): Reconciler {
+export function startReconciler(pool: Pool, logger: Logger, clock: Pick<Clock, "now"> = { now: () => Date.now() }): Reconciler {
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;
   const state = { again: false, stopped: false };

@@ -33,6 +33,8 @@ export function createReporter(options: {
         case "quarantined":
         case "powered-outside":
         case "hard-cut":
+        case "revived":
+        case "stranded":
           action(event.machine, event.type);
           break;
         case "booted":

@@ -48,7 +48,7 @@ export interface ServeDeps {
 
 const DRY_RUN_NOTE = "dry run: observing only, no plug is switched and nothing is written but Events";
 
-const systemClock: Clock = { now: () => Date.now() };
+const systemClock: Clock = { now: () => Date.now(), monotonic: () => performance.now() };
 
 export async function serve(config: AppConfig, deps: ServeDeps): Promise<Served> {
   const { logger, kubeConfig } = deps;

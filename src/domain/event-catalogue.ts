@@ -104,6 +104,16 @@ export function describeEvent(event: PoolEvent): EventText {
         `${event.nodes.length} Nodes claim ${event.machine} (${event.nodes.join(", ")}): none is powered off until all allow it`,
         "DuplicateNodes",
       );
+    case "revived":
+      return warning(
+        event.how === "power-on"
+          ? `switched ${event.machine} on again: it halted after its power-off was called off`
+          : `power-cycled the plug of ${event.machine} (off, then on at once): it halted after its power-off was called off`,
+        "Revived",
+        event.node,
+      );
+    case "stranded":
+      return warning(`${event.machine} halted with its power on and is not brought back: ${event.detail}`, "Stranded", event.node);
     case "hard-cut":
       return warning(`hard cut of ${event.machine}: ${event.detail}`, "HardCut", event.node === "" ? event.machine : event.node);
     case "device-mismatch":

@@ -80,7 +80,8 @@ export type PoolEvent =
   | {
       readonly type: "plug-off";
       readonly machine: string;
-      readonly reason: "power-off" | "unregistered";
+      /** "cycle": the off of a halted machine's power cycle, switched on again at once. */
+      readonly reason: "power-off" | "unregistered" | "cycle";
       /** The draw measured just before the cut, when the plug has a sensor. */
       readonly watts?: number;
       /** Why the grace ended: full wait, or the sensor saw standby. */
@@ -118,6 +119,26 @@ export type PoolEvent =
       readonly type: "duplicate-nodes";
       readonly machine: string;
       readonly nodes: readonly string[];
+    }
+  | {
+      /**
+       * A machine whose OS plugpool asked to shut down, and whose power-off was then called off, had halted: it was
+       * switched on again (a control that shuts down, e.g. a BMC), or its plug power-cycled (off, then on at once).
+       */
+      readonly type: "revived";
+      readonly machine: string;
+      readonly node: string;
+      readonly how: "power-on" | "power-cycle";
+    }
+  | {
+      /**
+       * A machine whose OS plugpool asked to shut down, and whose power-off was then called off, has halted with
+       * its power on and is not brought back (held, or its Node is no longer the one shut down): someone must act.
+       */
+      readonly type: "stranded";
+      readonly machine: string;
+      readonly node: string;
+      readonly detail: string;
     }
   | {
       /** The node stayed Ready through the whole shutdown timeout and the configuration asks for a cut anyway. */

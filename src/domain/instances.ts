@@ -5,13 +5,13 @@ import type { PoolContext } from "./state.ts";
 import { jobOf, nodesOf, poweredByPlugpool, stateOf } from "./state.ts";
 import { instanceId, matchedNode } from "./matching.ts";
 import { isMachineHeld } from "./device-identity.ts";
-import { PLUG_ON_FAILED } from "./model.ts";
 
 /**
  * The instance a machine is, or undefined when it is none (off and unregistered, held, or powered outside
  * plugpool): a power-off not being aborted → deleting; held → none; registered (CA matching) → running;
- * switched on by plugpool (its record), queued for a plug-on, or whose queued plug-on failed → creating, with an
- * error once plugpool knows the boot failed. A plug found on that plugpool did not switch on is none: cluster-autoscaler would remove it
+ * switched on by plugpool (its record, or its plug-on under way), queued for a plug-on, or whose boot failed (its queued plug-on failed, or
+ * its plug read off before it registered, which ended the record) → creating, with an error once plugpool knows
+ * the boot failed. A plug found on that plugpool did not switch on is none: cluster-autoscaler would remove it
  * as a node that never registered, and that would cut a machine someone else is using.
  */
 export function instanceOf(ctx: PoolContext, machine: Machine): Instance | undefined {
@@ -22,10 +22,19 @@ export function instanceOf(ctx: PoolContext, machine: Machine): Instance | undef
   if (isOutOfView(ctx, machine)) return undefined;
   if (matchedNode(ctx.deps.cluster, ctx.config.providerIDPrefix, machine) !== undefined) return { id, state: "running" };
   const failure = st.boot.failure;
-  if (poweredByPlugpool(ctx, machine) || st.plan.kind === "queued" || failure?.code === PLUG_ON_FAILED) {
+  if (poweredByPlugpool(ctx, machine) || st.plan.kind === "queued" || failure !== undefined || isSwitchingOn(ctx, machine)) {
     return failure === undefined ? { id, state: "creating" } : { id, state: "creating", error: failure };
   }
   return undefined;
+}
+
+/**
+ * A scale-up's plug-on is under way (its record being written, or the plug's answer awaited): it is already the
+ * instance it is about to be. Without it the target size would dip meanwhile, and cluster-autoscaler, which reads
+ * it without the group's lock, would ask for the machine again. (A restore switches on a machine that has a Node.)
+ */
+function isSwitchingOn(ctx: PoolContext, machine: Machine): boolean {
+  return stateOf(ctx, machine).power.command === "on" && nodesOf(ctx, machine).length === 0;
 }
 
 /**

@@ -31,6 +31,11 @@ export function safetyNodes(cluster: ClusterView, providerIDPrefix: string, mach
   return byName === undefined || byID.some((n) => n.name === byName.name) ? byID : [...byID, byName];
 }
 
+/** The Node claims none of `machines`: neither their name nor their instance id as providerID. */
+export function claimsNoMachine(node: NodeView, machines: readonly Machine[], providerIDPrefix: string): boolean {
+  return !machines.some((m) => node.name === m.name || node.providerID === instanceId(providerIDPrefix, m));
+}
+
 /** The node carries cluster-autoscaler's ToBeDeleted taint (CA has drained it). */
 export function hasDeletionTaint(node: NodeView): boolean {
   return node.taints.some((t) => t.key === TO_BE_DELETED_TAINT);

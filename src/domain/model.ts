@@ -41,6 +41,9 @@ export function powerOffRecordOf(node: NodeView): PowerOffRecord | undefined {
 /** The error code of a creating instance whose queued plug-on failed: nothing was switched on. */
 export const PLUG_ON_FAILED = "plug-on-failed";
 
+/** The error code of a creating instance whose plug read off before it registered. */
+export const PLUG_OFF_WHILE_BOOTING = "plug-off-while-booting";
+
 /** Node annotation that holds a running machine: never chosen for scale-up, never powered off. */
 export const HOLD_ANNOTATION = "plugpool.io/hold";
 
@@ -204,6 +207,8 @@ export interface NodeView {
   readonly ready: boolean;
   /** When the Ready condition last changed (epoch ms), when known. */
   readonly readyChangedAt?: number;
+  /** When the Node object was created (`metadata.creationTimestamp`, epoch ms), when known. */
+  readonly createdAt?: number;
   readonly taints: readonly Taint[];
   readonly annotations: Readonly<Record<string, string>>;
   readonly labels: Readonly<Record<string, string>>;

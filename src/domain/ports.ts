@@ -18,9 +18,15 @@ export interface CallOptions {
   readonly signal?: AbortSignal;
 }
 
-/** Epoch milliseconds. The domain never reads the time any other way and never sleeps. */
+/** The time. The domain never reads it any other way and never sleeps. */
 export interface Clock {
+  /** Epoch milliseconds: the wall clock, which may step either way (NTP, a hand set). */
   now(): number;
+  /**
+   * Milliseconds from an arbitrary origin that never steps and never goes back (as `performance.now()`): for
+   * spacing acts apart, which a wall clock stepping back would stall and stepping forward would let through.
+   */
+  monotonic(): number;
 }
 
 /**
@@ -93,6 +99,11 @@ export interface ClusterView {
   nodeNamed(name: string): NodeView | undefined;
   /** Every Node whose `spec.providerID` equals this (more than one is a misconfiguration). */
   nodesWithProviderID(providerID: string): readonly NodeView[];
+  /**
+   * Every Node created after `at` (epoch ms), and every Node whose creation time is not known. What they claim is
+   * the domain's business: it looks among them for a machine of its own registered under another name.
+   */
+  nodesCreatedAfter(at: number): readonly NodeView[];
   /** plugpool's power-off pod for this machine, if one exists (including one being deleted). */
   powerOffPod(machine: string): PowerOffPodView | undefined;
   /** Last recorded non-empty set of DRA ResourceSlices published by this machine, if any. */

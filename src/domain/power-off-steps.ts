@@ -2,7 +2,7 @@
 // whose work is already done (in this job, or visibly on the cluster) is a no-op, so the runner can walk the
 // list from the top on every pass and after a restart.
 import type { CallOptions } from "./ports.ts";
-import type { Machine } from "./model.ts";
+import type { Machine, NodeView } from "./model.ts";
 import type { PowerOffStep, SafetyRule } from "./events.ts";
 import { POWER_OFF_STEP_NAMES } from "./events.ts";
 import type { MachineState, PoolContext, PowerOffJob } from "./state.ts";
@@ -106,7 +106,7 @@ const powerOffPod: StepRun = {
     if (existing?.terminating === true) return wait(POD_GONE_POLL_MS, "waiting for an earlier power-off pod to go");
     if (existing !== undefined && job.podAttempts === 0) {
       // An earlier run of plugpool created it: this job resumes that one.
-      job.facts.shutdownRequested = now;
+      shutdownAsked(job, now, nodesOf(pool, machine)[0]);
       job.podAttempts = 1;
       return done("power-off pod exists");
     }
@@ -132,17 +132,23 @@ const powerOffPod: StepRun = {
         if (isPlugpoolError(e) && e.code === "device-mismatch") return abort({ allowed: false, rule: "device-mismatch", detail: e.message });
         throw e;
       }
-      job.facts.shutdownRequested = now;
+      shutdownAsked(job, now, node);
       return done(`OS shutdown of ${node.name} requested through ${machine.power.label}`);
     }
     const verdict = await shutdownVerdict(pool, machine, options);
     if (!verdict.allowed) return abort(verdict);
     await pool.deps.teardown.createPowerOffPod(machine, node.name, job.startedAt, options);
-    job.facts.shutdownRequested = now;
+    shutdownAsked(job, now, node);
     job.podAttempts += 1;
     return done(`power-off pod created on ${node.name}`);
   },
 };
+
+/** The OS of `node` was asked to shut down: a halt seen later on that very Node is this job's doing. */
+function shutdownAsked(job: PowerOffJob, now: number, node: NodeView | undefined): void {
+  job.facts.shutdownRequested = now;
+  job.shutdownNodeUid = node?.uid;
+}
 
 /**
  * The verdict right before the OS is asked to shut down: taken on Nodes read fresh, then once more on the view,

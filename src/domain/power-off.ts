@@ -9,6 +9,7 @@ import { beginPowerOff, endPowerOff, jobOf, nodesOf, poweredByPlugpool, stateOf 
 import { messageOf } from "./errors.ts";
 import { POWER_OFF_STEPS } from "./power-off-steps.ts";
 import { clearBootFailures } from "./quarantine.ts";
+import { revive } from "./revival.ts";
 import { soonest } from "./waits.ts";
 
 const COMPENSATION_POLL_MS = 1000;
@@ -68,6 +69,8 @@ function newJob(node: string, startedAt: number): PowerOffJob {
     lastWaiting: undefined,
     podAttempts: 0,
     facts: {},
+    shutdownNodeUid: undefined,
+    revival: undefined,
     deletedNodes: new Set(),
   };
 }
@@ -124,6 +127,14 @@ export function resumePowerOff(ctx: PoolContext, machine: Machine): void {
     return;
   }
   startPowerOff(ctx, machine, nodes[0]?.name ?? pod?.nodeName ?? "", startedAt, true);
+  const job = jobOf(st);
+  if (pod !== undefined && job !== undefined) {
+    // plugpool asked for this OS shutdown, no later than its pod says the power-off started: should the power-off be
+    // called off before its steps get that far, a halt is still its to bring back.
+    job.facts.shutdownRequested ??= pod.startedAt;
+    job.shutdownNodeUid ??= nodes.find((n) => n.name === pod.nodeName)?.uid;
+    job.podAttempts = Math.max(job.podAttempts, 1);
+  }
 }
 
 /**
@@ -255,9 +266,15 @@ async function compensate(
     ctx.deps.cluster.powerOffPod(machine.name) !== undefined ||
     nodesOf(ctx, machine).some((n) => n.annotations[POWER_OFF_ANNOTATION] !== undefined);
   if (traces) return COMPENSATION_POLL_MS;
-  st.undoneRecord = job.startedAt;
+  if (job.revival === undefined) {
+    st.undoneRecord = job.startedAt;
+    job.revival = { since: ctx.deps.clock.now(), offAt: undefined, toldAt: undefined };
+    if (job.undoing?.quiet !== true) ctx.deps.reporter.report({ type: "power-off-aborted", machine: machine.name, reason: aborting.reason });
+  }
+  // Its OS may have halted all the same: the job lives on until the machine is known to run, or is brought back.
+  const revival = await revive(ctx, machine, job, options);
+  if (revival !== undefined) return revival;
   endPowerOff(st);
-  if (job.undoing?.quiet !== true) ctx.deps.reporter.report({ type: "power-off-aborted", machine: machine.name, reason: aborting.reason });
   // Look again at once: the machine that keeps its power may need it restored.
   return 0;
 }

@@ -2,13 +2,12 @@
 // cluster-autoscaler's whole loop.
 import type { CallOptions } from "./ports.ts";
 import type { Machine } from "./model.ts";
-import { PLUG_ON_FAILED } from "./model.ts";
 import type { PoolContext } from "./state.ts";
 import { dropQueued, nodesOf, poweredByPlugpool, stateOf } from "./state.ts";
 import { messageOf } from "./errors.ts";
 import { foreignProviderID, instanceId } from "./matching.ts";
 import { readPlug } from "./switching.ts";
-import { clearBootFailures, recordBootFailure } from "./quarantine.ts";
+import { clearBootFailures } from "./quarantine.ts";
 import { restoreTarget, restoreWait } from "./power-on.ts";
 import { lifecycleOf } from "./lifecycle.ts";
 import { noteBoot } from "./usage.ts";
@@ -56,11 +55,6 @@ function reconcile(ctx: PoolContext, machine: Machine): void {
     dropQueued(st);
     st.boot.failure = undefined;
     clearBootFailures(ctx, machine);
-  } else if (poweredByPlugpool(ctx, machine) && st.power.plug === "off" && st.power.command === undefined && st.boot.failure === undefined) {
-    const message = `plug of ${machine.name} reads off again before the machine registered`;
-    st.boot.failure = { code: "plug-off-while-booting", message };
-    reporter.report({ type: "unexpected-power", machine: machine.name, detail: message });
-    recordBootFailure(ctx, machine, message);
   }
 
   const anomaly = powerAnomaly(ctx, machine);
@@ -72,8 +66,8 @@ function reconcile(ctx: PoolContext, machine: Machine): void {
   st.notedPower = anomaly;
   if (restoreTarget(ctx, machine) !== undefined && restoreWait(ctx, machine) === 0) ctx.deps.wake?.();
 
-  // A failed plug-on whose plug now reads on was switched on by someone else: no longer plugpool's instance.
-  if (st.boot.failure?.code === PLUG_ON_FAILED && st.power.plug === "on" && !poweredByPlugpool(ctx, machine)) st.boot.failure = undefined;
+  // A failed boot whose plug now reads on was switched on by someone else: no longer plugpool's instance.
+  if (st.boot.failure !== undefined && st.power.plug === "on" && !poweredByPlugpool(ctx, machine)) st.boot.failure = undefined;
 
   const duplicates = nodes.length > 1 ? nodes.map((n) => n.name).join(",") : undefined;
   if (duplicates !== undefined && duplicates !== st.notedDuplicates) {

@@ -4,7 +4,7 @@ import type { CallOptions, ClusterView } from "./ports.ts";
 import type { Machine, NodeView } from "./model.ts";
 import type { SafetyRule } from "./events.ts";
 import type { PoolContext } from "./state.ts";
-import { hasDeletionTaint, hasHoldAnnotation, instanceId, safetyNodes } from "./matching.ts";
+import { claimsNoMachine, hasDeletionTaint, hasHoldAnnotation, instanceId, safetyNodes } from "./matching.ts";
 import { jobOf, nodesOf, poweredByPlugpool, stateOf } from "./state.ts";
 import { messageOf } from "./errors.ts";
 
@@ -45,8 +45,11 @@ export function mayCutPower(machine: Machine, cluster: ClusterView, providerIDPr
   return cutVerdict(machine, safetyNodes(cluster, providerIDPrefix, machine));
 }
 
-/** What a cut is for: the end of a power-off (the machine's Nodes are drained), or a machine that has no Node. */
-export type CutKind = "power-off" | "unregistered";
+/**
+ * What a cut is for: the end of a power-off (the machine's Nodes are drained), a machine that has no Node, or the
+ * off of a power cycle that brings back a machine halted by a power-off that was called off (revival.ts).
+ */
+export type CutKind = "power-off" | "unregistered" | "cycle";
 
 /**
  * The verdict taken at the last moment before an irreversible act: the cluster view must be current, and the
@@ -54,7 +57,7 @@ export type CutKind = "power-off" | "unregistered";
  * lagging view can only add refusals). A power-off's cut, and its OS shutdown before it (`shutdown`), need every
  * claiming Node to allow it, and the cut no Node Ready again after the shutdown; an unregistered cut
  * needs no Node at all, plugpool's own record of the power-on (a machine powered on by anyone else is never
- * cut) and, with a power sensor, a draw at standby.
+ * cut) and no sign it runs under a Node of another name (`unregisteredVerdict`).
  */
 export async function freshVerdict(ctx: PoolContext, machine: Machine, kind: CutKind | "shutdown", options?: CallOptions): Promise<Verdict> {
   if (!ctx.deps.cluster.current()) {
@@ -67,6 +70,7 @@ export async function freshVerdict(ctx: PoolContext, machine: Machine, kind: Cut
     return { allowed: false, rule: "view-not-current", detail: `the Nodes of ${machine.name} could not be read: ${messageOf(e)}` };
   }
   const nodes = [...fresh, ...nodesOf(ctx, machine).filter((v) => !fresh.some((f) => f.name === v.name))];
+  if (kind === "cycle") return cycleVerdict(ctx, machine, fresh, nodes);
   if (kind !== "unregistered") {
     // A drained Node that vanished is no evidence the OS is down (it may have come back Ready just before): only a
     // power sensor at standby vouches for a cut without it. Gone from the apiserver is gone, whatever a lagging
@@ -84,6 +88,51 @@ export async function freshVerdict(ctx: PoolContext, machine: Machine, kind: Cut
     }
     return cutVerdict(machine, nodes);
   }
+  return unregisteredVerdict(ctx, machine, nodes);
+}
+
+/** A Node condition's time has whole seconds: it may read up to this much before the moment it names. */
+const CONDITION_TIME_RESOLUTION_MS = 1000;
+
+/**
+ * The off of a power cycle, the one cut of a machine whose Node has no ToBeDeleted taint: only while nothing holds
+ * the machine, plugpool itself asked for its OS shutdown (this job), and every Node that claims it is the Node that
+ * was shut down (same uid), NotReady since after the request.
+ */
+function cycleVerdict(ctx: PoolContext, machine: Machine, fresh: readonly NodeView[], nodes: readonly NodeView[]): Verdict {
+  const held = cutVerdict(machine, nodes);
+  if (!held.allowed && held.rule === "held") return held;
+  const job = jobOf(stateOf(ctx, machine));
+  const asked = job?.facts.shutdownRequested;
+  if (asked === undefined || job?.shutdownNodeUid === undefined) {
+    return { allowed: false, rule: "registered-without-taint", detail: `plugpool did not ask for the OS shutdown of ${machine.name}` };
+  }
+  if (fresh.length === 0) return { allowed: false, rule: "node-vanished", detail: `the Node of ${machine.name} vanished; no sign it is halted` };
+  const ready = nodes.find((n) => n.ready);
+  if (ready !== undefined) return { allowed: false, rule: "node-ready", detail: `node ${ready.name} is Ready; ${machine.name} runs` };
+  const other = nodes.find((n) => n.uid !== job.shutdownNodeUid || (n.readyChangedAt ?? Number.NEGATIVE_INFINITY) < asked - CONDITION_TIME_RESOLUTION_MS);
+  if (other !== undefined) {
+    return {
+      allowed: false,
+      rule: "registered-without-taint",
+      detail: `node ${other.name} is not the Node whose OS plugpool shut down, NotReady ever since; ${machine.name} keeps its power`,
+    };
+  }
+  return ALLOWED;
+}
+
+/**
+ * A Node created up to this long before a power-on may still be its machine's: the apiserver's clock is not
+ * plugpool's, and a creation time has whole seconds.
+ */
+const CREATION_SKEW_MS = 60_000;
+
+/**
+ * The cut of a machine that has no Node: plugpool's own power-on record must stand, and nothing may suggest the
+ * machine runs under a Node of another name: with a power sensor, a draw above standby (or none); without one, a
+ * Node that claims no machine and was created after the power-on (a hostname typo, a reinstalled OS).
+ */
+function unregisteredVerdict(ctx: PoolContext, machine: Machine, nodes: readonly NodeView[]): Verdict {
   if (machine.hold) return { allowed: false, rule: "held", detail: `${machine.name} is held in the configuration` };
   const node = nodes[0];
   if (node !== undefined) {
@@ -103,7 +152,23 @@ export async function freshVerdict(ctx: PoolContext, machine: Machine, kind: Cut
       detail: `${machine.name}${draw} with no Node (it may run under another name) and keeps its power`,
     };
   }
+  if (machine.power.measuresWatts) return ALLOWED;
+  const stranger = strangerSince(ctx, ctx.deps.records.powerOn(machine.name)?.at);
+  if (stranger !== undefined) {
+    return {
+      allowed: false,
+      rule: "powered-outside",
+      detail: `${machine.name} may run as node ${stranger.name}, which claims no machine and registered after plugpool switched it on; it keeps its power`,
+    };
+  }
   return ALLOWED;
+}
+
+/** A Node, Ready or not, that claims no configured machine and was created after `at` (or any, when `at` is unknown). */
+function strangerSince(ctx: PoolContext, at: number | undefined): NodeView | undefined {
+  const { cluster } = ctx.deps;
+  const candidates = cluster.nodesCreatedAfter(at === undefined ? Number.NEGATIVE_INFINITY : at - CREATION_SKEW_MS);
+  return candidates.find((n) => claimsNoMachine(n, ctx.machines, ctx.config.providerIDPrefix));
 }
 
 /**

@@ -15,11 +15,12 @@ import { isQuarantined } from "./quarantine.ts";
 
 /**
  * May this machine be switched on for a scale-up? Its plug is known off, no power-off (job or pod) holds it,
- * it is not held, not quarantined, not already wanted on or queued, no command is in flight, and no Node may
- * be it.
+ * it is not held, not quarantined, not already wanted on or queued, no command is in flight, no Node may
+ * be it, and it is no instance still (a failed boot cluster-autoscaler has not deleted yet: taking it again would
+ * count one machine for two).
  */
 export function isScaleUpCandidate(ctx: PoolContext, machine: Machine): boolean {
-  if (lifecycleOf(ctx, machine).phase !== "off") return false;
+  if (lifecycleOf(ctx, machine).phase !== "off" || stateOf(ctx, machine).boot.failure !== undefined) return false;
   return !isQuarantined(ctx, machine) && ctx.deps.cluster.powerOffPod(machine.name) === undefined && !isMachineHeld(ctx, machine, []);
 }
 

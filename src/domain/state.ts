@@ -4,6 +4,7 @@ import type { Clock, ClusterView, NodeLookup, NodeTeardown, PowerRecords, PowerS
 import type { Machine, NodeGroupSpec, NodeView, PlugState, PoolConfig } from "./model.ts";
 import type { PowerOffStep, SafetyRule } from "./events.ts";
 import type { Lock } from "./lock.ts";
+import type { Revival } from "./revival.ts";
 import type { EnergyMeter } from "./energy.ts";
 import { newMeter } from "./energy.ts";
 import { PlugpoolError } from "./errors.ts";
@@ -86,6 +87,10 @@ export interface PowerOffJob {
   podAttempts: number;
   /** What the job has established so far. */
   readonly facts: PowerOffFacts;
+  /** The uid of the Node whose OS this job asked to shut down (`facts.shutdownRequested`), when known. */
+  shutdownNodeUid: string | undefined;
+  /** Once an aborted power-off's traces are gone: watching whether its machine halted, to bring it back. */
+  revival: Revival | undefined;
   /** Nodes this job asked to delete (each reported once). */
   readonly deletedNodes: Set<string>;
   /**
@@ -238,9 +243,9 @@ function invalidTransition(machine: Machine, st: MachineState, what: string): Pl
 
 /** Memory of the pool as a whole. */
 export interface PoolMemory {
-  /** When this pool was built (epoch ms): the inrush limit counts a restart as a full window. */
+  /** When this pool was built (monotonic ms): the inrush limit counts a restart as a full window. */
   readonly createdAt: number;
-  /** When each recent plug-on was sent (epoch ms), oldest first: the inrush limit's window. */
+  /** When each recent plug-on was sent (monotonic ms), oldest first: the inrush limit's window. */
   readonly powerOnsSent: number[];
   /** The next queue position handed out. */
   nextQueued: number;
@@ -263,7 +268,7 @@ export function createContext(deps: PoolDeps, config: PoolConfig): PoolContext {
   const machines = config.groups.flatMap((g) => g.machines).toSorted((a, b) => a.index - b.index);
   const states = new Map<string, MachineState>(machines.map((m) => [m.name, newMachineState(deps, m)]));
   const locks = new Map(config.groups.map((g) => [g.id, createLock()]));
-  const memory = { createdAt: deps.clock.now(), powerOnsSent: [], nextQueued: 0 };
+  const memory = { createdAt: deps.clock.monotonic(), powerOnsSent: [], nextQueued: 0 };
   return { deps, config, machines, states, locks, memory };
 }
 

@@ -3,9 +3,9 @@
 import type { CallOptions } from "./ports.ts";
 import type { Machine, PlugReading } from "./model.ts";
 import type { MachineState, PoolContext } from "./state.ts";
-import { DEFAULT_SCALE_UP } from "./model.ts";
-import type { Verdict } from "./safety.ts";
-import { poweredByPlugpool, stateOf } from "./state.ts";
+import { DEFAULT_SCALE_UP, PLUG_OFF_WHILE_BOOTING } from "./model.ts";
+import type { CutKind, Verdict } from "./safety.ts";
+import { nodesOf, poweredByPlugpool, stateOf } from "./state.ts";
 import { isPlugpoolError, messageOf, PlugpoolError } from "./errors.ts";
 import { freshVerdict } from "./safety.ts";
 import { recordBootFailure } from "./quarantine.ts";
@@ -22,19 +22,20 @@ export function takePowerOnSlot(ctx: PoolContext): boolean {
   const { maxPowerOnsPerInterval: max } = ctx.config.scaleUp ?? DEFAULT_SCALE_UP;
   if (max === 0) return true;
   if (powerOnSlotWait(ctx) > 0) return false;
-  ctx.memory.powerOnsSent.push(ctx.deps.clock.now());
+  ctx.memory.powerOnsSent.push(ctx.deps.clock.monotonic());
   return true;
 }
 
 /**
  * Milliseconds until `takePowerOnSlot` can succeed again (0 when it can now). The plug-ons of an earlier
  * run of plugpool are not known, so a new pool waits one interval before its first: a restart (even a crash
- * loop) can never exceed the limit.
+ * loop) can never exceed the limit. Counted on the monotonic clock: a wall clock stepping back would stall
+ * plug-ons for as long as the step, and stepping forward would let more through.
  */
 export function powerOnSlotWait(ctx: PoolContext): number {
   const { maxPowerOnsPerInterval: max, powerOnIntervalMs } = ctx.config.scaleUp ?? DEFAULT_SCALE_UP;
   if (max === 0) return 0;
-  const now = ctx.deps.clock.now();
+  const now = ctx.deps.clock.monotonic();
   const sent = recentPowerOns(ctx, now);
   const oldest = sent[0];
   const slot = sent.length < max || oldest === undefined ? now : oldest + powerOnIntervalMs;
@@ -94,10 +95,11 @@ export async function switchOn(ctx: PoolContext, machine: Machine, why: string, 
 }
 
 /**
- * Switches the plug of a registered machine back on (its power was lost). Reports `power-restored`, or
- * `power-on-failed` and rethrows. Records nothing: the machine is already an instance through its Node.
+ * Switches the plug of a registered machine back on (its power was lost). Reports `power-restored` (unless `quiet`:
+ * the caller tells why), or `power-on-failed` and rethrows. Records nothing: the machine is already an instance
+ * through its Node.
  */
-export function restorePower(ctx: PoolContext, machine: Machine, node: string, options?: CallOptions): Promise<PlugReading> {
+export function restorePower(ctx: PoolContext, machine: Machine, node: string, options?: CallOptions, quiet = false): Promise<PlugReading> {
   const st = stateOf(ctx, machine);
   const { reporter } = ctx.deps;
   st.power.command = "on";
@@ -105,7 +107,7 @@ export function restorePower(ctx: PoolContext, machine: Machine, node: string, o
     (reading) => {
       applySwitchAnswer(ctx, st, reading);
       st.poweredOnAt ??= ctx.deps.clock.now();
-      reporter.report({ type: "power-restored", machine: machine.name, group: machine.group, node });
+      if (!quiet) reporter.report({ type: "power-restored", machine: machine.name, group: machine.group, node });
       return reading;
     },
     (e: unknown) => {
@@ -119,7 +121,7 @@ export function restorePower(ctx: PoolContext, machine: Machine, node: string, o
 
 /** How a cut is reported. */
 export interface CutReport {
-  readonly reason: "power-off" | "unregistered";
+  readonly reason: CutKind;
   readonly graceEnded?: "elapsed" | "standby";
 }
 
@@ -197,10 +199,26 @@ export async function readPlug(ctx: PoolContext, machine: Machine, options?: Cal
   power.readError = undefined;
   observe(st.meter, ctx.deps.clock.now(), reading);
   if (!reading.on) st.boot.startedAt = undefined;
+  if (!reading.on) plugReadOffWhileBooting(ctx, machine, st);
   // Seen on for the first time: it counts as powered from now (decrease cuts the latest first).
   if (reading.on) st.poweredOnAt ??= ctx.deps.clock.now();
   else if (!poweredByPlugpool(ctx, machine)) st.poweredOnAt = undefined;
   return reading;
+}
+
+/**
+ * A machine plugpool switched on reads off before it registered (a plug reboot, a hand flip): its boot failed, and
+ * plugpool's power-on is over, so its record ends here and licenses no cut any more (whoever switches it on next is
+ * not plugpool). cluster-autoscaler still sees the creating instance, now with an error, until it deletes it.
+ */
+function plugReadOffWhileBooting(ctx: PoolContext, machine: Machine, st: MachineState): void {
+  if (!poweredByPlugpool(ctx, machine) || st.plan.kind === "powering-off" || nodesOf(ctx, machine).length > 0) return;
+  ctx.deps.records.endPowerOn(machine.name);
+  if (st.boot.failure !== undefined) return;
+  const message = `plug of ${machine.name} reads off again before the machine registered`;
+  st.boot.failure = { code: PLUG_OFF_WHILE_BOOTING, message };
+  ctx.deps.reporter.report({ type: "unexpected-power", machine: machine.name, detail: message });
+  recordBootFailure(ctx, machine, message);
 }
 
 /**

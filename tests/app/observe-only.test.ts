@@ -23,6 +23,7 @@ function view(nodes: NodeView[] = [], pods: PowerOffPodView[] = []): ClusterView
   return {
     nodeNamed: (name) => nodes.find((n) => n.name === name),
     nodesWithProviderID: () => [],
+    nodesCreatedAfter: () => nodes,
     powerOffPod: (m) => pods.find((p) => p.machine === m),
     templateSlices: () => undefined,
     current: () => true,

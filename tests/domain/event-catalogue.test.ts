@@ -31,6 +31,8 @@ const ONE_OF_EACH: { readonly [K in PoolEvent["type"]]: Extract<PoolEvent, { typ
   "device-learned": { type: "device-learned", machine: "w1", identity: 'name "plug-w1"' },
   "device-not-recorded": { type: "device-not-recorded", machine: "w1", identity: 'name "plug-w1"', error: "apiserver down" },
   "device-restarted": { type: "device-restarted", machine: "w1", uptimeSeconds: 3 },
+  revived: { type: "revived", machine: "w1", node: "w1.lan", how: "power-cycle" },
+  stranded: { type: "stranded", machine: "w1", node: "w1.lan", detail: "it is held" },
   "template-slices-differ": { type: "template-slices-differ", machine: "w1", group: "g", differing: ["w2"], detail: "GPU model" },
 };
 
@@ -60,7 +62,7 @@ describe("describeEvent()", () => {
       "device-not-recorded",
       "device-restarted",
       "duplicate-nodes", "hard-cut", "plug-read-failed", "power-off-aborted", "power-on-failed", "power-restored",
-      "powered-outside", "provider-id-mismatch", "quarantined", "refused", "template-slices-differ", "unexpected-power",
+      "powered-outside", "provider-id-mismatch", "quarantined", "refused", "revived", "stranded", "template-slices-differ", "unexpected-power",
     ]);
   });
 

@@ -30,6 +30,8 @@ export const NAMES = GROUPS.flatMap((g) => g.machines);
 
 export type NodeEvent = "register" | "taint" | "untaint" | "remove-node";
 
+export type RegisterMode = "normal" | "name-only" | "foreign" | "stranger";
+
 export type CaOp =
   | { readonly kind: "increase"; readonly group: string; readonly delta: number }
   | {
@@ -51,10 +53,15 @@ export type Op =
    * watch delivers what has landed by then (the first call's writes among it) just before the second.
    */
   | { readonly kind: "parallel"; readonly a: CaOp; readonly b: CaOp; readonly stagger: number; readonly synced: boolean }
-  | { readonly kind: "register"; readonly m: number; readonly mode: "normal" | "name-only" | "foreign" }
+  /**
+   * The machine's Node registers (Ready or not), the usual way, by name only, with a providerID of another form, or
+   * as a "stranger": under a name and providerID that match no machine (a hostname typo, a reinstalled OS).
+   */
+  | { readonly kind: "register"; readonly m: number; readonly mode: RegisterMode; readonly ready: boolean }
   | { readonly kind: "node"; readonly m: number; readonly event: NodeEvent }
   | { readonly kind: "ready"; readonly m: number; readonly ready: boolean }
-  | { readonly kind: "hold"; readonly m: number; readonly on: boolean }
+  /** The hold annotation set to a value (any: only "false" holds nothing), or removed. */
+  | { readonly kind: "hold"; readonly m: number; readonly value: string | undefined }
   | { readonly kind: "armed"; readonly m: number; readonly event: NodeEvent }
   | { readonly kind: "plug-fail-next"; readonly op: PowerOp }
   | { readonly kind: "plug-fault"; readonly m: number; readonly on: boolean }
@@ -62,6 +69,8 @@ export type Op =
   /** Of the next writes of `op`, `after` land and the one after them fails. */
   | { readonly kind: "cluster-fail-next"; readonly op: TeardownOp; readonly after: number }
   | { readonly kind: "tick"; readonly ms: number }
+  /** The wall clock is set forward or back while no time passes (NTP, a hand set). */
+  | { readonly kind: "clock-step"; readonly ms: number }
   | { readonly kind: "pods-go" }
   | { readonly kind: "shutdowns" }
   | { readonly kind: "restart" }
@@ -105,12 +114,16 @@ export const op: fc.Arbitrary<Op> = fc.oneof(
     arbitrary: fc.record({
       kind: fc.constant("register"),
       m,
-      mode: fc.constantFrom<"normal" | "name-only" | "foreign">("normal", "normal", "normal", "name-only", "foreign"),
+      mode: fc.constantFrom<RegisterMode>("normal", "normal", "normal", "name-only", "foreign", "stranger"),
+      ready: fc.constantFrom(true, true, false),
     }),
   },
   { weight: 4, arbitrary: fc.record({ kind: fc.constant("node"), m, event: nodeEvent }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant("ready"), m, ready: fc.boolean() }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant("hold"), m, on: fc.boolean() }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ kind: fc.constant("hold"), m, value: fc.constantFrom<string | undefined>("true", "", "yes", "false", undefined, undefined) }),
+  },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant("armed"), m, event: nodeEvent }) },
   {
     weight: 1,
@@ -134,6 +147,7 @@ export const op: fc.Arbitrary<Op> = fc.oneof(
       ms: fc.constantFrom(0, 500, 1000, 2000, 5000, 10_000, 60_000, 130_000, 310_000),
     }),
   },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant("clock-step"), ms: fc.constantFrom(-300_000, -60_000, -5_000, 5_000, 60_000, 300_000) }) },
   { weight: 2, arbitrary: fc.constant({ kind: "pods-go" as const }) },
   { weight: 2, arbitrary: fc.constant({ kind: "shutdowns" as const }) },
   { weight: 1, arbitrary: fc.constant({ kind: "restart" as const }) },

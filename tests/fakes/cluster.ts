@@ -42,17 +42,21 @@ export class FakeCluster implements ClusterView, NodeTeardown, NodeLookup {
   viewCurrent = true;
   /** Event-loop turns each call takes to land (0: one microtask). */
   latency: () => number = () => 0;
+  /** The apiserver's clock: a Node added without `createdAt` is created now (absent: its creation time is unknown). */
+  now: (() => number) | undefined;
   readonly #nodes = new Map<string, NodeView>();
   readonly #pods = new Map<string, PowerOffPodView>();
   readonly #slices = new Map<string, readonly DeviceSlice[]>();
   readonly #failNext = new Map<TeardownOp, (Error | undefined)[]>();
   readonly #held = new Map<string, Promise<void>>();
-  #uids = 0;
+  #created = 0;
 
   /** Adds the Node, or registers it anew (another uid) when one of that name exists. */
   addNode(spec: NodeSpec): NodeView {
-    this.#uids += 1;
-    const node: NodeView = { uid: `uid-${this.#uids}`, providerID: "", ready: true, taints: [], annotations: {}, labels: {}, ...spec };
+    const createdAt = this.now?.();
+    // Each Node object created gets a uid of its own, as the apiserver gives one.
+    const uid = `uid-${spec.name}-${++this.#created}`;
+    const node: NodeView = { providerID: "", ready: true, taints: [], annotations: {}, labels: {}, uid, ...(createdAt !== undefined && { createdAt }), ...spec };
     this.#nodes.set(node.name, node);
     return node;
   }
@@ -143,6 +147,10 @@ export class FakeCluster implements ClusterView, NodeTeardown, NodeLookup {
 
   nodesWithProviderID(providerID: string): readonly NodeView[] {
     return providerID === "" ? [] : [...this.#nodes.values()].filter((n) => n.providerID === providerID);
+  }
+
+  nodesCreatedAfter(at: number): readonly NodeView[] {
+    return [...this.#nodes.values()].filter((n) => n.createdAt === undefined || n.createdAt > at);
   }
 
   current(): boolean {

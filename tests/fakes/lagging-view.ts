@@ -30,6 +30,10 @@ export class LaggingView implements ClusterView {
     return providerID === "" ? [] : this.#nodes.filter((n) => n.providerID === providerID);
   }
 
+  nodesCreatedAfter(at: number): readonly NodeView[] {
+    return this.#nodes.filter((n) => n.createdAt === undefined || n.createdAt > at);
+  }
+
   powerOffPod(machine: string): PowerOffPodView | undefined {
     return this.#pods.find((p) => p.machine === machine);
   }

@@ -98,6 +98,12 @@ export class FakePowerSwitch implements PowerSwitch {
     return this.#own(control).on;
   }
 
+  /** The draw the sensor would report now (0 while the relay is off). */
+  wattsOf(control: PowerControl): number {
+    const relay = this.#own(control);
+    return relay.on ? relay.watts : 0;
+  }
+
   /** The draw the sensor of the machine's own device reports while the relay is on. */
   setWatts(control: PowerControl, watts: number): void {
     this.#own(control).watts = watts;

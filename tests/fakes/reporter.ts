@@ -3,9 +3,12 @@ import type { PoolEvent, Reporter } from "../../src/domain/index.ts";
 /** Keeps every reported event, in order. */
 export class RecordingReporter implements Reporter {
   readonly events: PoolEvent[] = [];
+  /** Runs synchronously at each report. */
+  onReport: ((event: PoolEvent) => void) | undefined;
 
   report(event: PoolEvent): void {
     this.events.push(event);
+    this.onReport?.(event);
   }
 
   /** The events of one type, typed. */

@@ -20,6 +20,9 @@ import { LaggingView } from "./lagging-view.ts";
 
 export const PREFIX = "k3s://";
 
+/** The domain's types, for test code that imports nothing from src/ itself (the property test's oracle). */
+export type { Machine, NodeRef, NodeView, PowerControl, QuarantineSettings, ScaleUpSettings } from "../../src/domain/index.ts";
+
 export const POWER_OFF: PowerOffSettings = {
   notReadyTimeoutMs: 300_000,
   onShutdownTimeout: "keep-power",
@@ -128,6 +131,7 @@ export class World {
 
   constructor(options: WorldOptions = {}) {
     this.config = buildConfig(options);
+    this.cluster.now = () => this.clock.now();
     for (const m of this.machines()) this.power.add(m.power, options.on?.includes(m.name) ?? false);
     const devices = new Map(
       (options.groups ?? []).flatMap((g) => Object.entries(g.devices ?? {})).map(([name, device]) => [`plug-${name}`, device]),

@@ -40,8 +40,8 @@ export const PLANTS: readonly Plant[] = [
     edits: [
       {
         file: "src/domain/switching.ts",
-        find: 'import { poweredByPlugpool, stateOf } from "./state.ts";',
-        replace: 'import { jobOf, poweredByPlugpool, stateOf } from "./state.ts";',
+        find: 'import { nodesOf, poweredByPlugpool, stateOf } from "./state.ts";',
+        replace: 'import { jobOf, nodesOf, poweredByPlugpool, stateOf } from "./state.ts";',
       },
       {
         file: "src/domain/switching.ts",
@@ -260,6 +260,20 @@ export const PLANTS: readonly Plant[] = [
     ],
   },
   {
+    name: "cut a machine without a Node while a Node of no machine that registered after its power-on exists",
+    edits: [{ file: "src/domain/safety.ts", find: "  if (stranger !== undefined) {", replace: "  if (stranger !== undefined && nodes.length > 0) {" }],
+  },
+  {
+    name: "the unregistered guard skipping NotReady Nodes",
+    edits: [
+      {
+        file: "src/domain/safety.ts",
+        find: "  return candidates.find((n) => claimsNoMachine(",
+        replace: "  return candidates.find((n) => n.ready && claimsNoMachine(",
+      },
+    ],
+  },
+  {
     name: "delete the Node of a registration before the end of its power-on record is stored",
     edits: [
       {
@@ -268,5 +282,78 @@ export const PLANTS: readonly Plant[] = [
         replace: "",
       },
     ],
+  },
+  {
+    name: "a record that ends only on a Ready Node",
+    edits: [
+      {
+        file: "src/domain/state.ts",
+        find: "    if (poweredByPlugpool(ctx, machine) && nodesOf(ctx, machine).length > 0) ctx.deps.records.endPowerOn(machine.name);",
+        replace: "    if (poweredByPlugpool(ctx, machine) && nodesOf(ctx, machine).some((n) => n.ready)) ctx.deps.records.endPowerOn(machine.name);",
+      },
+      {
+        file: "src/domain/refresh.ts",
+        find: "  if (nodes.length > 0) {\n    if (poweredByPlugpool(ctx, machine)) ctx.deps.records.endPowerOn(machine.name);",
+        replace: "  if (nodes.length > 0) {\n    if (poweredByPlugpool(ctx, machine) && nodes.some((n) => n.ready)) ctx.deps.records.endPowerOn(machine.name);",
+      },
+    ],
+  },
+  {
+    name: "a power-on record that outlives its plug reading off",
+    edits: [{ file: "src/domain/switching.ts", find: "  if (!reading.on) plugReadOffWhileBooting(ctx, machine, st);\n", replace: "" }],
+  },
+  {
+    name: "count no instance for a plug-on whose record is being written",
+    edits: [{ file: "src/domain/instances.ts", find: " || isSwitchingOn(ctx, machine)) {", replace: ") {" }],
+  },
+  {
+    name: "a scale-up round that forgets queued machines",
+    edits: [
+      {
+        file: "src/domain/scale-up.ts",
+        find: "    while (switchedOn.size + queued.size < delta && signal?.aborted !== true) {",
+        replace: "    while (switchedOn.size < delta && signal?.aborted !== true) {",
+      },
+      { file: "src/domain/scale-up.ts", find: ").slice(0, delta - switchedOn.size - queued.size);", replace: ").slice(0, delta - switchedOn.size);" },
+    ],
+  },
+  {
+    name: "the inrush limit counted on the wall clock",
+    edits: [
+      { file: "src/domain/switching.ts", find: "  ctx.memory.powerOnsSent.push(ctx.deps.clock.monotonic());", replace: "  ctx.memory.powerOnsSent.push(ctx.deps.clock.now());" },
+      { file: "src/domain/switching.ts", find: "  if (max === 0) return 0;\n  const now = ctx.deps.clock.monotonic();", replace: "  if (max === 0) return 0;\n  const now = ctx.deps.clock.now();" },
+      { file: "src/domain/state.ts", find: "createdAt: deps.clock.monotonic(),", replace: "createdAt: deps.clock.now()," },
+    ],
+  },
+  {
+    name: "leave a machine halted by a power-off that was called off",
+    edits: [
+      {
+        file: "src/domain/power-off.ts",
+        find: "  const revival = await revive(ctx, machine, job, options);",
+        replace: "  const revival = await Promise.resolve(job.revival === null ? 0 : undefined);",
+      },
+    ],
+  },
+  {
+    name: "power-cycle a machine whose Node is Ready again when the off reaches the plug",
+    edits: [
+      {
+        file: "src/domain/safety.ts",
+        find: "  const ready = nodes.find((n) => n.ready);\n  if (ready !== undefined) return { allowed: false, rule: \"node-ready\"",
+        replace: "  const ready = nodes.find((n) => n.ready && n.name === \"\");\n  if (ready !== undefined) return { allowed: false, rule: \"node-ready\"",
+      },
+    ],
+  },
+  {
+    name: "power-cycle a machine under a Node that is not the one shut down",
+    edits: [
+      { file: "src/domain/revival.ts", find: "  if (job.shutdownNodeUid === undefined || node.uid !== job.shutdownNodeUid) {", replace: "  if (job.shutdownNodeUid === null) {" },
+      { file: "src/domain/safety.ts", find: "  const other = nodes.find((n) => n.uid !== job.shutdownNodeUid || ", replace: "  const other = nodes.find((n) => " },
+    ],
+  },
+  {
+    name: "power-cycle a held machine",
+    edits: [{ file: "src/domain/revival.ts", find: "  if (isMachineHeld(ctx, machine, nodesOf(ctx, machine))) {", replace: "  if (isMachineHeld(ctx, machine, nodesOf(ctx, machine)) && machine.index < 0) {" }],
   },
 ];

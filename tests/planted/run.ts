@@ -12,6 +12,7 @@ const SUITE = [
   "tests/domain/pool.property.test.ts",
   "tests/domain/safety-reproductions.test.ts",
   "tests/domain/safety-reproductions-cluster.test.ts",
+  "tests/domain/safety-reproductions-3.test.ts",
   "tests/domain/safety.test.ts",
   "tests/domain/device-identity.test.ts",
 ];

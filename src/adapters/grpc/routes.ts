@@ -9,7 +9,7 @@ import { encodeResourceSlice, encodeTemplateNode } from "./k8s-encoding.ts";
 
 export interface RouteDeps {
   readonly pool: Pool;
-  readonly clock: Clock;
+  readonly clock: Pick<Clock, "now">;
   /** CA's Cleanup call (it sends it when it shuts down). */
   readonly cleanup: () => Promise<void>;
 }

@@ -146,6 +146,12 @@ export function createKubernetesClusterView(kc: KubeConfig, options: KubernetesC
       }
       return byProviderID.get(providerID) ?? [];
     },
+    nodesCreatedAfter(at) {
+      // A scan of memory, asked only right before a cut of a machine without a Node.
+      const created: NodeView[] = [];
+      for (const view of nodes.items.values()) if (view.createdAt === undefined || view.createdAt > at) created.push(view);
+      return created;
+    },
     powerOffPod(machine) {
       for (const pod of pods.items.values()) if (pod.machine === machine) return pod;
       return undefined;

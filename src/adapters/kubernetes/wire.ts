@@ -85,6 +85,7 @@ export function toNodeView(object: unknown): NodeView | undefined {
     providerID: text(spec?.providerID) ?? "",
     ready: ready?.status === "True",
     ...(readyChangedAt === undefined ? {} : { readyChangedAt }),
+    ...(meta.creationTimestamp === undefined ? {} : { createdAt: meta.creationTimestamp }),
     taints: list(spec?.taints).map(taint).filter((t) => t !== undefined),
     annotations: meta.annotations,
     labels: meta.labels,

@@ -74,12 +74,14 @@ describe("createKubernetesClusterView()", () => {
     });
     const created = await eventually("worker-2 in the view", () => view.nodeNamed("worker-2"));
     // The apiserver adds node.kubernetes.io/not-ready to every new Node (TaintNodesByCondition).
+    assert.equal(created.uid, object.metadata?.uid, "its uid");
     assert.deepEqual({ ...created, taints: created.taints.filter((t) => t.key.startsWith("example.com/")) }, {
       name: "worker-2",
       uid: object.metadata?.uid,
       providerID: "k3s://worker-2",
       ready: true,
       readyChangedAt: Date.parse("2026-03-01T10:00:00Z"),
+      createdAt: created.createdAt,
       taints: [{ key: "example.com/gpu", value: "true", effect: "NoSchedule" }],
       annotations: { "example.com/note": "x" },
       labels: { "example.com/pool": "workers" },
@@ -105,6 +107,20 @@ describe("createKubernetesClusterView()", () => {
     await core.deleteNode({ name: "worker-2" });
     await eventually("worker-2 gone", () => view.nodeNamed("worker-2") === undefined);
     assert.deepEqual(view.nodesWithProviderID("k3s://worker-2"), []);
+  });
+
+  it("answers the Nodes created after a time, whatever they claim, from their creationTimestamp", async () => {
+    // creationTimestamp has whole seconds: a Node created now reads at most a second earlier.
+    const before = Date.now() - 1_000;
+    await core.createNode({ body: nodeBody({ name: "wroker-9", providerID: "k3s://wroker-9", ready: false }) });
+    const stranger = await eventually("wroker-9 in the view", () => view.nodeNamed("wroker-9"));
+    assert.ok(stranger.createdAt !== undefined && stranger.createdAt >= before - 1_000 && stranger.createdAt <= Date.now());
+    const stats = view.stats();
+    assert.deepEqual(view.nodesCreatedAfter(before - 1_000).map((n) => n.name), ["wroker-9"]);
+    assert.deepEqual(view.nodesCreatedAfter(stranger.createdAt), []);
+    assert.deepEqual(view.stats(), stats, "answered from memory");
+    await core.deleteNode({ name: "wroker-9" });
+    await eventually("wroker-9 gone", () => view.nodesCreatedAfter(before - 1_000).length === 0);
   });
 
   it("shows a Node without providerID by name only", async () => {
