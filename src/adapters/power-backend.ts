@@ -3,7 +3,7 @@
 // for its controls that keeps the PowerSwitch rules; and a probe for `doctor`. The composition root lists the
 // backends in one place (src/app/power/backends.ts) and routes each machine's calls to its own.
 import type { PlugReading } from "../domain/model.ts";
-import type { CallOptions, CutGuard, DeviceIdentity, SwitchOptions } from "../domain/ports.ts";
+import type { CallOptions, CutGuard, DeviceIdentity, ReadOptions, SwitchOptions } from "../domain/ports.ts";
 import type { Secret } from "./secret.ts";
 
 /** A location in the configuration file: keys and list indexes from the top. */
@@ -76,7 +76,7 @@ export interface BackendProbe {
  * read, never "off".
  */
 export interface BackendSwitch<Address> {
-  read(address: Address, options?: CallOptions): Promise<PlugReading>;
+  read(address: Address, options?: ReadOptions): Promise<PlugReading>;
   turnOn(address: Address, options: SwitchOptions): Promise<PlugReading>;
   turnOff(address: Address, mayCut: CutGuard, options: SwitchOptions): Promise<PlugReading>;
   probe(address: Address, options?: CallOptions): Promise<BackendProbe>;

@@ -25,6 +25,7 @@ export type {
   NodeTeardown,
   PowerRecords,
   PowerSwitch,
+  ReadOptions,
   Reporter,
   SwitchOptions,
 } from "./ports.ts";

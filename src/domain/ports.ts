@@ -55,6 +55,16 @@ export interface DeviceIdentity {
  */
 export type DeviceCheck = (seen: DeviceIdentity, options?: CallOptions) => Promise<boolean>;
 
+/**
+ * The options of a read. With `device`, the device is asked what it is in the read's own slot, and the check asked
+ * with its answer before the state is read (a refusal reads nothing and throws `device-mismatch`): a reading that
+ * stands in for a cut (the plug reads off, so the machine has no power) is as checked as the cut. Without it a
+ * read stays as cheap as the device allows (a Refresh reads every plug).
+ */
+export interface ReadOptions extends CallOptions {
+  readonly device?: DeviceCheck;
+}
+
 /** The options of a switch command: the call's, and the check of the device it goes to. */
 export interface SwitchOptions extends CallOptions {
   readonly device: DeviceCheck;
@@ -70,7 +80,7 @@ export interface SwitchOptions extends CallOptions {
  */
 export interface PowerSwitch {
   /** Reads the relay (and the power sensor, when configured). Changes nothing. */
-  read(control: PowerControl, options?: CallOptions): Promise<PlugReading>;
+  read(control: PowerControl, options?: ReadOptions): Promise<PlugReading>;
   /**
    * Switches the relay on and resolves with the state read back once it reports on. Idempotent: a relay
    * already on is success. Throws `plug-unconfirmed` when the command was sent but the state not confirmed.

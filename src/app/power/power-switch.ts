@@ -2,7 +2,7 @@
 // control, with the address that backend parsed from the configuration.
 import type { BackendProbe, BackendSwitch, PowerBackend } from "../../adapters/power-backend.ts";
 import type { PlugReading, PowerControl } from "../../domain/model.ts";
-import type { CallOptions, CutGuard, PowerSwitch, SwitchOptions } from "../../domain/ports.ts";
+import type { CallOptions, CutGuard, PowerSwitch, ReadOptions, SwitchOptions } from "../../domain/ports.ts";
 import { BACKENDS } from "./backends.ts";
 
 /** A control as the configuration resolved it: its backend's name and that backend's own address. */
@@ -38,7 +38,7 @@ export function createPowerSwitch(
     return { to, address: resolved.address };
   };
   return {
-    read(control: PowerControl, options?: CallOptions): Promise<PlugReading> {
+    read(control: PowerControl, options?: ReadOptions): Promise<PlugReading> {
       const { to, address } = route(control);
       return to.read(address, options);
     },
