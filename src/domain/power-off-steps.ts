@@ -171,7 +171,7 @@ const awaitNotReady: StepRun = {
       if (facts.powerSeenOff !== undefined) {
         // A Node still shows Ready for a while after its machine lost power: the plug tells which it is. A plug
         // that cannot be read now may have power again: waited on as one that has, within the same deadline.
-        const reading = await readPlug(pool, machine, options).catch(() => undefined);
+        const reading = await readPlug(pool, machine, options, true).catch(() => undefined);
         if (reading?.on === false) {
           facts.plugOff = now;
           return done("plug reads off");
@@ -205,7 +205,7 @@ const awaitNotReady: StepRun = {
       return done("no node");
     }
     // Memory may be old (a plug switched by hand): only a reading taken now counts as "the machine has no power".
-    if (state.power.plug === "off" && (await readPlug(pool, machine, options).catch(() => undefined))?.on === false) {
+    if (state.power.plug === "off" && (await readPlug(pool, machine, options, true).catch(() => undefined))?.on === false) {
       facts.notReady = now;
       facts.powerSeenOff = now;
       return done("plug reads off");
@@ -255,6 +255,9 @@ const grace: StepRun = {
     if (ended !== undefined) return done(`grace ended (${ended})`);
     if (mayBeCut(job)) return done("plug already off");
     const settings = pool.config.powerOff;
+    // A wall clock stepped back puts the Node's NotReady time in the future: the grace counts from now instead, so
+    // the step never lengthens it.
+    if (job.facts.notReady !== undefined && job.facts.notReady > now) job.facts.notReady = now;
     const remaining = (job.facts.notReady ?? now) + settings.graceMs - now;
     if (remaining <= 0) {
       job.facts.graceElapsed = now;
@@ -262,7 +265,7 @@ const grace: StepRun = {
     }
     if (!machine.power.measuresWatts) return wait(remaining, "grace");
     // A failed read is no reason to stop waiting: the grace still ends on time.
-    const reading = await readPlug(pool, machine, options).catch(() => undefined);
+    const reading = await readPlug(pool, machine, options, true).catch(() => undefined);
     if (reading?.on === false) return done("plug reads off");
     const watts = reading?.watts;
     if (watts === undefined || watts > settings.standbyWatts) {
@@ -284,13 +287,22 @@ const plugOff: StepRun = {
     if (job.facts.plugOff !== undefined) return done("plug off");
     if (job.facts.cutUnconfirmed !== undefined) {
       // The last switch-off may have gone through: read the plug before anything else, and never undo a cut.
-      const reading = await readPlug(pool, machine, options);
+      let reading;
+      try {
+        reading = await readPlug(pool, machine, options, true);
+      } catch (e) {
+        // The address now reaches another device: this machine's plug cannot be read, now or later. Its machine is
+        // held; what others see of the power-off is undone (the cut may have happened: nothing else is).
+        if (isPlugpoolError(e) && e.code === "device-mismatch") return abort({ allowed: false, rule: "device-mismatch", detail: e.message });
+        throw e;
+      }
       if (reading === undefined) return { kind: "retry", error: "the plug's state is still unknown" };
       if (!reading.on) {
         job.facts.plugOff = now;
         return done("plug reads off");
       }
       delete job.facts.cutUnconfirmed;
+      job.facts.onAfterUnconfirmedCut = now;
     }
     // A first check on the view; the switch checks again on fresh Nodes at the plug, right before the request.
     const verdict = mayCutPower(machine, pool.deps.cluster, pool.config.providerIDPrefix);

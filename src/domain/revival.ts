@@ -46,9 +46,19 @@ export async function revive(ctx: PoolContext, machine: Machine, job: PowerOffJo
   const asked = job.facts.shutdownRequested;
   if (revival === undefined || asked === undefined || job.facts.plugOff !== undefined || job.facts.cutUnconfirmed !== undefined) return undefined;
   const now = ctx.deps.clock.now();
+  if (job.facts.onAfterUnconfirmedCut !== undefined) {
+    // It may run again, switched on by someone after a cut whose answer was lost: told, never cycled.
+    const detail = "a switch-off whose answer was lost was followed by the plug reading on: if the machine is halted, switch it off and on by hand";
+    ctx.deps.reporter.report({ type: "stranded", machine: machine.name, node: job.node, detail });
+    return undefined;
+  }
   // Behind a device that answers as another, nothing plugpool reads or sends concerns this machine: it is held.
   if (deviceMismatchOf(ctx, machine) !== undefined) return tellHeld(ctx, machine, revival, job.node, now);
-  if (revival.offAt !== undefined) return withSlot(ctx, () => switchBackOn(ctx, machine, job, "power-cycle", options));
+  if (revival.offAt !== undefined) {
+    // Held since the cycle's off: it stays off, and is reported until someone acts.
+    if (isMachineHeld(ctx, machine, nodesOf(ctx, machine))) return tellHeld(ctx, machine, revival, job.node, now);
+    return withSlot(ctx, () => switchBackOn(ctx, machine, job, "power-cycle", options));
+  }
   const halt = haltOf(ctx, machine, job, asked);
   switch (halt.kind) {
     case "running": {
@@ -120,7 +130,7 @@ async function untilDown(ctx: PoolContext, machine: Machine, node: NodeView, opt
   const { graceMs, standbyWatts } = ctx.config.powerOff;
   const left = (node.readyChangedAt ?? ctx.deps.clock.now()) + graceMs - ctx.deps.clock.now();
   if (left <= 0 || !machine.power.measuresWatts) return Math.max(0, left);
-  const reading = await readPlug(ctx, machine, options).catch(() => undefined);
+  const reading = await readPlug(ctx, machine, options, true).catch(() => undefined);
   const down = reading !== undefined && (!reading.on || (reading.watts !== undefined && reading.watts <= standbyWatts));
   return down ? 0 : left;
 }

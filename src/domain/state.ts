@@ -63,6 +63,11 @@ export interface PowerOffFacts {
   plugOff?: number;
   /** A switch-off may have reached the plug but was not confirmed: the power may be cut, so nothing is undone. */
   cutUnconfirmed?: number;
+  /**
+   * After an unconfirmed switch-off the plug read on: either the switch-off never went through, or it did and
+   * someone switched the machine on since. Nothing tells which, so the machine is never power-cycled after it.
+   */
+  onAfterUnconfirmedCut?: number;
   /** The power-off pod is gone. */
   podRemoved?: number;
 }

@@ -186,13 +186,17 @@ export async function switchOff(ctx: PoolContext, machine: Machine, cut: CutRepo
 
 /**
  * Reads the machine's plug and applies the reading, unless a switch answer arrived while it was in flight
- * (then the reading is stale and dropped). Resolves with the applied reading, or undefined when dropped.
+ * (then the reading is stale and dropped). Resolves with the applied reading, or undefined when dropped. A reading
+ * that may stand in for a cut (`checked`: the power-off's "the plug reads off, so the machine has no power") first
+ * hears the device say what it is, as a switch command does: an address that now reaches another device would
+ * read that device's relay.
  */
-export async function readPlug(ctx: PoolContext, machine: Machine, options?: CallOptions): Promise<PlugReading | undefined> {
+export async function readPlug(ctx: PoolContext, machine: Machine, options?: CallOptions, checked = false): Promise<PlugReading | undefined> {
   const st = stateOf(ctx, machine);
   const { power } = st;
   const version = power.version;
-  const reading = credible(await ctx.deps.power.read(machine.power, options));
+  const asked = checked ? { ...options, device: deviceCheck(ctx, machine) } : options;
+  const reading = credible(await ctx.deps.power.read(machine.power, asked));
   if (power.version !== version || power.command !== undefined) return undefined;
   power.plug = reading.on ? "on" : "off";
   power.watts = reading.watts;

@@ -140,9 +140,8 @@ export class Model {
       } else if (arrival.op === "turnOff") {
         this.#checkCut(machine);
         this.#shutdownAsked.delete(machine.name);
-        // The shutdown plugpool asked stands through a cut: its Node stays NotReady, and a cycle of the machine (a
-        // restart may not know the cut went through, whose answer was lost) brings it back, as the rules allow. Only
-        // a switch-on ends it.
+        // A power cycle's off: the machine is brought back, its switch-on as much a revival as the off.
+        if (!this.#cycled.has(machine.name)) this.#shutdownRequested.delete(machine.name);
         this.#switchedOnByPool.delete(machine.name);
         this.#osDown.delete(machine.name);
       } else {
@@ -214,6 +213,13 @@ export class Model {
   #noteShutdownRequested(machine: Machine): void {
     if (this.#shutdownRequested.has(machine.name)) return;
     this.#shutdownRequested.set(machine.name, { at: this.w.clock.now(), uids: this.#nodesOf(machine).map((n) => n.uid) });
+  }
+
+  #notePodShutdown(machine: Machine): void {
+    const asked = this.#shutdownRequested.get(machine.name);
+    const uids = this.#nodesOf(machine).map((n) => n.uid);
+    if (asked === undefined) this.#shutdownRequested.set(machine.name, { at: this.w.clock.now(), uids });
+    else this.#shutdownRequested.set(machine.name, { at: asked.at, uids: [...asked.uids, ...uids] });
   }
 
   /** One new power-on (switched on, or queued) of the group: IncreaseSize calls in flight must have asked for it. */
@@ -382,6 +388,8 @@ export class Model {
       w.cluster.finishPodDeletion();
       this.#shutdowns();
       this.#sync();
+      // cluster-autoscaler's Refresh goes on too: a plug read off under a running Node is restored.
+      await this.#ca({ kind: "refresh" });
       wait = await this.#run();
       await this.#quiet();
       w.clock.advance(Math.max(wait ?? 0, 1));
@@ -407,7 +415,8 @@ export class Model {
     for (const machine of this.w.machines()) {
       const name = machine.name;
       const on = this.w.power.isOn(machine.power);
-      if (this.#cycled.has(name) && !on) this.violations.push(`${name} power-cycled but left off`);
+      const heldAndTold = (this.#held(machine) || this.#mismatched.has(name)) && this.#stranded.has(name);
+      if (this.#cycled.has(name) && !on && !heldAndTold) this.violations.push(`${name} power-cycled but left off`);
       // (A restart while the watch of a called-off power-off ran forgets it: a known gap, see docs/safety.md.)
       const halted = this.#osDown.has(name) && this.#shutdownRequested.has(name) && !this.#restartedSince.has(name);
       if (!halted || !on || this.#nodesOf(machine).some((n) => n.ready)) continue;
@@ -583,6 +592,8 @@ export class Model {
       const pod = w.cluster.powerOffPod(machine.name);
       const asked = this.#shutdownAsked.has(machine.name);
       if ((pod !== undefined && !pod.terminating) || asked) this.#osDown.add(machine.name);
+      // A power-off pod runs on whatever Node carries its name: one registered anew is shut down by plugpool too.
+      if (pod !== undefined && !pod.terminating) this.#notePodShutdown(machine);
       for (const n of this.#nodesOf(machine)) {
         if (n.ready && (pod !== undefined || asked || !w.power.isOn(machine.power))) w.cluster.setReady(n.name, false, w.clock.now());
       }
@@ -677,8 +688,11 @@ export class Model {
     if (nodes.length === 0 && this.w.power.isOn(machine.power) && !this.#licensed(machine)) {
       this.violations.push(`turnOff of ${machine.name}, which has no Node and was not switched on by plugpool (or may run under another name)`);
     }
+    // A switch-off that reaches a plug already off cuts nothing (a restart that never heard a cut's lost answer
+    // may send another): the rules of a cut are about power that is on.
+    const on = this.w.power.isOn(machine.power);
     for (const n of nodes) {
-      if (!cycle && !n.taints.some((t) => t.key === TO_BE_DELETED_TAINT)) {
+      if (!cycle && on && !n.taints.some((t) => t.key === TO_BE_DELETED_TAINT)) {
         this.violations.push(`turnOff of ${machine.name} while node ${n.name} is registered without the taint`);
       }
       // The walks run with onShutdownTimeout keep-power: a Node Ready at the cut is an OS that did not go down.

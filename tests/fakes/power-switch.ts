@@ -1,4 +1,4 @@
-import type { CutGuard, DeviceCheck, PowerControl, PlugReading, PowerSwitch, SwitchOptions } from "../../src/domain/index.ts";
+import type { CutGuard, DeviceCheck, PowerControl, PlugReading, PowerSwitch, ReadOptions, SwitchOptions } from "../../src/domain/index.ts";
 import { PlugpoolError } from "../../src/domain/index.ts";
 
 export type PowerOp = "read" | "turnOn" | "turnOff" | "shutdown";
@@ -135,8 +135,8 @@ export class FakePowerSwitch implements PowerSwitch {
     return this.calls.filter((c) => c.op === op);
   }
 
-  read(control: PowerControl): Promise<PlugReading> {
-    return this.#call("read", control, {}, () => undefined);
+  read(control: PowerControl, options?: ReadOptions): Promise<PlugReading> {
+    return this.#call("read", control, options?.device === undefined ? {} : { check: options.device }, () => undefined);
   }
 
   turnOn(control: PowerControl, options: SwitchOptions): Promise<PlugReading> {
