@@ -11,6 +11,8 @@ export type ErrorCode =
   /** A switch command may have reached the plug, but its outcome was not confirmed: the state is unknown. */
   | "plug-unconfirmed"
   | "cluster-refused"
+  /** This process is not the acting plugpool (another instance holds the leadership, or none does yet). */
+  | "not-leader"
   /** The call's signal aborted (deadline or cancel) before it finished; `cause` is the signal's reason. */
   | "cancelled"
   | "internal";

@@ -7,6 +7,8 @@ export type { Pool, PoolDeps } from "./pool.ts";
 export { mayCutPower } from "./safety.ts";
 export type { Verdict } from "./safety.ts";
 
+export { notActing } from "./leadership.ts";
+
 export { PlugpoolError, isPlugpoolError } from "./errors.ts";
 export type { ErrorCode } from "./errors.ts";
 
@@ -19,6 +21,7 @@ export type {
   Clock,
   ClusterView,
   CutGuard,
+  Leadership,
   NodeLookup,
   NodeTeardown,
   PowerRecords,

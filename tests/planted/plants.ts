@@ -221,4 +221,24 @@ export const PLANTS: readonly Plant[] = [
       { file: "src/domain/instances.ts", find: "  if (poweredByPlugpool(ctx, machine) || st.plan.kind", replace: "  if (st.power.plug === \"on\" || poweredByPlugpool(ctx, machine) || st.plan.kind" },
     ],
   },
+  {
+    name: "an act without the leadership check: the cut asks only the safety verdict at the plug",
+    edits: [
+      {
+        file: "src/domain/leadership.ts",
+        find: "    if (allowed) ensureActing(leadership, what);\n",
+        replace: "    if (allowed && what.length === 0) ensureActing(leadership, what);\n",
+      },
+    ],
+  },
+  {
+    name: "an act without the leadership check: cluster writes go out unasked",
+    edits: [
+      {
+        file: "src/domain/leadership.ts",
+        find: "  const act = async <T>(what: string, fn: () => Promise<T>): Promise<T> => {\n    ensureActing(leadership, what);\n",
+        replace: "  const act = async <T>(what: string, fn: () => Promise<T>): Promise<T> => {\n    if (what === \"\") ensureActing(leadership, what);\n",
+      },
+    ],
+  },
 ];

@@ -8,7 +8,12 @@ import { join } from "node:path";
 import { PLANTS, type Plant } from "./plants.ts";
 
 const root = join(import.meta.dirname, "..", "..");
-const SUITE = ["tests/domain/pool.property.test.ts", "tests/domain/safety-reproductions.test.ts", "tests/domain/safety.test.ts"];
+const SUITE = [
+  "tests/domain/pool.property.test.ts",
+  "tests/domain/safety-reproductions.test.ts",
+  "tests/domain/safety.test.ts",
+  "tests/domain/leadership.test.ts",
+];
 
 export interface PlantResult {
   readonly name: string;

@@ -22,6 +22,8 @@ const codes: Readonly<Record<Exclude<ErrorCode, "cancelled">, Code>> = {
   "plug-bad-answer": Code.Unavailable,
   "plug-unconfirmed": Code.Unavailable,
   "cluster-refused": Code.Unavailable,
+  // CA's loop fails and tries again later; the message names the instance that acts.
+  "not-leader": Code.Unavailable,
   internal: Code.Internal,
 };
 

@@ -1,0 +1,133 @@
+// One acting plugpool. Plugs, pods and Nodes take no fencing token, so the only guard against a second instance
+// is that every irreversible act asks the Leadership right before it is made: a switch command in the device's
+// slot (the same place as the cut guard), a cluster write just before its request. An act that passed its
+// check when the process froze is the one exposure; the adapter behind Leadership keeps it short.
+import type { Pool } from "./pool.ts";
+import type { CallOptions, CutGuard, Leadership, NodeTeardown, PowerRecords, PowerSwitch } from "./ports.ts";
+import type { PoolDeps } from "./state.ts";
+import { PlugpoolError } from "./errors.ts";
+
+/** The refusal of `what` by a process that is not the acting plugpool; the message names the one that is. */
+export function notActing(leadership: Leadership, what: string): PlugpoolError {
+  const holder = leadership.holder();
+  const who = holder === undefined ? "no plugpool holds the leadership yet" : `the acting plugpool is ${holder}`;
+  return new PlugpoolError("not-leader", `${what}: refused, this plugpool is not the acting one (${who})`);
+}
+
+/** Throws `not-leader` unless this process acts now. */
+export function ensureActing(leadership: Leadership, what: string): void {
+  if (!leadership.acting()) throw notActing(leadership, what);
+}
+
+/**
+ * `check` (a cut guard, asked in the device's slot right before the request), then the leadership, last: the
+ * check may take a while (it reads the Nodes afresh). Not acting, it throws `not-leader` and nothing is sent.
+ */
+export function actingGuard(leadership: Leadership, what: string, check: CutGuard): CutGuard {
+  return async (options?: CallOptions) => {
+    const allowed = await check(options);
+    if (allowed) ensureActing(leadership, what);
+    return allowed;
+  };
+}
+
+/** The pool's ports with every irreversible act refused (`not-leader`, nothing sent) while not acting. Reads pass. */
+export function actingOnly(deps: PoolDeps, leadership: Leadership): PoolDeps {
+  return {
+    ...deps,
+    power: actingPower(deps.power, leadership),
+    teardown: actingTeardown(deps.teardown, leadership),
+    records: actingRecords(deps.records, leadership),
+  };
+}
+
+function actingPower(power: PowerSwitch, leadership: Leadership): PowerSwitch {
+  const shutdown = power.shutdown?.bind(power);
+  return {
+    read: (control, options) => power.read(control, options),
+    turnOn: async (control, options) => {
+      // PowerSwitch.turnOn has no check asked in the device's slot yet: this one runs before the command queues.
+      ensureActing(leadership, `switching on ${control.label}`);
+      return power.turnOn(control, options);
+    },
+    turnOff: (control, mayCut, options) =>
+      power.turnOff(control, actingGuard(leadership, `switching off ${control.label}`, mayCut), options),
+    ...(shutdown && {
+      shutdown: (control, mayShutDown, options) =>
+        shutdown(control, actingGuard(leadership, `shutting down through ${control.label}`, mayShutDown), options),
+    }),
+  };
+}
+
+function actingTeardown(teardown: NodeTeardown, leadership: Leadership): NodeTeardown {
+  const act = async <T>(what: string, fn: () => Promise<T>): Promise<T> => {
+    ensureActing(leadership, what);
+    return fn();
+  };
+  return {
+    markPowerOff: (node, record, options) =>
+      act(`recording the power-off on Node ${node}`, () => teardown.markPowerOff(node, record, options)),
+    clearPowerOffMark: (node, options) =>
+      act(`clearing the power-off record on Node ${node}`, () => teardown.clearPowerOffMark(node, options)),
+    createPowerOffPod: (machine, node, startedAt, options) =>
+      act(`creating the power-off pod of ${machine.name}`, () => teardown.createPowerOffPod(machine, node, startedAt, options)),
+    deletePowerOffPod: (machine, options) =>
+      act(`deleting the power-off pod of ${machine.name}`, () => teardown.deletePowerOffPod(machine, options)),
+    deleteNode: (node, options) => act(`deleting Node ${node}`, () => teardown.deleteNode(node, options)),
+  };
+}
+
+function actingRecords(records: PowerRecords, leadership: Leadership): PowerRecords {
+  return {
+    powerOn: (machine) => records.powerOn(machine),
+    quarantine: (machine) => records.quarantine(machine),
+    recordPowerOn: async (machine, record, options) => {
+      ensureActing(leadership, `recording the power-on of ${machine}`);
+      return records.recordPowerOn(machine, record, options);
+    },
+    endPowerOn: (machine) => {
+      ensureActing(leadership, `ending the power-on record of ${machine}`);
+      records.endPowerOn(machine);
+    },
+    setQuarantine: (machine, record) => {
+      ensureActing(leadership, `recording the quarantine of ${machine}`);
+      records.setQuarantine(machine, record);
+    },
+  };
+}
+
+/**
+ * The pool as a passive instance shows it: every call of cluster-autoscaler's answers `not-leader` (gRPC
+ * Unavailable) naming the acting instance, the runner's pass does nothing, and changes of the cluster are not
+ * acted on. What only reports on memory (quarantine, poweredOutside, usage) still answers.
+ */
+export function whileActing(pool: Pool, leadership: Leadership): Pool {
+  const gate = <A extends unknown[], R>(what: string, fn: (...args: A) => R) => (...args: A): R => {
+    ensureActing(leadership, what);
+    return fn(...args);
+  };
+  const gateAsync = <A extends unknown[], R>(what: string, fn: (...args: A) => Promise<R>) => async (...args: A): Promise<R> => {
+    ensureActing(leadership, what);
+    return fn(...args);
+  };
+  return {
+    nodeGroups: gate("listing node groups", pool.nodeGroups),
+    nodeGroupForNode: gate("finding a node's group", pool.nodeGroupForNode),
+    targetSize: gate("reading a target size", pool.targetSize),
+    increaseSize: gateAsync("increasing a group's size", pool.increaseSize),
+    deleteNodes: gateAsync("deleting nodes", pool.deleteNodes),
+    decreaseTargetSize: gateAsync("decreasing a target size", pool.decreaseTargetSize),
+    instances: gate("listing instances", pool.instances),
+    template: gate("building a template node", pool.template),
+    gpuLabel: gate("reading the GPU label", pool.gpuLabel),
+    gpuTypes: gate("listing GPU types", pool.gpuTypes),
+    refresh: gateAsync("refreshing", pool.refresh),
+    reconcile: (options) => (leadership.acting() ? pool.reconcile(options) : Promise.resolve(undefined)),
+    quarantine: pool.quarantine,
+    poweredOutside: pool.poweredOutside,
+    usage: pool.usage,
+    clusterChanged: () => {
+      if (leadership.acting()) pool.clusterChanged();
+    },
+  };
+}
