@@ -102,30 +102,26 @@ function actingRecords(records: PowerRecords, leadership: Leadership): PowerReco
  * acted on. What only reports on memory (quarantine, poweredOutside, usage) still answers.
  */
 export function whileActing(pool: Pool, leadership: Leadership): Pool {
-  const gate = <A extends unknown[], R>(what: string, fn: (...args: A) => R) => (...args: A): R => {
+  const acting = (what: string): Pool => {
     ensureActing(leadership, what);
-    return fn(...args);
-  };
-  const gateAsync = <A extends unknown[], R>(what: string, fn: (...args: A) => Promise<R>) => async (...args: A): Promise<R> => {
-    ensureActing(leadership, what);
-    return fn(...args);
+    return pool;
   };
   return {
-    nodeGroups: gate("listing node groups", pool.nodeGroups),
-    nodeGroupForNode: gate("finding a node's group", pool.nodeGroupForNode),
-    targetSize: gate("reading a target size", pool.targetSize),
-    increaseSize: gateAsync("increasing a group's size", pool.increaseSize),
-    deleteNodes: gateAsync("deleting nodes", pool.deleteNodes),
-    decreaseTargetSize: gateAsync("decreasing a target size", pool.decreaseTargetSize),
-    instances: gate("listing instances", pool.instances),
-    template: gate("building a template node", pool.template),
-    gpuLabel: gate("reading the GPU label", pool.gpuLabel),
-    gpuTypes: gate("listing GPU types", pool.gpuTypes),
-    refresh: gateAsync("refreshing", pool.refresh),
-    reconcile: (options) => (leadership.acting() ? pool.reconcile(options) : Promise.resolve(undefined)),
-    quarantine: pool.quarantine,
-    poweredOutside: pool.poweredOutside,
-    usage: pool.usage,
+    nodeGroups: () => acting("listing node groups").nodeGroups(),
+    nodeGroupForNode: (node) => acting("finding a node's group").nodeGroupForNode(node),
+    targetSize: (id) => acting("reading a target size").targetSize(id),
+    increaseSize: async (id, delta, options) => acting("increasing a group's size").increaseSize(id, delta, options),
+    deleteNodes: async (id, nodes, options) => acting("deleting nodes").deleteNodes(id, nodes, options),
+    decreaseTargetSize: async (id, delta, options) => acting("decreasing a target size").decreaseTargetSize(id, delta, options),
+    instances: (id) => acting("listing instances").instances(id),
+    template: (id) => acting("building a template node").template(id),
+    gpuLabel: () => acting("reading the GPU label").gpuLabel(),
+    gpuTypes: () => acting("listing GPU types").gpuTypes(),
+    refresh: async (options) => acting("refreshing").refresh(options),
+    reconcile: async (options) => (leadership.acting() ? pool.reconcile(options) : undefined),
+    quarantine: () => pool.quarantine(),
+    poweredOutside: () => pool.poweredOutside(),
+    usage: () => pool.usage(),
     clusterChanged: () => {
       if (leadership.acting()) pool.clusterChanged();
     },

@@ -144,8 +144,12 @@ describe("a pool with a Leadership", () => {
       await rejectsWith(deps.teardown.deletePowerOffPod(machine), "not-leader");
       await rejectsWith(deps.teardown.deleteNode("worker-1"), "not-leader");
       await rejectsWith(deps.records.recordPowerOn("worker-1", { at: 1, why: "scale-up" }), "not-leader");
-      throwsWith(() => deps.records.endPowerOn("worker-1"), "not-leader");
-      throwsWith(() => deps.records.setQuarantine("worker-1", { until: 2, failures: 1 }), "not-leader");
+      throwsWith(() => {
+        deps.records.endPowerOn("worker-1");
+      }, "not-leader");
+      throwsWith(() => {
+        deps.records.setQuarantine("worker-1", { until: 2, failures: 1 });
+      }, "not-leader");
       await rejectsWith(deps.power.turnOn(machine.power), "not-leader");
       await rejectsWith(deps.power.turnOff(machine.power, () => Promise.resolve(true)), "not-leader");
       assert.deepEqual(w.cluster.calls, []);

@@ -48,8 +48,8 @@ export interface LeaderLeaseOptions {
 }
 
 export interface LeaderLease extends Leadership {
-  /** Starts contending. */
-  start(): void;
+  /** Starts contending; resolves once the first attempt ended (this process acts, or knows it does not yet). */
+  start(): Promise<void>;
   /** Stops contending; gives the Lease up (holder cleared) when this process holds it, so another takes it at once. */
   stop(): Promise<void>;
   /** Counts the times this process started acting: an act of an earlier term must not go on in a later one. */
@@ -198,9 +198,10 @@ export function createLeaderLease(kc: KubeConfig, options: LeaderLeaseOptions): 
     }
   }
 
-  async function run(): Promise<void> {
+  async function run(firstDone: () => void): Promise<void> {
     while (!stopping.signal.aborted) {
       await attempt();
+      firstDone();
       await sleep(timing.retryPeriodMs, undefined, { signal: stopping.signal }).catch(() => undefined);
     }
   }
@@ -213,7 +214,11 @@ export function createLeaderLease(kc: KubeConfig, options: LeaderLeaseOptions): 
     },
     term: () => state.term,
     start() {
-      loop ??= run();
+      const first = Promise.withResolvers<undefined>();
+      loop ??= run(() => {
+        first.resolve(undefined);
+      });
+      return first.promise;
     },
     async stop() {
       stopping.abort();

@@ -34,7 +34,9 @@ async function startRelay(target: URL): Promise<Relay> {
     upstream.on("error", () => client.destroy());
     client.pipe(upstream).pipe(client);
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  await new Promise<void>((resolve) => {
+    server.listen(0, "127.0.0.1", resolve);
+  });
   const address = server.address();
   const port = typeof address === "object" && address !== null ? address.port : 0;
   return {
@@ -45,7 +47,11 @@ async function startRelay(target: URL): Promise<Relay> {
     },
     async close() {
       for (const socket of sockets) socket.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await new Promise<void>((resolve) => {
+        server.close(() => {
+          resolve();
+        });
+      });
     },
   };
 }
@@ -79,7 +85,7 @@ describe("createLeaderLease()", () => {
       ...options,
     });
     started.push(it);
-    it.start();
+    void it.start();
     return { it, changes, identity: `${name}_${String(next - 1)}` };
   };
 
@@ -112,8 +118,8 @@ describe("createLeaderLease()", () => {
     assert.equal(other.it.holder(), actor.identity);
     assert.equal(actor.it.holder(), undefined);
     const stored = await leases.readNamespacedLease({ name: "one-of-two", namespace });
-    assert.equal(stored.spec?.holderIdentity, actor.identity);
-    assert.equal(stored.spec?.leaseDurationSeconds, 3);
+    const { holderIdentity, leaseDurationSeconds } = stored.spec ?? {};
+    assert.deepEqual({ holderIdentity, leaseDurationSeconds }, { holderIdentity: actor.identity, leaseDurationSeconds: 3 });
   });
 
   it("stops acting when it cannot renew, before the other takes the Lease, which waits until it expired", async () => {
