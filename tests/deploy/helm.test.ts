@@ -12,7 +12,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import {
   ApiException, AuthorizationV1Api, CoreV1Api, KubernetesObjectApi,
-  type KubeConfig, type KubernetesObject, type V1ConfigMap, type V1Container, type V1Deployment, type V1Namespace, type V1Pod, type V1Role, type V1Secret, type V1Volume,
+  type KubeConfig, type KubernetesObject, type V1ConfigMap, type V1PodDisruptionBudget, type V1Container, type V1Deployment, type V1Namespace, type V1Pod, type V1Role, type V1Secret, type V1Volume,
 } from "@kubernetes/client-node";
 import { parse, parseAllDocuments } from "yaml";
 import { requiredAccess } from "../../src/adapters/kubernetes/access.ts";
@@ -96,10 +96,11 @@ describe("deploy/helm/values.yaml with the cluster-autoscaler chart", { skip: ch
     assert.equal(deployment().spec?.replicas, 2);
     assert.deepEqual(deployment().spec?.strategy, { type: "RollingUpdate", rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } });
     assert.equal(flag("leader-elect"), undefined, "cluster-autoscaler's default: elected");
-    const pdb = only("PodDisruptionBudget") as { spec?: { maxUnavailable?: number; selector?: { matchLabels?: Record<string, string> } } };
-    assert.equal(pdb.spec?.maxUnavailable, 1);
+    const pdb = (only("PodDisruptionBudget") as V1PodDisruptionBudget).spec;
+    assert.equal(pdb?.maxUnavailable, 1);
     const labels = deployment().spec?.template.metadata?.labels ?? {};
-    assert.ok(Object.entries(pdb.spec?.selector?.matchLabels ?? {}).every(([k, v]) => labels[k] === v), "the budget selects the pods");
+    const selected = Object.entries(pdb.selector?.matchLabels ?? {});
+    assert.ok(selected.length > 0 && selected.every(([k, v]) => labels[k] === v), "the budget selects the pods");
     const env = Object.fromEntries((sidecar().env ?? []).map((e) => [e.name, e.valueFrom?.fieldRef?.fieldPath]));
     assert.deepEqual([env.POD_NAME, env.POD_NAMESPACE], ["metadata.name", "metadata.namespace"]);
     assert.deepEqual(pluginConfig().leaderElection.followAutoscaler, { name: "cluster-autoscaler" });

@@ -42,8 +42,8 @@ async function startPlugpool(name: string, config: string, kubeconfig: string): 
   });
   const lines: Record<string, unknown>[] = [];
   let stderr = "";
-  child.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
-  createInterface({ input: child.stdout ?? process.stdin }).on("line", (line) => {
+  child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+  createInterface({ input: child.stdout }).on("line", (line) => {
     lines.push(JSON.parse(line) as Record<string, unknown>);
   });
   const logged = (message: string, from = 0) => lines.slice(from).filter((l) => l.message === message);
@@ -134,8 +134,8 @@ describe("two plugpool serve processes (real apiserver, emulated plugs, simulate
     passive = await start("plugpool-b");
     const refused = await passive.client.call("nodeGroupIncreaseSize", { id: "workers", delta: 2 });
     assert.equal(refused.error?.code, status.UNAVAILABLE);
-    assert.match(refused.error?.details ?? "", /the acting plugpool is plugpool-a_/);
-    assert.ok(plugs.every((p) => p.state("Relay") === false), "the passive instance switched nothing on");
+    assert.match(refused.error.details, /the acting plugpool is plugpool-a_/);
+    assert.ok(plugs.every((p) => !p.state("Relay")), "the passive instance switched nothing on");
 
     assert.equal((await active.client.call("refresh", {})).error, undefined);
     assert.equal((await active.client.call("nodeGroupIncreaseSize", { id: "workers", delta: 2 })).error, undefined);
@@ -188,7 +188,7 @@ describe("two plugpool serve processes (real apiserver, emulated plugs, simulate
     assert.equal(active.logged("acting: this plugpool holds its Lease", woken).length, 0);
     const refused = await active.client.call("nodeGroupNodes", { id: "workers" });
     assert.equal(refused.error?.code, status.UNAVAILABLE);
-    assert.match(refused.error?.details ?? "", /the acting plugpool is plugpool-c_/);
+    assert.match(refused.error.details, /the acting plugpool is plugpool-c_/);
   });
 
   it("completes the next scale-down through the survivor exactly once", async () => {
