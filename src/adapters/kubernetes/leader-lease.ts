@@ -64,167 +64,195 @@ interface Observed {
   readonly at: number;
 }
 
+/** One elector's memory and wiring. */
+interface Elector {
+  readonly api: CoordinationV1Api;
+  readonly options: LeaderLeaseOptions;
+  readonly timing: LeaseTiming;
+  /** Aborts the loop's requests and waits. */
+  readonly stopping: AbortController;
+  /** performance.now() when the last successful renew was sent. */
+  renewedAt?: number;
+  /** When this process took the Lease (kept in the Lease while it renews). */
+  acquiredAt?: V1MicroTime;
+  observed?: Observed;
+  term: number;
+  /** What the owner was last told (onChange). */
+  told: boolean;
+  lapseTimer?: NodeJS.Timeout;
+}
+
 export function createLeaderLease(kc: KubeConfig, options: LeaderLeaseOptions): LeaderLease {
-  const api = kc.makeApiClient(CoordinationV1Api);
-  const timing = options.timing ?? DEFAULT_LEASE_TIMING;
-  const { identity } = options;
+  const e: Elector = {
+    api: kc.makeApiClient(CoordinationV1Api),
+    options,
+    timing: options.timing ?? DEFAULT_LEASE_TIMING,
+    stopping: new AbortController(),
+    term: 0,
+    told: false,
+  };
   const onError = options.onError ?? (() => undefined);
-  const stopping = new AbortController();
-  const state: { renewedAt?: number; acquiredAt?: V1MicroTime; observed?: Observed; term: number; told: boolean } = { term: 0, told: false };
-  let lapseTimer: NodeJS.Timeout | undefined;
   let loop: Promise<void> | undefined;
-
-  const acting = (): boolean => state.renewedAt !== undefined && performance.now() - state.renewedAt < timing.renewDeadlineMs;
-  const tell = (): void => {
-    const now = acting();
-    if (now === state.told) return;
-    state.told = now;
-    options.onChange?.(now);
-  };
-  // Acting ends by the clock alone; the timer only tells the owner, at the moment it ends.
-  const renewed = (sentAt: number): void => {
-    if (!acting()) state.term++;
-    state.renewedAt = sentAt;
-    clearTimeout(lapseTimer);
-    lapseTimer = setTimeout(tell, Math.max(0, sentAt + timing.renewDeadlineMs - performance.now()));
-    tell();
-  };
-  const lost = (): void => {
-    delete state.renewedAt;
-    delete state.acquiredAt;
-    clearTimeout(lapseTimer);
-    tell();
-  };
-  const requestMs = Math.max(1, timing.renewDeadlineMs / 2);
-  const bound = (): CallBound => callBound(requestMs, stopping.signal);
-  const where = (ref: LeaseRef) => `Lease ${ref.namespace}/${ref.name}`;
-
-  async function read(ref: LeaseRef, limits: CallBound): Promise<V1Lease | undefined> {
-    try {
-      return await api.readNamespacedLease({ ...ref }, callOptions({ signal: limits.signal }));
-    } catch (error) {
-      if (statusOf(error) === 404) return undefined;
-      throw limits.error(`reading ${where(ref)}`, error);
-    }
-  }
-
-  /** Creates or replaces plugpool's Lease, held by `holder` ("" gives it up); undefined when another writer came first. */
-  async function write(current: V1Lease | undefined, holder: string, wall: Date, limits: CallBound): Promise<V1Lease | undefined> {
-    const ref = options.lease;
-    const mine = current?.spec?.holderIdentity === identity && holder === identity;
-    const transitions = current?.spec?.leaseTransitions ?? 0;
-    const body: V1Lease = {
-      apiVersion: "coordination.k8s.io/v1",
-      kind: "Lease",
-      // The resourceVersion it was read at: a write made meanwhile by another makes this one fail with 409.
-      metadata: { name: ref.name, namespace: ref.namespace, ...(current && { resourceVersion: current.metadata?.resourceVersion }) },
-      spec: {
-        holderIdentity: holder,
-        leaseDurationSeconds: Math.ceil(timing.leaseDurationMs / 1000),
-        acquireTime: mine && state.acquiredAt ? state.acquiredAt : new V1MicroTime(wall.getTime()),
-        renewTime: new V1MicroTime(wall.getTime()),
-        leaseTransitions: mine || holder === "" || current === undefined ? transitions : transitions + 1,
-      },
-    };
-    try {
-      const call = callOptions({ signal: limits.signal });
-      return await (current === undefined
-        ? api.createNamespacedLease({ namespace: ref.namespace, body }, call)
-        : api.replaceNamespacedLease({ ...ref, body }, call));
-    } catch (error) {
-      if (statusOf(error) === 409) return undefined;
-      throw limits.error(`writing ${where(ref)}`, error);
-    }
-  }
-
-  /** The Lease as last seen, with when this process first saw that version (another's lapse counts from it). */
-  function observe(lease: V1Lease | undefined): Observed | undefined {
-    if (lease === undefined) return (state.observed = undefined);
-    const resourceVersion = lease.metadata?.resourceVersion ?? "";
-    if (state.observed?.resourceVersion !== resourceVersion) {
-      const seconds = lease.spec?.leaseDurationSeconds;
-      state.observed = {
-        resourceVersion,
-        holder: lease.spec?.holderIdentity ?? "",
-        durationMs: seconds === undefined ? timing.leaseDurationMs : seconds * 1000,
-        at: performance.now(),
-      };
-    }
-    return state.observed;
-  }
-
-  /** Whether cluster-autoscaler's Lease lets this process contend (see followAutoscaler). */
-  async function autoscalerHere(): Promise<boolean> {
-    const follow = options.followAutoscaler;
-    if (follow === undefined) return true;
-    const lease = await read(follow, bound());
-    return lease === undefined || lease.spec?.holderIdentity === follow.hostname;
-  }
-
-  async function acquireOrRenew(): Promise<void> {
-    const lease = await read(options.lease, bound());
-    const seen = observe(lease);
-    if (seen !== undefined && seen.holder !== "" && seen.holder !== identity && performance.now() < seen.at + seen.durationMs) {
-      lost();
-      return;
-    }
-    const sentAt = performance.now();
-    const wall = new Date();
-    const written = await write(lease, identity, wall, bound());
-    if (written === undefined) {
-      lost();
-      return;
-    }
-    if (lease?.spec?.holderIdentity !== identity || state.acquiredAt === undefined) state.acquiredAt = new V1MicroTime(wall.getTime());
-    observe(written);
-    renewed(sentAt);
-  }
-
-  /** Gives the Lease up if this process holds it: acting ends first, then the holder is cleared. */
-  async function release(limits: () => CallBound): Promise<void> {
-    const held = state.renewedAt !== undefined;
-    lost();
-    if (!held) return;
-    const lease = await read(options.lease, limits());
-    if (lease?.spec?.holderIdentity === identity) observe(await write(lease, "", new Date(), limits()));
-  }
-
-  async function attempt(): Promise<void> {
-    try {
-      if (await autoscalerHere()) await acquireOrRenew();
-      else await release(bound);
-    } catch (error) {
-      if (!stopping.signal.aborted) onError(error);
-    }
-  }
-
-  async function run(firstDone: () => void): Promise<void> {
-    while (!stopping.signal.aborted) {
-      await attempt();
-      firstDone();
-      await sleep(timing.retryPeriodMs, undefined, { signal: stopping.signal }).catch(() => undefined);
-    }
-  }
-
   return {
-    acting,
+    acting: () => acting(e),
     holder: () => {
-      const holder = state.observed?.holder;
-      return acting() || holder === undefined || holder === "" || holder === identity ? undefined : holder;
+      const holder = e.observed?.holder;
+      return acting(e) || holder === undefined || holder === "" || holder === options.identity ? undefined : holder;
     },
-    term: () => state.term,
+    term: () => e.term,
     start() {
       const first = Promise.withResolvers<undefined>();
-      loop ??= run(() => {
+      loop ??= run(e, onError, () => {
         first.resolve(undefined);
       });
       return first.promise;
     },
     async stop() {
-      stopping.abort();
+      e.stopping.abort();
       await loop;
       // The loop's signal has aborted: the release gets a bound of its own.
-      await release(() => callBound(requestMs)).catch(onError);
+      await release(e, () => callBound(requestMs(e))).catch(onError);
     },
   };
+}
+
+function acting(e: Elector): boolean {
+  return e.renewedAt !== undefined && performance.now() - e.renewedAt < e.timing.renewDeadlineMs;
+}
+
+/** Tells the owner when acting changed since it was last told. */
+function tell(e: Elector): void {
+  const now = acting(e);
+  if (now === e.told) return;
+  e.told = now;
+  e.options.onChange?.(now);
+}
+
+// Acting ends by the clock alone; the timer only tells the owner, at the moment it ends.
+function renewed(e: Elector, sentAt: number): void {
+  if (!acting(e)) e.term++;
+  e.renewedAt = sentAt;
+  clearTimeout(e.lapseTimer);
+  e.lapseTimer = setTimeout(() => {
+    tell(e);
+  }, Math.max(0, sentAt + e.timing.renewDeadlineMs - performance.now()));
+  tell(e);
+}
+
+function lost(e: Elector): void {
+  delete e.renewedAt;
+  delete e.acquiredAt;
+  clearTimeout(e.lapseTimer);
+  tell(e);
+}
+
+const requestMs = (e: Elector): number => Math.max(1, e.timing.renewDeadlineMs / 2);
+const bound = (e: Elector): CallBound => callBound(requestMs(e), e.stopping.signal);
+const where = (ref: LeaseRef): string => `Lease ${ref.namespace}/${ref.name}`;
+
+// A function, not the property: stop() may abort during any await.
+const stopped = (e: Elector): boolean => e.stopping.signal.aborted;
+
+async function run(e: Elector, onError: (error: unknown) => void, firstDone: () => void): Promise<void> {
+  while (!stopped(e)) {
+    try {
+      if (await autoscalerHere(e)) await acquireOrRenew(e);
+      else await release(e, () => bound(e));
+    } catch (error) {
+      if (!stopped(e)) onError(error);
+    }
+    firstDone();
+    await sleep(e.timing.retryPeriodMs, undefined, { signal: e.stopping.signal }).catch(() => undefined);
+  }
+}
+
+/** Whether cluster-autoscaler's Lease lets this process contend (see followAutoscaler). */
+async function autoscalerHere(e: Elector): Promise<boolean> {
+  const follow = e.options.followAutoscaler;
+  if (follow === undefined) return true;
+  const lease = await read(e.api, follow, bound(e));
+  return lease === undefined || lease.spec?.holderIdentity === follow.hostname;
+}
+
+async function acquireOrRenew(e: Elector): Promise<void> {
+  const lease = await read(e.api, e.options.lease, bound(e));
+  const seen = observe(e, lease);
+  const identity = e.options.identity;
+  if (seen !== undefined && seen.holder !== "" && seen.holder !== identity && performance.now() < seen.at + seen.durationMs) {
+    lost(e);
+    return;
+  }
+  const sentAt = performance.now();
+  const wall = new Date();
+  const written = await write(e, lease, identity, wall, bound(e));
+  if (written === undefined) {
+    lost(e);
+    return;
+  }
+  if (lease?.spec?.holderIdentity !== identity || e.acquiredAt === undefined) e.acquiredAt = new V1MicroTime(wall.getTime());
+  observe(e, written);
+  renewed(e, sentAt);
+}
+
+/** Gives the Lease up if this process holds it: acting ends first, then the holder is cleared. */
+async function release(e: Elector, limits: () => CallBound): Promise<void> {
+  const held = e.renewedAt !== undefined;
+  lost(e);
+  if (!held) return;
+  const lease = await read(e.api, e.options.lease, limits());
+  if (lease?.spec?.holderIdentity === e.options.identity) observe(e, await write(e, lease, "", new Date(), limits()));
+}
+
+/** The Lease as last seen, with when this process first saw that version (another's lapse counts from it). */
+function observe(e: Elector, lease: V1Lease | undefined): Observed | undefined {
+  if (lease === undefined) return (e.observed = undefined);
+  const resourceVersion = lease.metadata?.resourceVersion ?? "";
+  if (e.observed?.resourceVersion !== resourceVersion) {
+    const seconds = lease.spec?.leaseDurationSeconds;
+    e.observed = {
+      resourceVersion,
+      holder: lease.spec?.holderIdentity ?? "",
+      durationMs: seconds === undefined ? e.timing.leaseDurationMs : seconds * 1000,
+      at: performance.now(),
+    };
+  }
+  return e.observed;
+}
+
+async function read(api: CoordinationV1Api, ref: LeaseRef, limits: CallBound): Promise<V1Lease | undefined> {
+  try {
+    return await api.readNamespacedLease({ ...ref }, callOptions({ signal: limits.signal }));
+  } catch (error) {
+    if (statusOf(error) === 404) return undefined;
+    throw limits.error(`reading ${where(ref)}`, error);
+  }
+}
+
+/** Creates or replaces plugpool's Lease, held by `holder` ("" gives it up); undefined when another writer came first. */
+async function write(e: Elector, current: V1Lease | undefined, holder: string, wall: Date, limits: CallBound): Promise<V1Lease | undefined> {
+  const ref = e.options.lease;
+  const mine = current?.spec?.holderIdentity === e.options.identity && holder === e.options.identity;
+  const transitions = current?.spec?.leaseTransitions ?? 0;
+  const body: V1Lease = {
+    apiVersion: "coordination.k8s.io/v1",
+    kind: "Lease",
+    // The resourceVersion it was read at: a write made meanwhile by another makes this one fail with 409.
+    metadata: { name: ref.name, namespace: ref.namespace, ...(current && { resourceVersion: current.metadata?.resourceVersion }) },
+    spec: {
+      holderIdentity: holder,
+      leaseDurationSeconds: Math.ceil(e.timing.leaseDurationMs / 1000),
+      acquireTime: mine && e.acquiredAt ? e.acquiredAt : new V1MicroTime(wall.getTime()),
+      renewTime: new V1MicroTime(wall.getTime()),
+      leaseTransitions: mine || holder === "" || current === undefined ? transitions : transitions + 1,
+    },
+  };
+  try {
+    const call = callOptions({ signal: limits.signal });
+    return await (current === undefined
+      ? e.api.createNamespacedLease({ namespace: ref.namespace, body }, call)
+      : e.api.replaceNamespacedLease({ ...ref, body }, call));
+  } catch (error) {
+    if (statusOf(error) === 409) return undefined;
+    throw limits.error(`writing ${where(ref)}`, error);
+  }
 }
