@@ -12,7 +12,7 @@ import type { Clock, Leadership, Pool, PoolDeps } from "../domain/index.ts";
 import { createPool } from "../domain/index.ts";
 import { cloudProviderRoutes, errorMapping } from "../adapters/grpc/routes.ts";
 import { startGrpcServer } from "../adapters/grpc/server.ts";
-import { createKubernetesClusterView } from "../adapters/kubernetes/cluster-view.ts";
+import { createKubernetesClusterView, type KubernetesClusterView } from "../adapters/kubernetes/cluster-view.ts";
 import { createKubernetesNodeTeardown } from "../adapters/kubernetes/node-teardown.ts";
 import { createKubernetesNodeLookup } from "../adapters/kubernetes/node-lookup.ts";
 import { createKubernetesPowerRecords } from "../adapters/kubernetes/power-records.ts";
@@ -124,29 +124,7 @@ export async function serve(config: AppConfig, deps: ServeDeps): Promise<Served>
   await view.whenSynced();
   logger.info("cluster view synced");
 
-  const plugs = instrumentPowerSwitch(createPowerSwitch(config.powerControls, config.plugTimeoutMs), metrics, machines);
-  const events = createKubernetesEventRecorder(kubeConfig, {
-    machines,
-    nodeUid: (name) => view.nodeUid(name),
-    onError: () => {
-      metrics.eventErrors.inc();
-    },
-  });
-  const reporter = createReporter({ logger, metrics, config: config.pool, forward: [events] });
-  const tell: Tell = (action) => {
-    logger.info(`dry run: ${action.message}`, { event: "dry-run", machine: action.node, reason: action.reason });
-    events.record({ node: action.node, type: "Normal", reason: action.reason, message: `dry run: ${action.message}` });
-  };
-  const ports: TermPorts = {
-    clock,
-    power: dryRun ? observeOnlyPowerSwitch(plugs, machines, tell) : plugs,
-    cluster: view,
-    lookup: createKubernetesNodeLookup(kubeConfig),
-    teardown: dryRun
-      ? observeOnlyTeardown(view, tell)
-      : createKubernetesNodeTeardown(kubeConfig, { ...config.powerOffPod, machines, providerIDPrefix: config.pool.providerIDPrefix }),
-    reporter,
-  };
+  const ports = termPorts(config, { ...deps, clock }, view, metrics);
   const build = (leadership?: Leadership) => startTerm(config, { ...deps, clock }, ports, leadership);
   const acting = dryRun ? alwaysActing(await build()) : await startElected(config, deps, metrics, build);
   started.acting = acting;
@@ -179,6 +157,36 @@ export async function serve(config: AppConfig, deps: ServeDeps): Promise<Served>
 
 /** The ports every term shares; the records are each term's own. */
 type TermPorts = Omit<PoolDeps, "records" | "wake" | "leadership">;
+
+/** The adapters every term's pool works with; with `dryRun` the write ports only tell what they would do. */
+function termPorts(config: AppConfig, deps: ServeDeps & { clock: Clock }, view: KubernetesClusterView, metrics: Metrics): TermPorts {
+  const { logger, kubeConfig, clock } = deps;
+  const machines = config.pool.groups.flatMap((g) => g.machines);
+  const dryRun = deps.dryRun === true;
+  const plugs = instrumentPowerSwitch(createPowerSwitch(config.powerControls, config.plugTimeoutMs), metrics, machines);
+  const events = createKubernetesEventRecorder(kubeConfig, {
+    machines,
+    nodeUid: (name) => view.nodeUid(name),
+    onError: () => {
+      metrics.eventErrors.inc();
+    },
+  });
+  const reporter = createReporter({ logger, metrics, config: config.pool, forward: [events] });
+  const tell: Tell = (action) => {
+    logger.info(`dry run: ${action.message}`, { event: "dry-run", machine: action.node, reason: action.reason });
+    events.record({ node: action.node, type: "Normal", reason: action.reason, message: `dry run: ${action.message}` });
+  };
+  return {
+    clock,
+    power: dryRun ? observeOnlyPowerSwitch(plugs, machines, tell) : plugs,
+    cluster: view,
+    lookup: createKubernetesNodeLookup(kubeConfig),
+    teardown: dryRun
+      ? observeOnlyTeardown(view, tell)
+      : createKubernetesNodeTeardown(kubeConfig, { ...config.powerOffPod, machines, providerIDPrefix: config.pool.providerIDPrefix }),
+    reporter,
+  };
+}
 
 /**
  * A fresh pool over freshly read records, with its runner. The records are plugpool's licence to cut machines it
