@@ -10,7 +10,7 @@ import { PlugpoolError } from "./errors.ts";
 /** The refusal of `what` by a process that is not the acting plugpool; the message names the one that is. */
 export function notActing(leadership: Leadership, what: string): PlugpoolError {
   const holder = leadership.holder();
-  const who = holder === undefined ? "no plugpool holds the leadership yet" : `the acting plugpool is ${holder}`;
+  const who = holder === undefined ? "no other plugpool is known to act" : `the acting plugpool is ${holder}`;
   return new PlugpoolError("not-leader", `${what}: refused, this plugpool is not the acting one (${who})`);
 }
 

@@ -117,6 +117,6 @@ describe("followTerms()", () => {
     const { pool } = setUp();
     assert.deepEqual([pool.quarantine(), pool.poweredOutside(), pool.usage()], [[], [], []]);
     assert.equal(await pool.reconcile(), undefined);
-    throwsWith(() => pool.instances("workers"), "not-leader", /no plugpool holds the leadership yet/);
+    throwsWith(() => pool.instances("workers"), "not-leader", /no other plugpool is known to act/);
   });
 });

@@ -51,7 +51,7 @@ describe("a pool with a Leadership", () => {
 
     it("says so when no instance is known to act", () => {
       const w = new World({ leadership: new FakeLeadership(false) });
-      throwsWith(() => w.pool.nodeGroups(), "not-leader", /no plugpool holds the leadership yet/);
+      throwsWith(() => w.pool.nodeGroups(), "not-leader", /no other plugpool is known to act/);
     });
 
     it("runs no pass and takes no note of the cluster: a power-off recorded by the acting instance is left to it", async () => {

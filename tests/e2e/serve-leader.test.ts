@@ -205,4 +205,24 @@ describe("two plugpool serve processes (real apiserver, emulated plugs, simulate
     const pods = await core.listNamespacedPod({ namespace: "plugpool" });
     assert.deepEqual(pods.items, [], "every power-off pod removed");
   });
+
+  it("stops acting within the renew deadline while the apiserver is unreachable, and one acts again once it is back", async () => {
+    const survivor = passive;
+    const before = survivor.lines.length;
+    await plane.stopApiServer();
+    try {
+      await eventually("the survivor stopped acting", () => {
+        assert.equal(survivor.logged("stopped acting: this plugpool no longer holds its Lease", before).length, 1,
+          survivor.lines.slice(before).map((l) => `${String(l.timestamp)} ${String(l.message)} ${String(l.error ?? "")}`).join("\n"));
+      }, 12_000);
+      const refused = await survivor.client.call("nodeGroups", {});
+      assert.equal(refused.error?.code, status.UNAVAILABLE);
+    } finally {
+      await plane.startApiServer();
+    }
+    await eventually("one of the two acting again", async () => {
+      const answers = await Promise.all([survivor, active].map((p) => p.client.call("nodeGroups", {})));
+      assert.equal(answers.filter((a) => a.error === undefined).length, 1, answers.map((a) => a.error?.details ?? "ok").join("; "));
+    }, LEASE_MS + 15_000, 500);
+  });
 });

@@ -128,15 +128,31 @@ function tell(e: Elector): void {
   e.options.onChange?.(now);
 }
 
-// Acting ends by the clock alone; the timer only tells the owner, at the moment it ends.
+/** A successful renew sent at `sentAt`; after a lapse it starts a new term, and the owner hears of both. */
 function renewed(e: Elector, sentAt: number): void {
-  if (!acting(e)) e.term++;
+  if (!acting(e)) {
+    e.term++;
+    // A lapse the owner was not told of yet (the timer had not fired): the last term ended all the same.
+    if (e.told) {
+      e.told = false;
+      e.options.onChange?.(false);
+    }
+  }
   e.renewedAt = sentAt;
-  clearTimeout(e.lapseTimer);
-  e.lapseTimer = setTimeout(() => {
-    tell(e);
-  }, Math.max(0, sentAt + e.timing.renewDeadlineMs - performance.now()));
+  armLapse(e);
   tell(e);
+}
+
+// Acting ends by the clock alone; the timer only tells the owner, at the moment it ends. A timer may fire a
+// little before performance.now() says the deadline passed: then it waits out the rest.
+function armLapse(e: Elector): void {
+  clearTimeout(e.lapseTimer);
+  if (e.renewedAt === undefined) return;
+  const left = e.renewedAt + e.timing.renewDeadlineMs - performance.now();
+  e.lapseTimer = setTimeout(() => {
+    if (acting(e)) armLapse(e);
+    else tell(e);
+  }, Math.max(0, Math.ceil(left)) + 1);
 }
 
 function lost(e: Elector): void {

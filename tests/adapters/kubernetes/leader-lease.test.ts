@@ -17,6 +17,8 @@ const timing: LeaseTiming = { leaseDurationMs: 3_000, renewDeadlineMs: 2_000, re
 interface Relay {
   readonly url: string;
   cut(): void;
+  /** New connections go through again. */
+  heal(): void;
   close(): Promise<void>;
 }
 
@@ -44,6 +46,9 @@ async function startRelay(target: URL): Promise<Relay> {
     cut() {
       cut = true;
       for (const socket of sockets) socket.destroy();
+    },
+    heal() {
+      cut = false;
     },
     async close() {
       for (const socket of sockets) socket.destroy();
@@ -143,6 +148,24 @@ describe("createLeaderLease()", () => {
       assert.ok(took - cutAt >= timing.leaseDurationMs - timing.retryPeriodMs - 300, `pod-b took over ${Math.round(took - cutAt)} ms after the cut`);
       assert.ok(stopped < took, "the cut-off elector stopped acting before the other started");
       assert.equal(b.it.term(), 1);
+    } finally {
+      await relay.close();
+    }
+  });
+
+  it("starts a new term, told as one, when it renews again after a lapse no other instance used", async () => {
+    const relay = await startRelay(new URL(plane.server));
+    try {
+      const a = elector("lapse", "pod-a", { kc: through(plane.admin(), relay.url) });
+      await eventually("pod-a acting", () => a.it.acting());
+      relay.cut();
+      const cutAt = performance.now();
+      await eventually("pod-a told it stopped acting", () => a.changes.length === 2, 2 * timing.renewDeadlineMs);
+      assert.ok((a.changes[1]?.at ?? Number.NaN) - cutAt <= timing.renewDeadlineMs + 50, "told when the renew deadline passed");
+      relay.heal();
+      await eventually("pod-a acting again", () => a.it.acting(), 2 * timing.leaseDurationMs);
+      assert.deepEqual(a.changes.map((c) => c.acting), [true, false, true]);
+      assert.equal(a.it.term(), 2);
     } finally {
       await relay.close();
     }
