@@ -213,7 +213,7 @@ describe("two plugpool serve processes (real apiserver, emulated plugs, simulate
     try {
       await eventually("the survivor stopped acting", () => {
         assert.equal(survivor.logged("stopped acting: this plugpool no longer holds its Lease", before).length, 1,
-          survivor.lines.slice(before).map((l) => `${String(l.timestamp)} ${String(l.message)} ${String(l.error ?? "")}`).join("\n"));
+          survivor.lines.slice(before).map((l) => `${String(l.timestamp)} ${String(l.message)} ${JSON.stringify(l.error ?? "")}`).join("\n"));
       }, 12_000);
       const refused = await survivor.client.call("nodeGroups", {});
       assert.equal(refused.error?.code, status.UNAVAILABLE);
