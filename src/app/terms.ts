@@ -31,9 +31,13 @@ function termLeadership(lease: LeaderLease, term: number): Leadership {
   return { acting: () => lease.acting() && lease.term() === term, holder: () => lease.holder() };
 }
 
-export function followTerms(lease: LeaderLease, build: (leadership: Leadership) => Promise<Term>, logger: Logger): Terms {
+/** After a term failed to start (its records could not be read), it is tried again this much later while it lasts. */
+export const TERM_RETRY_MS = 2_000;
+
+export function followTerms(lease: LeaderLease, build: (leadership: Leadership) => Promise<Term>, logger: Logger, retryMs = TERM_RETRY_MS): Terms {
   let running: { readonly number: number; readonly term: Term; readonly leadership: Leadership } | undefined;
   let queue = Promise.resolve();
+  let retry: NodeJS.Timeout | undefined;
   let stopped = false;
   // A function: the flag may change while apply() waits.
   const isStopped = (): boolean => stopped;
@@ -61,16 +65,22 @@ export function followTerms(lease: LeaderLease, build: (leadership: Leadership) 
     logger.info("acting: this plugpool holds its Lease", { term: number });
   }
 
+  // A process that holds the Lease without a pool would keep the other instance from acting: try again.
+  function changed(): void {
+    clearTimeout(retry);
+    queue = queue.then(apply).catch((e: unknown) => {
+      logger.error("starting or ending a term failed; trying again", { error: messageOf(e) });
+      if (!isStopped()) retry = setTimeout(changed, retryMs);
+    });
+  }
+
   return {
-    changed() {
-      queue = queue.then(apply).catch((e: unknown) => {
-        logger.error("starting or ending a term failed", { error: messageOf(e) });
-      });
-    },
+    changed,
     settled: () => queue,
     current: () => (running?.leadership.acting() === true ? running.term : undefined),
     async stop() {
       stopped = true;
+      clearTimeout(retry);
       await queue;
       await end(true);
     },

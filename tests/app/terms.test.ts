@@ -8,6 +8,7 @@ import { currentPool, followTerms, type Term } from "../../src/app/terms.ts";
 import { createLogger } from "../../src/app/logger.ts";
 import { World } from "../fakes/world.ts";
 import { rejectsWith, throwsWith } from "../fakes/assertions.ts";
+import { eventually } from "../support/eventually.ts";
 
 /** A Lease the test wins and loses by hand; each win is a new term. */
 class FakeLease implements LeaderLease {
@@ -49,10 +50,12 @@ interface Built {
   stopped: "no" | "flushed" | "dropped";
 }
 
-function setUp(slowBuild?: Promise<void>) {
+function setUp(slowBuild?: Promise<void>, failures = 0) {
   const lease = new FakeLease();
   const built: Built[] = [];
+  let failing = failures;
   const build = async (leadership: Leadership): Promise<Term> => {
+    if (failing-- > 0) throw new Error("reading ConfigMap plugpool/plugpool-records failed, the apiserver did not answer");
     const world = new World({ leadership });
     const entry: Built = { leadership, world, stopped: "no" };
     built.push(entry);
@@ -66,7 +69,7 @@ function setUp(slowBuild?: Promise<void>) {
       },
     };
   };
-  const terms = followTerms(lease, build, createLogger({ level: "error", silent: true }));
+  const terms = followTerms(lease, build, createLogger({ level: "error", silent: true }), 10);
   lease.changed = () => {
     terms.changed();
   };
@@ -111,6 +114,16 @@ describe("followTerms()", () => {
     assert.equal(built[0]?.stopped, "dropped");
     assert.equal(terms.current(), undefined);
     await rejectsWith(pool.increaseSize("workers", 1), "not-leader");
+  });
+
+  it("tries a term whose records could not be read again while it lasts, rather than hold the Lease without a pool", async () => {
+    const { lease, built, terms } = setUp(undefined, 2);
+    lease.win();
+    await eventually("the term started", () => {
+      assert.ok(terms.current() !== undefined);
+    });
+    assert.equal(built.length, 1);
+    await terms.stop();
   });
 
   it("answers the reports empty and runs no pass while passive", async () => {
