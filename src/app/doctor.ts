@@ -6,7 +6,7 @@ import type { Machine, PowerControl } from "../domain/index.ts";
 import type { BackendProbe } from "../adapters/power-backend.ts";
 import { apiserverReason, redactUserinfo, statusOf } from "../adapters/kubernetes/api-errors.ts";
 import { powerOffPodManifest } from "../adapters/kubernetes/power-off-pod.ts";
-import { requiredAccess } from "../adapters/kubernetes/access.ts";
+import { requiredAccess, type LeaseAccess } from "../adapters/kubernetes/access.ts";
 import { POWER_RECORDS_CONFIGMAP, recordKey } from "../adapters/kubernetes/power-records.ts";
 import type { AppConfig } from "./config/index.ts";
 import { checkRunningInstance } from "./doctor-running.ts";
@@ -112,7 +112,7 @@ async function checkCluster(config: AppConfig, machines: readonly Machine[], kc:
   }
   const [user, ...checks] = await Promise.all([
     whoAmI(kc),
-    checkAccess(kc, config.powerOffPod.namespace),
+    checkAccess(kc, config.powerOffPod.namespace, leaseAccess(config)),
     checkPowerOffNamespace(config, kc, machines[0]),
     checkNodes(config, kc, machines),
   ]);
@@ -130,12 +130,25 @@ async function whoAmI(kc: KubeConfig): Promise<string | undefined> {
   }
 }
 
-async function checkAccess(kc: KubeConfig, namespace: string): Promise<Row[]> {
+/**
+ * plugpool's Lease, and cluster-autoscaler's where the config names its namespace (else it is the namespace of the
+ * pod `serve` runs in, which doctor does not know).
+ */
+function leaseAccess(config: AppConfig): LeaseAccess {
+  const follow = config.leaderElection.followAutoscaler;
+  const namespace = follow === false ? undefined : follow.namespace;
+  return {
+    lease: config.leaderElection.lease,
+    ...(follow !== false && namespace !== undefined && { autoscaler: { namespace, name: follow.name } }),
+  };
+}
+
+async function checkAccess(kc: KubeConfig, namespace: string, leases: LeaseAccess): Promise<Row[]> {
   const api = kc.makeApiClient(AuthorizationV1Api);
   const subject = "permissions";
   try {
     const results = await Promise.all(
-      requiredAccess(namespace).map(async (a) => {
+      requiredAccess(namespace, leases).map(async (a) => {
         const review = await api.createSelfSubjectAccessReview({ body: { spec: { resourceAttributes: { ...a } } } });
         const resource = `${a.group === undefined ? "" : `${a.group}/`}${a.resource}${a.name === undefined ? "" : ` ${a.name}`}`;
         return { what: `${a.verb} ${resource}${a.namespace === undefined ? "" : ` in ${a.namespace}`}`, allowed: review.status?.allowed === true };

@@ -40,6 +40,9 @@ Options:
 
 Environment:
   PLUGPOOL_PLUG_USERNAME, PLUGPOOL_PLUG_PASSWORD   plug credentials (both or neither)
+  POD_NAME, POD_NAMESPACE   serve: the pod's name (plugpool's Lease names its holder by it; default the
+                            hostname) and namespace (where cluster-autoscaler's Lease is looked for; set both
+                            from the downward API)
 `;
 
 function version(): string {
@@ -127,7 +130,11 @@ async function main(argv: readonly string[]): Promise<number> {
     return report.ok ? 0 : 1;
   }
   const logger = createLogger({ level });
-  const running = await serve(config, { kubeConfig: kc, logger, version: version(), dryRun: values["dry-run"] });
+  const instance = {
+    ...(process.env.POD_NAME && { name: process.env.POD_NAME }),
+    ...(process.env.POD_NAMESPACE && { namespace: process.env.POD_NAMESPACE }),
+  };
+  const running = await serve(config, { kubeConfig: kc, logger, version: version(), dryRun: values["dry-run"], instance });
   await new Promise<void>((resolve) => {
     process.once("SIGTERM", resolve);
     process.once("SIGINT", resolve);

@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
-import type { InstanceState, MachineUsage, Pool, PoolConfig, PoolEvent } from "../domain/index.ts";
+import type { Instance, InstanceState, MachineUsage, Pool, PoolConfig, PoolEvent } from "../domain/index.ts";
+import { isPlugpoolError } from "../domain/index.ts";
 
 /** The PoolEvents counted in plugpool_power_actions_total, as its `action` label. */
 export const POWER_ACTIONS = [
@@ -84,7 +85,7 @@ export function createMetrics(): Metrics {
       if (!source) return;
       for (const group of source.config.groups) {
         const counts: Record<InstanceState, number> = { creating: 0, running: 0, deleting: 0 };
-        for (const i of source.pool.instances(group.id)) counts[i.state] += 1;
+        for (const i of instancesOf(source.pool, group.id)) counts[i.state] += 1;
         for (const [state, n] of Object.entries(counts)) this.set({ group: group.id, state }, n);
       }
     },
@@ -228,4 +229,14 @@ function energyMetrics(registers: Registry[], usage: () => readonly MachineUsage
     "Time the machine's plug was off times its group's idleWatts: the energy it would have drawn idling; only with idleWatts.",
     (u) => u.energyAvoidedKwh,
   );
+}
+
+/** The group's instances; none while this plugpool is passive (another instance reports them). */
+function instancesOf(pool: Pool, groupId: string): readonly Instance[] {
+  try {
+    return pool.instances(groupId);
+  } catch (error) {
+    if (isPlugpoolError(error) && error.code === "not-leader") return [];
+    throw error;
+  }
 }

@@ -13,6 +13,8 @@ export type ErrorCode =
   /** The device at the control's address answered as another device: nothing was sent. */
   | "device-mismatch"
   | "cluster-refused"
+  /** This process is not the acting plugpool (another instance holds the leadership, or none does yet). */
+  | "not-leader"
   /** The call's signal aborted (deadline or cancel) before it finished; `cause` is the signal's reason. */
   | "cancelled"
   | "internal";

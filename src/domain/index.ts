@@ -7,6 +7,8 @@ export type { Pool, PoolDeps } from "./pool.ts";
 export { mayCutPower } from "./safety.ts";
 export type { Verdict } from "./safety.ts";
 
+export { notActing } from "./leadership.ts";
+
 export { PlugpoolError, isPlugpoolError } from "./errors.ts";
 export type { ErrorCode } from "./errors.ts";
 
@@ -21,6 +23,7 @@ export type {
   CutGuard,
   DeviceCheck,
   DeviceIdentity,
+  Leadership,
   NodeLookup,
   NodeTeardown,
   PowerRecords,

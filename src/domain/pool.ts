@@ -25,6 +25,7 @@ import { soonest } from "./waits.ts";
 import { createTemplateSource } from "./template.ts";
 import { noteBoot, usageOf } from "./usage.ts";
 import { deviceMismatchOf } from "./device-identity.ts";
+import { actingOnly, whileActing } from "./leadership.ts";
 
 export type { PoolDeps } from "./state.ts";
 
@@ -113,9 +114,15 @@ export interface Pool {
  * holds only plug readings, intents and power-offs in progress; a new pool over the same plugs and cluster
  * picks up where an old one stopped (power-offs resume from the cluster on the first `reconcile`).
  * Increase, delete and decrease of one group run one at a time, so each sees the target size the one
- * before left.
+ * before left. With `deps.leadership`, the pool acts only while it says so (see leadership.ts).
  */
 export function createPool(deps: PoolDeps, config: PoolConfig): Pool {
+  const { leadership } = deps;
+  if (leadership === undefined) return createActingPool(deps, config);
+  return whileActing(createActingPool(actingOnly(deps, leadership), config), leadership);
+}
+
+function createActingPool(deps: PoolDeps, config: PoolConfig): Pool {
   const ctx = createContext(deps, config);
   const templates = createTemplateSource(ctx);
   // The caller should not overlap passes; if it does anyway, they run one after the other.

@@ -192,6 +192,18 @@ export interface NodeTeardown {
   deleteNode(nodeName: string, uid: string, options?: CallOptions): Promise<void>;
 }
 
+/**
+ * Whether this process is the one plugpool that may act: switch plugs, create or delete pods and Nodes, write
+ * records. Judged by the process on its own monotonic clock, so it turns false by itself, without any call, when
+ * the process cannot renew its claim in time. Asked right before every irreversible act.
+ */
+export interface Leadership {
+  /** True while this process may act. */
+  acting(): boolean;
+  /** Who acts while this process does not (an instance's identity, for messages); undefined when none is known. */
+  holder(): string | undefined;
+}
+
 /** Where the domain reports what it did and saw; adapters turn these into Events, metrics and logs. */
 export interface Reporter {
   report(event: PoolEvent): void;

@@ -1,6 +1,6 @@
 // The little plugpool keeps in memory. Everything else is derived from the ClusterView on each call, so
 // a restart (a new pool over the same plugs and cluster) loses nothing that matters.
-import type { Clock, ClusterView, NodeLookup, NodeTeardown, PowerRecords, PowerSwitch, Reporter } from "./ports.ts";
+import type { Clock, ClusterView, Leadership, NodeLookup, NodeTeardown, PowerRecords, PowerSwitch, Reporter } from "./ports.ts";
 import type { Machine, NodeGroupSpec, NodeView, PlugState, PoolConfig } from "./model.ts";
 import type { PowerOffStep, SafetyRule } from "./events.ts";
 import type { Lock } from "./lock.ts";
@@ -24,6 +24,11 @@ export interface PoolDeps {
   readonly reporter: Reporter;
   /** Called when a power-off was started, so the owner of the timer runs `reconcile` soon. */
   readonly wake?: () => void;
+  /**
+   * When given, the pool acts only while this says so: every irreversible act asks it right before it is made
+   * (see leadership.ts), and while it does not, the pool answers `not-leader` and its runner does nothing.
+   */
+  readonly leadership?: Leadership;
 }
 
 /**

@@ -251,3 +251,23 @@ describe("loadConfig() value rules", () => {
     });
   });
 });
+
+describe("loadConfig() leaderElection", () => {
+  it("follows cluster-autoscaler's default Lease in the pod's own namespace unless told otherwise", () => {
+    assert.deepEqual(load(config()).leaderElection, { lease: "plugpool", followAutoscaler: { name: "cluster-autoscaler" } });
+    const given = load(config(undefined, { leaderElection: { lease: "pp", followAutoscaler: { namespace: "kube-system", name: "ca" } } }));
+    assert.deepEqual(given.leaderElection, { lease: "pp", followAutoscaler: { namespace: "kube-system", name: "ca" } });
+  });
+
+  it("contends whatever cluster-autoscaler does with followAutoscaler false", () => {
+    assert.deepEqual(load(config(undefined, { leaderElection: { followAutoscaler: false } })).leaderElection, { lease: "plugpool", followAutoscaler: false });
+  });
+
+  it("rejects followAutoscaler true, an invalid Lease name and an unknown key, naming each", () => {
+    assert.deepEqual(issuesOf(config(undefined, { leaderElection: { lease: "Not_A_Name", followAutoscaler: true, folow: 1 } })), [
+      `leaderElection.lease: ${issuesOf(config(undefined, { powerOff: { namespace: "Not_A_Name" } }))[0]?.replace(/^powerOff\.namespace: /, "") ?? ""}`,
+      "leaderElection.followAutoscaler: must be false or a mapping (namespace, name); leave it out to follow cluster-autoscaler's default Lease",
+      "leaderElection.folow: unknown key (expected one of lease, followAutoscaler)",
+    ]);
+  });
+});

@@ -51,6 +51,7 @@ describe("loadConfig()", () => {
           { backend: "esphome", address: plug(name) },
         ])),
         powerOffPod: { namespace: "plugpool", image: "busybox:1.37.0" },
+        leaderElection: { lease: "plugpool", followAutoscaler: { name: "cluster-autoscaler" } },
         pool: {
           providerIDPrefix: "k3s://",
           gpuLabel: "nvidia.com/gpu.product",

@@ -1,5 +1,5 @@
 // deploy/helm/values.yaml with the official cluster-autoscaler chart, rendered by the real helm as `helm
-// install` would: the pod spec holds what keeps plugpool safe (one replica, Recreate, plugpool as a native
+// install` would: the pod spec holds what keeps plugpool safe (two replicas of which one acts, plugpool as a native
 // sidecar with its probes, cluster-autoscaler on externalgrpc with the cloud-config), the real
 // cluster-autoscaler accepts every flag, and on a real kube-apiserver `helm install` succeeds, the
 // ServiceAccount may do everything plugpool requires, and plugpool's power-off pod is admitted where it runs.
@@ -12,7 +12,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import {
   ApiException, AuthorizationV1Api, CoreV1Api, KubernetesObjectApi,
-  type KubeConfig, type KubernetesObject, type V1ConfigMap, type V1Container, type V1Deployment, type V1Namespace, type V1Pod, type V1Role, type V1Secret, type V1Volume,
+  type KubeConfig, type KubernetesObject, type V1ConfigMap, type V1PodDisruptionBudget, type V1Container, type V1Deployment, type V1Namespace, type V1Pod, type V1Role, type V1Secret, type V1Volume,
 } from "@kubernetes/client-node";
 import { parse, parseAllDocuments } from "yaml";
 import { requiredAccess } from "../../src/adapters/kubernetes/access.ts";
@@ -92,10 +92,19 @@ describe("deploy/helm/values.yaml with the cluster-autoscaler chart", { skip: ch
     await plane?.stop();
   });
 
-  it("renders one Deployment of one replica, replaced by Recreate", () => {
-    assert.equal(deployment().spec?.replicas, 1);
-    assert.equal(deployment().spec?.strategy?.type, "Recreate");
-    assert.equal(flag("leader-elect"), "false");
+  it("renders two replicas, rolled one at a time under a PodDisruptionBudget, cluster-autoscaler elected and plugpool following it", () => {
+    assert.equal(deployment().spec?.replicas, 2);
+    assert.deepEqual(deployment().spec?.strategy, { type: "RollingUpdate", rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } });
+    assert.equal(flag("leader-elect"), undefined, "cluster-autoscaler's default: elected");
+    const pdb = (only("PodDisruptionBudget") as V1PodDisruptionBudget).spec;
+    assert.equal(pdb?.maxUnavailable, 1);
+    const labels = deployment().spec?.template.metadata?.labels ?? {};
+    const selected = Object.entries(pdb.selector?.matchLabels ?? {});
+    assert.ok(selected.length > 0 && selected.every(([k, v]) => labels[k] === v), "the budget selects the pods");
+    const env = Object.fromEntries((sidecar().env ?? []).map((e) => [e.name, e.valueFrom?.fieldRef?.fieldPath]));
+    assert.deepEqual([env.POD_NAME, env.POD_NAMESPACE], ["metadata.name", "metadata.namespace"]);
+    assert.deepEqual(pluginConfig().leaderElection.followAutoscaler, { name: "cluster-autoscaler" });
+    assert.equal(flag("namespace"), namespace, "cluster-autoscaler's Lease is in the pod's namespace, where plugpool looks");
   });
 
   it("runs plugpool as a native sidecar: an init container that restarts Always, with startup, liveness and readiness probes", () => {
@@ -159,6 +168,9 @@ describe("deploy/helm/values.yaml with the cluster-autoscaler chart", { skip: ch
       const role = only("Role", "plugpool");
       assert.deepEqual(rules(role), rules(example("Role", "plugpool")));
       assert.equal(role.metadata?.namespace, pluginConfig().powerOffPod.namespace);
+      const follow = only("Role", "plugpool-follow-autoscaler");
+      assert.deepEqual(rules(follow), rules(example("Role", "plugpool-follow-autoscaler")));
+      assert.equal(follow.metadata?.namespace, namespace, "where cluster-autoscaler keeps its Lease");
     });
 
     it("has the same power-off pod policy but for the ServiceAccount it names", () => {
@@ -178,7 +190,8 @@ describe("deploy/helm/values.yaml with the cluster-autoscaler chart", { skip: ch
       );
       const flags = new Set(autoscaler().command);
       const exampleFlags = pod?.containers.find((c) => c.name === "cluster-autoscaler")?.args ?? [];
-      assert.deepEqual(exampleFlags.filter((f) => !flags.has(f)), []);
+      // The example runs one replica without election; the chart runs two, elected.
+      assert.deepEqual(exampleFlags.filter((f) => !flags.has(f)), ["--leader-elect=false"]);
       assert.deepEqual(autoscaler().image, pod?.containers.find((c) => c.name === "cluster-autoscaler")?.image);
     });
   });
@@ -237,7 +250,8 @@ describe("deploy/helm/values.yaml with the cluster-autoscaler chart", { skip: ch
     it("allows the pod's ServiceAccount every request plugpool makes (SubjectAccessReview)", async () => {
       const authorization = admin.makeApiClient(AuthorizationV1Api);
       const denied: string[] = [];
-      for (const access of requiredAccess(pluginConfig().powerOffPod.namespace)) {
+      const leases = { lease: pluginConfig().leaderElection.lease, autoscaler: { namespace, name: "cluster-autoscaler" } };
+      for (const access of requiredAccess(pluginConfig().powerOffPod.namespace, leases)) {
         const review = await authorization.createSubjectAccessReview({
           body: {
             spec: {

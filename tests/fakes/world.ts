@@ -1,5 +1,6 @@
 // A pool wired to fakes, with a small configuration builder, for the domain tests.
 import type {
+  Leadership,
   Machine,
   NodeGroupSpec,
   NodeTemplate,
@@ -78,6 +79,8 @@ export interface WorldOptions {
   readonly poweredByPlugpool?: readonly string[];
   /** The pool sees the cluster through a view that lags until `view.sync()` (default: the truth, at once). */
   readonly lagging?: boolean;
+  /** The pool acts only while this says so (default: no leadership, it always acts). */
+  readonly leadership?: Leadership;
 }
 
 export function buildConfig(options: WorldOptions = {}): PoolConfig {
@@ -126,6 +129,7 @@ export class World {
   readonly records = new FakeRecords();
   readonly view: LaggingView | undefined;
   readonly config: PoolConfig;
+  readonly leadership: Leadership | undefined;
   wakes = 0;
   pool: Pool;
 
@@ -141,6 +145,7 @@ export class World {
       this.records.seed(name, { at: this.clock.now(), why: "scale-up" });
     }
     this.view = options.lagging === true ? new LaggingView(this.cluster) : undefined;
+    this.leadership = options.leadership;
     this.pool = this.#newPool();
   }
 
@@ -204,6 +209,7 @@ export class World {
         wake: () => {
           this.wakes++;
         },
+        ...(this.leadership && { leadership: this.leadership }),
       },
       this.config,
     );

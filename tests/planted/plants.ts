@@ -260,6 +260,16 @@ export const PLANTS: readonly Plant[] = [
     ],
   },
   {
+    name: "an act without the leadership check: the cut asks only the safety verdict at the plug",
+    edits: [
+      {
+        file: "src/domain/leadership.ts",
+        find: "    if (allowed) ensureActing(leadership, what);\n",
+        replace: "    if (allowed && what.length === 0) ensureActing(leadership, what);\n",
+      },
+    ],
+  },
+  {
     name: "cut a machine without a Node while a Node of no machine that registered after its power-on exists",
     edits: [{ file: "src/domain/safety.ts", find: "  if (stranger !== undefined) {", replace: "  if (stranger !== undefined && nodes.length > 0) {" }],
   },
@@ -355,5 +365,15 @@ export const PLANTS: readonly Plant[] = [
   {
     name: "power-cycle a held machine",
     edits: [{ file: "src/domain/revival.ts", find: "  if (isMachineHeld(ctx, machine, nodesOf(ctx, machine))) {", replace: "  if (isMachineHeld(ctx, machine, nodesOf(ctx, machine)) && machine.index < 0) {" }],
+  },
+  {
+    name: "an act without the leadership check: cluster writes go out unasked",
+    edits: [
+      {
+        file: "src/domain/leadership.ts",
+        find: "  const act = async <T>(what: string, fn: () => Promise<T>): Promise<T> => {\n    ensureActing(leadership, what);\n",
+        replace: "  const act = async <T>(what: string, fn: () => Promise<T>): Promise<T> => {\n    if (what === \"\") ensureActing(leadership, what);\n",
+      },
+    ],
   },
 ];

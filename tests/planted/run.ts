@@ -15,6 +15,7 @@ const SUITE = [
   "tests/domain/safety-reproductions-3.test.ts",
   "tests/domain/safety.test.ts",
   "tests/domain/device-identity.test.ts",
+  "tests/domain/leadership.test.ts",
 ];
 
 export interface PlantResult {

@@ -225,6 +225,8 @@ function plugpoolConfig(grpc: number, ops: number, plans: readonly MachinePlan[]
     "plugs: { timeout: 1s }",
     `powerOff: { namespace: ${POWER_OFF_NAMESPACE}, notReadyTimeout: ${NOT_READY_TIMEOUT_MS / 1000}s, grace: ${GRACE_MS / 1000}s, standbyWatts: 5, standbyWindow: 500ms }`,
     "quarantine: { initial: 30s, max: 2m }",
+    // cluster-autoscaler's namespace, which a pod learns from POD_NAMESPACE.
+    `leaderElection: { followAutoscaler: { namespace: ${POWER_OFF_NAMESPACE} } }`,
     "nodeGroups:",
     "  - id: workers",
     `    maxSize: ${plans.length}`,

@@ -23,6 +23,8 @@ const codes: Readonly<Record<Exclude<ErrorCode, "cancelled">, Code>> = {
   "plug-unconfirmed": Code.Unavailable,
   "device-mismatch": Code.FailedPrecondition,
   "cluster-refused": Code.Unavailable,
+  // CA's loop fails and tries again later; the message names the instance that acts.
+  "not-leader": Code.Unavailable,
   internal: Code.Internal,
 };
 

@@ -24,5 +24,13 @@ export interface AppConfig {
    */
   readonly powerControls: ReadonlyMap<string, ResolvedControl>;
   readonly powerOffPod: { readonly namespace: string; readonly image: string };
+  /**
+   * plugpool's own Lease (in powerOffPod.namespace), and cluster-autoscaler's, which it follows unless false. An
+   * absent namespace is the namespace of plugpool's own pod.
+   */
+  readonly leaderElection: {
+    readonly lease: string;
+    readonly followAutoscaler: { readonly namespace?: string; readonly name: string } | false;
+  };
   readonly pool: PoolConfig;
 }

@@ -20,8 +20,17 @@ export function buildConfig(parsed: ParsedConfig): AppConfig {
     plugTimeoutMs: parsed.durations.plugTimeout,
     powerControls: powerControls(parsed.groups),
     powerOffPod: { namespace: raw.powerOff.namespace, image: raw.powerOff.image },
+    leaderElection: buildLeaderElection(raw.leaderElection),
     pool: buildPool(parsed),
   };
+}
+
+/** cluster-autoscaler's own default Lease name (its --leader-elect-resource-name). */
+export const AUTOSCALER_LEASE = "cluster-autoscaler";
+
+function buildLeaderElection({ lease, followAutoscaler: follow }: ParsedConfig["raw"]["leaderElection"]): AppConfig["leaderElection"] {
+  if (typeof follow === "boolean") return { lease, followAutoscaler: false };
+  return { lease, followAutoscaler: { name: follow.name ?? AUTOSCALER_LEASE, ...(follow.namespace !== undefined && { namespace: follow.namespace }) } };
 }
 
 function buildTls(tls: NonNullable<ParsedConfig["raw"]["tls"]>): NonNullable<AppConfig["tls"]> {

@@ -128,6 +128,9 @@ export function checkConfig(root: unknown, schemaErrorPointers: readonly string[
   checkAddresses(read, listen, opsListen, report);
   const durations = checkDurations(read, duration, report);
   checkEfficientOrder(read, report);
+  if (read.section(["leaderElection", "followAutoscaler"]) === true) {
+    report(["leaderElection", "followAutoscaler"], "must be false or a mapping (namespace, name); leave it out to follow cluster-autoscaler's default Lease");
+  }
 
   const groupIds = new Map<string, ConfigPath>();
   const nodeNames = new Map<string, ConfigPath>();

@@ -28,6 +28,11 @@ export interface RawConfig {
     readonly order: "config" | "least-used" | "efficient";
   };
   readonly quarantine: { readonly initial: string; readonly max: string };
+  readonly leaderElection: {
+    readonly lease: string;
+    /** `true` is reported by the checks. */
+    readonly followAutoscaler: boolean | { readonly namespace?: string; readonly name?: string };
+  };
   readonly nodeGroups: readonly RawGroup[];
 }
 

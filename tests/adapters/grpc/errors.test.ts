@@ -39,6 +39,12 @@ describe("toConnectError()", () => {
     assert.equal(error.rawMessage, "switching on worker-1: no answer from the plug");
   });
 
+  it("maps a passive instance's refusal to Unavailable, keeping the name of the acting one", () => {
+    const error = toConnectError(new PlugpoolError("not-leader", "deleting nodes: refused, this plugpool is not the acting one (the acting plugpool is pod-b_1)"));
+    assert.equal(error.code, Code.Unavailable);
+    assert.match(error.rawMessage, /the acting plugpool is pod-b_1/);
+  });
+
   it("bounds every message sent to the client, from the domain or from Connect", () => {
     const long = "worker-1, ".repeat(5_000);
     for (const error of [toConnectError(new PlugpoolError("instance-not-found", long)), toConnectError(new ConnectError(long, Code.NotFound))]) {

@@ -1,7 +1,7 @@
 // The example RBAC (deploy/examples/rbac.yaml) against a real kube-apiserver: as its ServiceAccount,
 // every operation plugpool makes works, cluster-autoscaler gets what it uses, and a sample of what
 // neither needs is denied.
-import { ApiException, AuthorizationV1Api, CoreV1Api, ResourceV1Api, type KubeConfig, type V1ResourceAttributes } from "@kubernetes/client-node";
+import { ApiException, AuthorizationV1Api, CoordinationV1Api, CoreV1Api, ResourceV1Api, type KubeConfig, type V1ResourceAttributes } from "@kubernetes/client-node";
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { requiredAccess } from "../../../src/adapters/kubernetes/access.ts";
@@ -9,6 +9,7 @@ import { createKubernetesClusterView } from "../../../src/adapters/kubernetes/cl
 import { createKubernetesEventRecorder } from "../../../src/adapters/kubernetes/events.ts";
 import { createKubernetesNodeLookup } from "../../../src/adapters/kubernetes/node-lookup.ts";
 import { createKubernetesNodeTeardown } from "../../../src/adapters/kubernetes/node-teardown.ts";
+import { createLeaderLease } from "../../../src/adapters/kubernetes/leader-lease.ts";
 import { createKubernetesPowerRecords, POWER_RECORDS_CONFIGMAP } from "../../../src/adapters/kubernetes/power-records.ts";
 import { TEMPLATE_SLICES_CONFIGMAP } from "../../../src/adapters/kubernetes/template-slices.ts";
 import { POWER_OFF_ANNOTATION } from "../../../src/domain/model.ts";
@@ -119,6 +120,23 @@ describe("deploy/examples/rbac.yaml", () => {
     assert.deepEqual(errors, []);
     const stored = await core.readNamespacedConfigMap({ name: POWER_RECORDS_CONFIGMAP, namespace });
     assert.deepEqual(Object.keys(stored.data ?? {}), ["quarantine.worker-2"]);
+  });
+
+  it("lets plugpool take its Lease following cluster-autoscaler's, and give it up", async () => {
+    const errors: unknown[] = [];
+    const lease = createLeaderLease(asServiceAccount, {
+      lease: { namespace, name: "plugpool" },
+      identity: "plugpool-0_rbac",
+      followAutoscaler: { namespace, name: "cluster-autoscaler", hostname: "plugpool-0" },
+      onError: (error) => errors.push(error),
+    });
+    await lease.start();
+    assert.deepEqual(errors, []);
+    assert.equal(lease.acting(), true);
+    await lease.stop();
+    const stored = await admin.makeApiClient(CoordinationV1Api).readNamespacedLease({ namespace, name: "plugpool" });
+    assert.equal(stored.spec?.holderIdentity, "");
+    assert.deepEqual(errors, []);
   });
 
   it("lets plugpool record Events and count their repeats", async () => {

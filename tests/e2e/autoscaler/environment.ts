@@ -266,7 +266,11 @@ async function start(
     await running?.stop();
   };
   const startPlugpool = async (): Promise<void> => {
-    served ??= await serve(config, { kubeConfig: identity, logger: plugpoolLog, version: "e2e", ...(options.dryRun === true && { dryRun: true }) });
+    // In the namespace of the example Deployment's pod, as POD_NAMESPACE would tell it: cluster-autoscaler's Lease
+    // would be there.
+    served ??= await serve(config, {
+      kubeConfig: identity, logger: plugpoolLog, version: "e2e", instance: { namespace: NAMESPACE }, ...(options.dryRun === true && { dryRun: true }),
+    });
   };
   await startPlugpool();
   cleanups.push(stopPlugpool);
