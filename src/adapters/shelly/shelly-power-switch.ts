@@ -1,8 +1,8 @@
 // PowerSwitch over the local RPC of Shelly Gen2+ devices (Plus, Pro, Gen3, Gen4): Switch.Set to switch,
 // Switch.GetStatus to read `output` and `apower`
 // (https://shelly-api-docs.shelly.cloud/gen2/ComponentsAndServices/Switch), Shelly.GetDeviceInfo for what the
-// device is, its `id` and `mac`, before every switch command, before a read that carries a device check, and for doctor
-// (https://shelly-api-docs.shelly.cloud/gen2/ComponentsAndServices/Shelly#shellygetdeviceinfo).
+// device is, its `id` and `mac`, before every switch command and every read that carries a device check, and for
+// doctor (https://shelly-api-docs.shelly.cloud/gen2/ComponentsAndServices/Shelly#shellygetdeviceinfo).
 import type { PlugReading } from "../../domain/model.ts";
 import type { CallOptions, CutGuard, DeviceCheck, DeviceIdentity, ReadOptions, SwitchOptions } from "../../domain/ports.ts";
 import { isObject } from "../http-device/answer.ts";
