@@ -2,7 +2,7 @@
 import type { PlugReading } from "../../domain/model.ts";
 import type { CallOptions, CutGuard, DeviceCheck, DeviceIdentity } from "../../domain/ports.ts";
 import { parseObject, sizeOf } from "../http-device/answer.ts";
-import { createBoundedCall, readyToSend, type DeviceCall } from "../http-device/device-call.ts";
+import { createBoundedCall, readyToRead, readyToSend, type DeviceCall, type DeviceQuestion } from "../http-device/device-call.ts";
 import { describeFailure, neverConnected, PlugFailure } from "../http-device/device-failure.ts";
 import type { BackendSwitch } from "../power-backend.ts";
 import { createUrlStyleMemory, entityPath, type EntityDomain, type UrlStyle } from "./entity-path.ts";
@@ -117,14 +117,19 @@ export function createEsphomePowerSwitch(opts: EsphomePowerSwitchOptions): Espho
     throw new PlugFailure("plug-entity-not-found", `not found (HTTP 404 for ${tried})`, { refused: true });
   }
 
-  /** Reads one entity with the device's slot held for that read alone. */
-  function readEntity(plug: EsphomePlug, domain: EntityDomain, name: string, call: Call) {
-    return http.slot(call.target, call.signal, (send) => request(send, plug, domain, name));
+  /**
+   * Reads one entity with the device's slot held for that read alone; with `device`, the device is first asked
+   * what it is and `device` with its answer, in that slot.
+   */
+  function readEntity(plug: EsphomePlug, domain: EntityDomain, name: string, call: Call, device?: DeviceCheck) {
+    return http.slot(call.target, call.signal, (send) =>
+      device === undefined ? request(send, plug, domain, name) : readyToRead(call, question(send, call, device)).then(() => request(send, plug, domain, name)),
+    );
   }
 
   // Reads are chained, not awaited, where nothing needs a loop or a catch (see ../http-device/started.ts).
-  function readRelay(plug: EsphomePlug, call: Call): Promise<RelayReading> {
-    return readEntity(plug, "switch", plug.switch, call).then(({ answer, path, style }) => {
+  function readRelay(plug: EsphomePlug, call: Call, device?: DeviceCheck): Promise<RelayReading> {
+    return readEntity(plug, "switch", plug.switch, call, device).then(({ answer, path, style }) => {
       const data = parseObject(answer.body);
       const on = typeof data?.value === "boolean" ? data.value : data?.state === "ON" ? true : data?.state === "OFF" ? false : undefined;
       if (on === undefined) throw new PlugFailure("plug-bad-answer", `GET ${path} answered without a switch state ${sizeOf(answer)}`);
@@ -141,10 +146,13 @@ export function createEsphomePowerSwitch(opts: EsphomePowerSwitchOptions): Espho
     return value;
   }
 
-  /** The relay reading plus the sensor's watts, or the sensor's failure (which never fails the read). */
-  function readAll(plug: EsphomePlug, call: Call): Promise<FullReading> {
+  /**
+   * The relay reading plus the sensor's watts, or the sensor's failure (which never fails the read). `device`, when
+   * given, is asked in the relay's slot; the sensor is read in a slot of its own.
+   */
+  function readAll(plug: EsphomePlug, call: Call, device?: DeviceCheck): Promise<FullReading> {
     const sensor = plug.powerSensor;
-    const relay = readRelay(plug, call);
+    const relay = readRelay(plug, call, device);
     if (sensor === undefined) return relay;
     return relay.then(async ({ on, style }) => {
       try {
@@ -162,6 +170,11 @@ export function createEsphomePowerSwitch(opts: EsphomePowerSwitchOptions): Espho
     return identityOf(await send(EVENTS_REQUEST), credentials === undefined ? [] : [credentials.password]);
   }
 
+  /** The device asked what it is through `send`, and `check` asked with its answer. */
+  function question(send: Send, call: Call, check: DeviceCheck): DeviceQuestion {
+    return { identify: () => identify(send, call), check };
+  }
+
   /**
    * Sends the command in one slot of the device: right before each sending, with the slot held, the device is
    * asked what it is and `device` is asked with its answer, then `mayCut`, when given, so nothing else reaches the
@@ -170,7 +183,7 @@ export function createEsphomePowerSwitch(opts: EsphomePowerSwitchOptions): Espho
   async function sendCommand(plug: EsphomePlug, on: boolean, call: Call, device: DeviceCheck, mayCut?: CutGuard): Promise<void> {
     try {
       await http.slot(call.target, call.signal, (sender) => {
-        const confirmation = { identify: () => identify(sender, call), check: device };
+        const confirmation = question(sender, call, device);
         const beforeSend = (): Promise<void> => readyToSend(call, confirmation, mayCut);
         return request(sender, plug, "switch", plug.switch, on ? "turn_on" : "turn_off", beforeSend);
       });
@@ -220,7 +233,7 @@ export function createEsphomePowerSwitch(opts: EsphomePowerSwitchOptions): Espho
   }
 
   return {
-    read: (plug, options) => bounded(plug, "reading", options, (call) => readAll(plug, call).then(plugReading)),
+    read: (plug, options) => bounded(plug, "reading", options, (call) => readAll(plug, call, options?.device).then(plugReading)),
     turnOn: (plug, options) => bounded(plug, "turning on", options, (call) => command(plug, true, call, options.device)),
     turnOff: (plug, mayCut, options) => bounded(plug, "turning off", options, (call) => command(plug, false, call, options.device, mayCut)),
     probe: (plug, options) => bounded(plug, "probing", options, (call) => probe(plug, call)),

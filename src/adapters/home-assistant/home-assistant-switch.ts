@@ -175,6 +175,7 @@ export function createHomeAssistantSwitch(opts: HomeAssistantSwitchOptions): Bac
   }
 
   return {
+    // A read's device check, like a command's, is never asked: the entity id is the identity (see `command`).
     read: (address, options) =>
       bounded(address, "reading", options, async (call) => {
         const { on, watts } = await readAll(address, call);

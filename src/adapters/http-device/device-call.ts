@@ -168,13 +168,17 @@ export function createBoundedCall<Control, Target>(rules: CallRules<Control, Tar
   };
 }
 
+/** How a device is asked what it is: `identify` reads what it says it is (in the call's slot), `check` is asked with it. */
+export interface DeviceQuestion {
+  readonly identify: () => Promise<DeviceIdentity>;
+  readonly check: DeviceCheck;
+}
+
 /**
- * How a command's device is confirmed: `identify` reads what the device says it is (in the command's slot) and
- * `check` is asked with it; or not at all, where the address is the device's identity (a hub's entity id).
+ * How a command's device is confirmed: by asking it, or not at all, where the address is the device's identity
+ * (a hub's entity id).
  */
-export type DeviceConfirmation =
-  | { readonly identify: () => Promise<DeviceIdentity>; readonly check: DeviceCheck }
-  | "address is identity";
+export type DeviceConfirmation = DeviceQuestion | "address is identity";
 
 /**
  * Awaited right before each sending of a command's request, with the device's slot held and nothing else awaited
@@ -184,10 +188,19 @@ export type DeviceConfirmation =
  */
 export async function readyToSend(call: DeviceCall<unknown>, device: DeviceConfirmation, mayCut?: CutGuard): Promise<void> {
   call.commandSent = false; // sent again only after the device refused it (a 401, a 404 for one URL spelling)
-  if (device !== "address is identity") await askDevice(device.check, await device.identify(), call.signal);
+  if (device !== "address is identity") await askDevice(device.check, await device.identify(), "command", call.signal);
   if (mayCut) await askGuard(mayCut, call.signal);
   call.signal.throwIfAborted(); // nothing is sent once aborted; the command must not count as sent
   call.commandSent = true;
+}
+
+/**
+ * Awaited before a checked read's state request, with the device's slot held so nothing else reaches the device
+ * between: hears the device say what it is and asks the device check. A refusal ends the call as
+ * `device-mismatch`, and no state is read: a reading that stands in for a cut is as checked as the cut.
+ */
+export async function readyToRead(call: DeviceCall<unknown>, device: DeviceQuestion): Promise<void> {
+  await askDevice(device.check, await device.identify(), "read", call.signal);
 }
 
 /** The longest identity a message shows: it is the device's own text. */
@@ -198,5 +211,5 @@ function mismatch(error: DeviceRefused): string {
   const { id } = error.seen;
   const seen = id.length > SHOWN_IDENTITY ? `${id.slice(0, SHOWN_IDENTITY)}…` : id;
   const why = error.failed ? "which could not be checked against the device expected there" : "not as the device expected there";
-  return `the device answers as ${seen}, ${why}; nothing was sent`;
+  return `the device answers as ${seen}, ${why}; ${error.before === "read" ? "no state was taken from it" : "nothing was sent"}`;
 }

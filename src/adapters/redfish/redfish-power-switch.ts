@@ -2,11 +2,11 @@
 // action to switch (ResetType On, ForceOff, GracefulShutdown), as DMTF's ComputerSystem schema defines them
 // (https://redfish.dmtf.org/schemas/v1/ComputerSystem.json; PowerState and ResetType:
 // https://redfish.dmtf.org/schemas/v1/Resource.json). What the system is: its UUID and SerialNumber, of the same
-// resource.
+// resource, so a read that carries a device check costs no request more.
 import type { PlugReading } from "../../domain/model.ts";
-import type { CallOptions, CutGuard, DeviceCheck, DeviceIdentity, SwitchOptions } from "../../domain/ports.ts";
+import type { CallOptions, CutGuard, DeviceCheck, DeviceIdentity, ReadOptions, SwitchOptions } from "../../domain/ports.ts";
 import { isObject, sizeOf } from "../http-device/answer.ts";
-import { createBoundedCall, readyToSend, type DeviceCall } from "../http-device/device-call.ts";
+import { createBoundedCall, readyToRead, readyToSend, type DeviceCall } from "../http-device/device-call.ts";
 import { describeFailure, PlugFailure } from "../http-device/device-failure.ts";
 import { neverSent, tlsFailure } from "./bmc-failure.ts";
 import { createBmcHttp, type BmcAnswer, type BmcTarget, type Send } from "./bmc-http.ts";
@@ -30,7 +30,7 @@ export interface RedfishProbe {
 }
 
 export interface RedfishPowerSwitch {
-  read(system: RedfishSystem, options?: CallOptions): Promise<PlugReading>;
+  read(system: RedfishSystem, options?: ReadOptions): Promise<PlugReading>;
   turnOn(system: RedfishSystem, options: SwitchOptions): Promise<PlugReading>;
   turnOff(system: RedfishSystem, mayCut: CutGuard, options: SwitchOptions): Promise<PlugReading>;
   /**
@@ -85,17 +85,21 @@ export function createRedfishPowerSwitch(opts: RedfishPowerSwitchOptions): Redfi
   async function readState(send: Send, system: RedfishSystem): Promise<{ state: PowerState; resource: Record<string, unknown> }> {
     const path = systemPath(system);
     const resource = await getObject(send, path);
-    const state = resource.PowerState;
-    // A state the BMC cannot tell (none, null, or one this client does not know) is a failed read, never "off".
-    if (typeof state !== "string" || !POWER_STATES.has(state)) {
-      throw new PlugFailure("plug-bad-answer", `GET ${path} answered without a PowerState plugpool knows`);
-    }
-    return { state: state as PowerState, resource };
+    return { state: stateOf(resource, path), resource };
   }
 
-  /** Reads the state with the BMC's slot held for that read alone. */
-  function readAlone(system: RedfishSystem, call: Call): Promise<PowerState> {
-    return http.slot(call.target, call.signal, async (send) => (await readState(send, system)).state);
+  /**
+   * Reads the state with the BMC's slot held for that read alone. With `device`, the system's identity, of the same
+   * answer, is put to `device` first: a refusal takes no state from it.
+   */
+  function readAlone(system: RedfishSystem, call: Call, device?: DeviceCheck): Promise<PowerState> {
+    if (device === undefined) return http.slot(call.target, call.signal, async (send) => (await readState(send, system)).state);
+    return http.slot(call.target, call.signal, async (send) => {
+      const path = systemPath(system);
+      const resource = await getObject(send, path);
+      await readyToRead(call, { identify: () => Promise.resolve(identityOf(resource, path, secretsOf(system))), check: device });
+      return stateOf(resource, path);
+    });
   }
 
   /**
@@ -154,7 +158,7 @@ export function createRedfishPowerSwitch(opts: RedfishPowerSwitchOptions): Redfi
   }
 
   return {
-    read: (system, options) => bounded(system, "reading", options, async (call) => ({ on: (await readAlone(system, call)) !== "Off" })),
+    read: (system, options) => bounded(system, "reading", options, async (call) => ({ on: (await readAlone(system, call, options?.device)) !== "Off" })),
 
     // PoweringOn counts as on, as a read says: the BMC has the power coming (and some refuse a second On).
     // Only Off counts as off: a system PoweringOff still has its power.
@@ -229,6 +233,15 @@ function managerPath(resource: Record<string, unknown>): string | undefined {
   const first: unknown = Array.isArray(managedBy) ? managedBy[0] : undefined;
   const id = isObject(first) ? first["@odata.id"] : undefined;
   return typeof id === "string" && /^\/redfish\/v1\/Managers\/[A-Za-z0-9._~%-]{1,128}$/u.test(id) ? id : undefined;
+}
+
+/** The PowerState of a System resource; a state the BMC cannot tell (none, null, or one this client does not know) is a failed read, never "off". */
+function stateOf(resource: Record<string, unknown>, path: string): PowerState {
+  const state = resource.PowerState;
+  if (typeof state !== "string" || !POWER_STATES.has(state)) {
+    throw new PlugFailure("plug-bad-answer", `GET ${path} answered without a PowerState plugpool knows`);
+  }
+  return state as PowerState;
 }
 
 // A UUID as the schema has it (8-4-4-4-12 hex digits), or an Id-like token as some emulators give; a serial number

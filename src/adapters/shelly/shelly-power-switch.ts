@@ -1,12 +1,12 @@
 // PowerSwitch over the local RPC of Shelly Gen2+ devices (Plus, Pro, Gen3, Gen4): Switch.Set to switch,
 // Switch.GetStatus to read `output` and `apower`
 // (https://shelly-api-docs.shelly.cloud/gen2/ComponentsAndServices/Switch), Shelly.GetDeviceInfo for what the
-// device is, its `id` and `mac`, before every switch command and for doctor
-// (https://shelly-api-docs.shelly.cloud/gen2/ComponentsAndServices/Shelly#shellygetdeviceinfo).
+// device is, its `id` and `mac`, before every switch command and every read that carries a device check, and for
+// doctor (https://shelly-api-docs.shelly.cloud/gen2/ComponentsAndServices/Shelly#shellygetdeviceinfo).
 import type { PlugReading } from "../../domain/model.ts";
-import type { CallOptions, CutGuard, DeviceCheck, DeviceIdentity, SwitchOptions } from "../../domain/ports.ts";
+import type { CallOptions, CutGuard, DeviceCheck, DeviceIdentity, ReadOptions, SwitchOptions } from "../../domain/ports.ts";
 import { isObject } from "../http-device/answer.ts";
-import { createBoundedCall, readyToSend, type DeviceCall } from "../http-device/device-call.ts";
+import { createBoundedCall, readyToRead, readyToSend, type DeviceCall, type DeviceQuestion } from "../http-device/device-call.ts";
 import { describeFailure, neverConnected, PlugFailure, type VendorFailure } from "../http-device/device-failure.ts";
 import type { Secret } from "../secret.ts";
 import { createShellyRpc, type InSlot, type RpcTarget, type ShellyRpc } from "./shelly-rpc.ts";
@@ -45,7 +45,7 @@ export interface ShellyProbe {
 }
 
 export interface ShellyPowerSwitch {
-  read(address: ShellyAddress, options?: CallOptions): Promise<PlugReading>;
+  read(address: ShellyAddress, options?: ReadOptions): Promise<PlugReading>;
   turnOn(address: ShellyAddress, options: SwitchOptions): Promise<PlugReading>;
   turnOff(address: ShellyAddress, mayCut: CutGuard, options: SwitchOptions): Promise<PlugReading>;
   probe(address: ShellyAddress, options?: CallOptions): Promise<ShellyProbe>;
@@ -71,8 +71,15 @@ export function createShellyPowerSwitch(opts: { readonly timeoutMs: number; read
     vendorFailure: httpParseFailure,
   });
 
-  async function status(address: ShellyAddress, call: Call): Promise<{ on: boolean; watts?: number; sensorError?: string }> {
-    const result = await rpc.call(call.target, { method: "Switch.GetStatus", params: { id: address.switchId } }, call.signal);
+  /**
+   * Switch.GetStatus; with `device`, first in the same slot, the device is asked what it is (Shelly.GetDeviceInfo)
+   * and `device` with its answer: once, as the slot is held until the state is read (a 401 makes a second sending).
+   */
+  async function status(address: ShellyAddress, call: Call, device?: DeviceCheck): Promise<{ on: boolean; watts?: number; sensorError?: string }> {
+    const request = { method: "Switch.GetStatus", params: { id: address.switchId } };
+    let asked: Promise<void> | undefined;
+    const checked = device === undefined ? request : { ...request, beforeSend: (inSlot: InSlot) => (asked ??= readyToRead(call, question(inSlot, device))) };
+    const result = await rpc.call(call.target, checked, call.signal);
     const output = isObject(result) ? result.output : undefined;
     if (typeof output !== "boolean") throw new PlugFailure("plug-bad-answer", "Switch.GetStatus answered without a boolean output");
     if (!address.measure) return { on: output };
@@ -103,8 +110,7 @@ export function createShellyPowerSwitch(opts: { readonly timeoutMs: number; read
    * it is (Shelly.GetDeviceInfo) and `device` with its answer, then `mayCut`, when given.
    */
   async function command(address: ShellyAddress, on: boolean, call: Call, device: DeviceCheck, mayCut?: CutGuard): Promise<PlugReading> {
-    const beforeSend = (inSlot: InSlot): Promise<void> =>
-      readyToSend(call, { identify: async () => identityOf(await inSlot(DEVICE_INFO)), check: device }, mayCut);
+    const beforeSend = (inSlot: InSlot): Promise<void> => readyToSend(call, question(inSlot, device), mayCut);
     try {
       await rpc.call(call.target, { method: "Switch.Set", params: { id: address.switchId, on }, beforeSend }, call.signal);
     } catch (error) {
@@ -117,7 +123,7 @@ export function createShellyPowerSwitch(opts: { readonly timeoutMs: number; read
   return {
     read: (address, options) =>
       bounded(address, "reading", options, async (call) => {
-        const { on, watts } = await status(address, call);
+        const { on, watts } = await status(address, call, options?.device);
         return watts === undefined ? { on } : { on, watts };
       }),
     turnOn: (address, options) => bounded(address, "turning on", options, (call) => command(address, true, call, options.device)),
@@ -149,6 +155,11 @@ export function createShellyPowerSwitch(opts: { readonly timeoutMs: number; read
 }
 
 const DEVICE_INFO = { method: "Shelly.GetDeviceInfo", params: {} } as const;
+
+/** The device asked what it is (Shelly.GetDeviceInfo) through `inSlot`, and `check` asked with its answer. */
+function question(inSlot: InSlot, check: DeviceCheck): DeviceQuestion {
+  return { identify: async () => identityOf(await inSlot(DEVICE_INFO)), check };
+}
 
 /**
  * `shelly <id> mac <MAC>` from a Shelly.GetDeviceInfo result: its `id` (model and MAC, e.g. shellyplusplugs-

@@ -1,5 +1,6 @@
 // Which device a switch command reaches: before every command, in the command's slot, the plug's /events stream
-// is read up to its first ping and the device check is asked with the name it gives; the cut guard comes last.
+// is read up to its first ping and the device check is asked with the name it gives; the cut guard comes last. A
+// read that carries a device check hears the name the same way, in the relay read's slot.
 import assert from "node:assert/strict";
 import { describe, it, type TestContext } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -92,6 +93,56 @@ describe("createEsphomePowerSwitch() and the device behind the address", () => {
   });
 });
 
+describe("createEsphomePowerSwitch() reading with a device check", () => {
+  it("reads the relay of the device expected, its name heard first in the read's slot", async (t) => {
+    const { plug, power, relay } = await setup(t, { name: "plug-worker-1" });
+    plug.setState("Relay", true);
+    const device = expectDevice('name "plug-worker-1"');
+    assert.deepEqual(await power.read(relay, { device }), { on: true });
+    assert.deepEqual(requests(plug), ["GET /events", "GET /switch/Relay"]);
+    assert.equal(device.seen.length, 1);
+  });
+
+  it("reads the sensor after the checked relay, as a plain read does", async (t) => {
+    const plug = await emulate(t, { name: "plug-worker-1", switches: [{ name: "Relay", powerSensor: "Power", watts: 40 }] });
+    plug.setState("Relay", true);
+    const power = createEsphomePowerSwitch({ timeoutMs: 1000 });
+    assert.deepEqual(await power.read(addressOf(plug.url, "Relay", "Power"), { device: expectDevice('name "plug-worker-1"') }), { on: true, watts: 40 });
+    assert.deepEqual(requests(plug), ["GET /events", "GET /switch/Relay", "GET /sensor/Power"]);
+  });
+
+  for (const platform of ["esp32", "esp8266"] as const) {
+    it(`reads no state of a device that answers as another, and fails as a device mismatch (${platform})`, async (t) => {
+      const { plug, power, relay } = await setup(t, { platform, name: "plug-worker-2" });
+      const { error } = await timed(() => power.read(relay, { device: expectDevice('name "plug-worker-1"') }));
+      assertPlugError(error, "device-mismatch", /^reading plug http:\/\/127\.0\.0\.1:\d+ switch "Relay": the device answers as name "plug-worker-2", not as the device expected there; no state was taken from it$/);
+      assert.deepEqual(requests(plug), ["GET /events"]);
+      await eventually(() => plug.openStreams === 0);
+    });
+  }
+
+  it("reads no state when the device check fails", async (t) => {
+    const { plug, power, relay } = await setup(t);
+    const { error } = await timed(() => power.read(relay, { device: () => Promise.reject(new Error("apiserver down")) }));
+    assertPlugError(error, "device-mismatch", /which could not be checked against the device expected there; no state was taken from it$/);
+    assert.deepEqual(requests(plug), ["GET /events"]);
+  });
+
+  it("asks the device check with the device's slot held: a command asked for meanwhile waits for the read", async (t) => {
+    const { plug, power, relay } = await setup(t);
+    const slow: DeviceCheck = async (seen) => {
+      await sleep(100);
+      return seen.id === `name "${plug.name}"`;
+    };
+    const reading = power.read(relay, { device: slow });
+    await eventually(() => plug.calls.length === 1);
+    const switching = power.turnOn(relay, { device: acceptAny });
+    assert.deepEqual(await reading, { on: false });
+    await switching;
+    assert.deepEqual(requests(plug).slice(0, 4), ["GET /events", "GET /switch/Relay", "GET /events", "POST /switch/Relay/turn_on"]);
+  });
+});
+
 describe("createEsphomePowerSwitch() reading /events", () => {
   for (const platform of ["esp32", "esp8266"] as const) {
     it(`fails within the deadline, sending nothing, when the stream never sends a ping (${platform})`, async (t) => {
@@ -171,5 +222,19 @@ describe("two plug addresses swap while plugpool runs", () => {
     const { error } = await timed(() => restarted.turnOff(worker1, allowCut, { device: device1 }));
     assertPlugError(error, "device-mismatch", /answers as name "plug-worker-2"/);
     assert.deepEqual([posts(plugA), posts(plugB)], [["POST /switch/Relay/turn_on"], []]);
+  });
+
+  it("reads no state of the wrong device when the read is checked", async (t) => {
+    const { plugA, plugB, leaseA, leaseB, worker1, worker2, device1, device2 } = await swapped(t);
+    const power = createEsphomePowerSwitch({ timeoutMs: 1000 });
+    assert.deepEqual(await power.read(worker1, { device: device1 }), { on: false });
+    swap(leaseA, leaseB);
+    plugA.resetCalls();
+    plugB.resetCalls();
+    for (const [worker, device] of [[worker1, device1], [worker2, device2]] as const) {
+      const { error } = await timed(() => power.read(worker, { device }));
+      assertPlugError(error, "device-mismatch", /^reading plug .*: the device answers as name "plug-worker-\d", not as the device expected there; no state was taken from it$/);
+    }
+    assert.deepEqual([requests(plugA), requests(plugB)], [["GET /events"], ["GET /events"]]);
   });
 });

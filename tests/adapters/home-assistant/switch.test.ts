@@ -108,11 +108,12 @@ describe("Home Assistant switch", () => {
       assert.deepEqual(services(), ["switch.turn_on switch.box", "switch.turn_on switch.helper", "switch.turn_off switch.helper"]);
     });
 
-    it("never asks the device check: the entity id is the entity's address and its identity", async () => {
+    it("never asks the device check, of a command or a read: the entity id is the entity's address and its identity", async () => {
       let asked = false;
       const device = (): Promise<boolean> => Promise.resolve(!(asked = true));
       assert.deepEqual(await hub.turnOn(box(), { device }), { on: true });
       assert.deepEqual(await hub.turnOff(box(), allow, { device }), { on: false });
+      assert.equal((await hub.read(box(), { device })).on, false);
       assert.equal(asked, false);
       assert.deepEqual(services(), ["switch.turn_on switch.box", "switch.turn_off switch.box"]);
     });

@@ -372,6 +372,77 @@ describe("redfishBackend faults", () => {
     });
   });
 
+  describe("a read that carries a device check", () => {
+    const gets = (bmc: FakeBmc): string[] => bmc.seen.map((r) => `${r.method} ${r.path}`);
+
+    it("reads the state of the system expected from the one GET that tells its UUID, as a plain read makes it", async () => {
+      const bmc = await fakeBmc();
+      const power = redfishBackend.create({ timeoutMs: 2000 });
+      const device = expectDevice(`uuid ${bmc.uuids["1"]}`);
+      assert.deepEqual(await power.read(systemOf(bmc), { device }), { on: true });
+      assert.equal(device.seen.length, 1);
+      assert.deepEqual(await power.read(systemOf(bmc)), { on: true });
+      assert.deepEqual(gets(bmc), ["GET /redfish/v1/Systems/1", "GET /redfish/v1/Systems/1"]);
+    });
+
+    it("takes no state from a system that answers as another, and fails as a device mismatch", async () => {
+      const bmc = await fakeBmc();
+      bmc.power = "Off";
+      const error = await failureOf(() => redfishBackend.create({ timeoutMs: 2000 }).read(systemOf(bmc), { device: expectDevice(`uuid ${bmc.uuids["2"]}`) }));
+      assertFailure(error, "device-mismatch", new RegExp(`^reading BMC http://127\\.0\\.0\\.1:\\d+ system "1": the device answers as uuid ${bmc.uuids["1"]}, not as the device expected there; no state was taken from it$`), SECRETS);
+      assert.deepEqual(gets(bmc), ["GET /redfish/v1/Systems/1"]);
+    });
+
+    it("checks the system before its state: another system's unknown PowerState is a device mismatch", async () => {
+      const bmc = await fakeBmc();
+      bmc.power = "Rebooting";
+      const error = await failureOf(() => redfishBackend.create({ timeoutMs: 2000 }).read(systemOf(bmc), { device: expectDevice(`uuid ${bmc.uuids["2"]}`) }));
+      assertFailure(error, "device-mismatch", /no state was taken from it$/, SECRETS);
+    });
+
+    it("reads no state of a system that tells neither its UUID nor its serial number", async () => {
+      const bmc = await fakeBmc();
+      bmc.handle = (_request, res) => { json(res, 200, { Id: "1", PowerState: "Off" }); };
+      let asked = false;
+      const error = await failureOf(() => redfishBackend.create({ timeoutMs: 2000 }).read(systemOf(bmc), { device: () => Promise.resolve((asked = true)) }));
+      assertFailure(error, "plug-bad-answer", /GET \/redfish\/v1\/Systems\/1 answered without a UUID or SerialNumber plugpool can use$/, SECRETS);
+      assert.equal(asked, false);
+    });
+
+    it("asks the device check with the BMC's slot held: a call asked for meanwhile waits for the read", async () => {
+      const bmc = await fakeBmc();
+      const power = redfishBackend.create({ timeoutMs: 3000 });
+      let other: Promise<unknown> = Promise.resolve();
+      let seenByCheck: string[] = [];
+      const device: DeviceCheck = async () => {
+        other = power.turnOff(systemOf(bmc, "2"), allow, { device: acceptAny });
+        await sleep(50);
+        seenByCheck = gets(bmc);
+        return true;
+      };
+      assert.deepEqual(await power.read(systemOf(bmc, "1"), { device }), { on: true });
+      await other;
+      assert.deepEqual(seenByCheck, ["GET /redfish/v1/Systems/1"]);
+    });
+
+    it("reads nothing more of the wrong system when two BMC addresses swap", async (t) => {
+      const [first, second] = [await fakeBmc(), await fakeBmc()];
+      const [leaseA, leaseB] = [await lease(first.url), await lease(second.url)];
+      t.after(() => Promise.all([leaseA.close(), leaseB.close()]));
+      const [worker1, worker2] = [systemOf({ ...first, url: leaseA.url }), systemOf({ ...second, url: leaseB.url })];
+      const [device1, device2] = [expectDevice(`uuid ${first.uuids["1"]}`), expectDevice(`uuid ${second.uuids["1"]}`)];
+      const power = redfishBackend.create({ timeoutMs: 2000 });
+      assert.deepEqual(await power.read(worker1, { device: device1 }), { on: true });
+      swap(leaseA, leaseB);
+      first.seen.length = 0;
+      second.seen.length = 0;
+      for (const [worker, device] of [[worker1, device1], [worker2, device2]] as const) {
+        assertFailure(await failureOf(() => power.read(worker, { device })), "device-mismatch", /no state was taken from it$/);
+      }
+      assert.deepEqual([gets(first), gets(second)], [["GET /redfish/v1/Systems/1"], ["GET /redfish/v1/Systems/1"]]);
+    });
+  });
+
   describe("one request at a time per BMC", () => {
     it("serialises calls to systems of one BMC, in the order they were made", async () => {
       const bmc = await fakeBmc();

@@ -114,6 +114,13 @@ describe("redfishBackend against sushy-emulator", () => {
       assert.equal(await bmc.powerState("system-3"), "On");
     });
 
+    it("reads the state of a system only when it answers as the one expected", async () => {
+      await bmc.setPower("system-3", "Off");
+      assert.deepEqual(await power().read(system("system-3"), { device: expectDevice("uuid system-3") }), { on: false });
+      const error = await failureOf(() => power().read(system("system-3"), { device: expectDevice("uuid system-4") }));
+      assertFailure(error, "device-mismatch", /^reading BMC .* system "system-3": the device answers as uuid system-3, not as the device expected there; no state was taken from it$/, secrets());
+    });
+
     it("sends ForceOff to a system PoweringOff, which is not off yet", async () => {
       await bmc.setPower("system-3", "PoweringOff");
       const from = bmc.requests().length;
