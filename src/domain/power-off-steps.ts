@@ -345,6 +345,14 @@ const deleteNode: StepRun = {
     // again and it registered anew, or another machine claims the name): it is left alone and the power-off ends.
     const live = fresh.find((n) => n.ready && !hasDeletionTaint(n));
     if (live !== undefined) return done(`node ${live.name} is Ready without the taint after the cut; left alone`);
+    // Nor is a Node without the taint that is not the one shut down: the machine registered anew after the cut. A
+    // power-off pod still bound to its name may have shut that one down too: told, for someone to look.
+    const anew = fresh.find((n) => !hasDeletionTaint(n) && job.shutdownNodeUid !== undefined && n.uid !== job.shutdownNodeUid);
+    if (anew !== undefined) {
+      const detail = `node ${anew.name} registered anew after the cut and is NotReady: if the power-off pod shut it down too, switch its machine off and on by hand`;
+      if (!anew.ready) pool.deps.reporter.report({ type: "stranded", machine: machine.name, node: anew.name, detail });
+      return done(`node ${anew.name} registered anew after the cut; left alone`);
+    }
     // The Node is the evidence that the machine registered, which ended its power-on record: a restart must not
     // find that record standing once the Node is gone.
     if (fresh.length > 0) await pool.deps.records.stored(machine.name, options);

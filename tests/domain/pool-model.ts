@@ -12,6 +12,8 @@ const HOLD_ANNOTATION = "plugpool.io/hold";
 const POWER_OFF_ANNOTATION = "plugpool.io/power-off-started-at";
 /** The walks' standby draw (tests/fakes/world.ts POWER_OFF). */
 const STANDBY_WATTS = 5;
+/** The walks' powerOff.notReadyTimeout (the World's default). */
+const SHUTDOWN_TIMEOUT_MS = 300_000;
 
 /** A domain error crossing towards CA (checked by name and code, as a client across module copies would). */
 function isDomainError(e: unknown): boolean {
@@ -74,7 +76,8 @@ export class Model {
    */
   readonly #osDown = new Set<string>();
   /** Machines whose control accepted an OS shutdown (a BMC), until their plug is switched again. */
-  readonly #shutdownAsked = new Set<string>();
+  /** When each accepted shutdown was asked (by its control: a BMC), until the machine's plug is switched again. */
+  readonly #shutdownAsked = new Map<string, number>();
   /**
    * Machines whose OS plugpool asked to shut down (a power-off pod created, a BMC's shutdown accepted) since their
    * plug was last switched: when, and the uids of their Nodes then. Only these may be power-cycled.
@@ -82,6 +85,10 @@ export class Model {
   readonly #shutdownRequested = new Map<string, { readonly at: number; readonly uids: readonly (string | undefined)[] }>();
   /** Machines switched off under the power-cycle exception: they must be on again by the end. */
   readonly #cycled = new Set<string>();
+  /** Machines whose shutdown request a wall clock step followed: their Nodes' times say nothing of the order. */
+  readonly #steppedSinceRequest = new Set<string>();
+  /** Machines whose OS a power-off pod or a BMC's shutdown (plugpool's requests) halted, until their plug is switched. */
+  readonly #haltedByPlugpool = new Set<string>();
   /** When each machine's plug was last switched on by plugpool (wall ms). */
   readonly #switchedOnAt = new Map<string, number>();
   /** Nodes that claim no machine, with when each was created (wall ms). */
@@ -135,7 +142,7 @@ export class Model {
       }
       if (arrival.op === "shutdown") {
         this.#checkShutdown(machine.name, "OS shutdown through the control");
-        this.#shutdownAsked.add(machine.name);
+        this.#shutdownAsked.set(machine.name, this.w.clock.now());
         this.#noteShutdownRequested(machine);
       } else if (arrival.op === "turnOff") {
         this.#checkCut(machine);
@@ -144,6 +151,7 @@ export class Model {
         if (!this.#cycled.has(machine.name)) this.#shutdownRequested.delete(machine.name);
         this.#switchedOnByPool.delete(machine.name);
         this.#osDown.delete(machine.name);
+        this.#haltedByPlugpool.delete(machine.name);
       } else {
         this.#checkOn(machine);
         // Brought back (its switch-on may be sent again: its answer can be lost) until a power-off starts anew.
@@ -152,6 +160,7 @@ export class Model {
         this.#shutdownRequested.delete(machine.name);
         this.#restartedSince.delete(machine.name);
         this.#osDown.delete(machine.name);
+        this.#haltedByPlugpool.delete(machine.name);
         this.#cycled.delete(machine.name);
         this.#stranded.delete(machine.name);
         this.#switchedOnByPool.add(machine.name);
@@ -169,6 +178,8 @@ export class Model {
       if (event.type === "power-off-started") {
         this.#aborted.delete(event.machine);
         this.#revived.delete(event.machine);
+        // A power-off CA asked for anew ends with the machine off, cycled before or not.
+        this.#cycled.delete(event.machine);
       }
     };
     this.w.cluster.onCall = (call) => {
@@ -213,13 +224,16 @@ export class Model {
   #noteShutdownRequested(machine: Machine): void {
     if (this.#shutdownRequested.has(machine.name)) return;
     this.#shutdownRequested.set(machine.name, { at: this.w.clock.now(), uids: this.#nodesOf(machine).map((n) => n.uid) });
+    this.#steppedSinceRequest.delete(machine.name);
   }
 
   #notePodShutdown(machine: Machine): void {
     const asked = this.#shutdownRequested.get(machine.name);
     const uids = this.#nodesOf(machine).map((n) => n.uid);
-    if (asked === undefined) this.#shutdownRequested.set(machine.name, { at: this.w.clock.now(), uids });
-    else this.#shutdownRequested.set(machine.name, { at: asked.at, uids: [...asked.uids, ...uids] });
+    if (asked === undefined) {
+      this.#shutdownRequested.set(machine.name, { at: this.w.clock.now(), uids });
+      this.#steppedSinceRequest.delete(machine.name);
+    } else this.#shutdownRequested.set(machine.name, { at: asked.at, uids: [...asked.uids, ...uids] });
   }
 
   /** One new power-on (switched on, or queued) of the group: IncreaseSize calls in flight must have asked for it. */
@@ -257,6 +271,10 @@ export class Model {
   async apply(o: Op): Promise<void> {
     await this.#step(o);
     await this.#quiet();
+    // A power-off pod is a shutdown request for whatever Node carries its name, one registered anew included.
+    for (const machine of this.w.machines()) {
+      if (this.w.cluster.powerOffPod(machine.name) !== undefined) this.#notePodShutdown(machine);
+    }
   }
 
   async #step(o: Op): Promise<void> {
@@ -279,7 +297,11 @@ export class Model {
         this.#nodeEvent(this.machine(o.m), o.event);
         return;
       case "ready":
-        for (const n of this.#nodesOf(this.machine(o.m))) w.cluster.setReady(n.name, o.ready, w.clock.now());
+        for (const n of this.#nodesOf(this.machine(o.m))) {
+          // Ready again after plugpool asked its shutdown: its OS runs, and no cycle may cut it any more.
+          if (o.ready && !n.ready) this.#readyAgain(this.machine(o.m).name, n.uid);
+          w.cluster.setReady(n.name, o.ready, w.clock.now());
+        }
         return;
       case "hold":
         for (const n of this.#nodesOf(this.machine(o.m))) w.cluster.annotate(n.name, HOLD_ANNOTATION, o.value);
@@ -297,7 +319,10 @@ export class Model {
         // Someone switches the plug by hand: a machine switched on that way is not plugpool's to cut
         // (Switched off and on again by hand, a machine plugpool switched on is still the one it asked for.)
         const machine = this.machine(o.m);
-        if (o.on !== w.power.isOn(machine.power)) this.#osDown.delete(machine.name);
+        if (o.on !== w.power.isOn(machine.power)) {
+          this.#osDown.delete(machine.name);
+          this.#haltedByPlugpool.delete(machine.name);
+        }
         w.power.set(machine.power, o.on);
         return;
       }
@@ -306,10 +331,14 @@ export class Model {
         return;
       case "tick":
         w.clock.advance(o.ms);
+        // A view that is current has heard from the apiserver within the last minute: a minute or more later it
+        // shows what had happened before (shorter ticks leave it lagging as it may).
+        if (o.ms >= 60_000 && w.cluster.viewCurrent) this.#sync();
         await this.#ca({ kind: "run" });
         return;
       case "clock-step":
         w.clock.step(o.ms);
+        for (const name of this.#shutdownRequested.keys()) this.#steppedSinceRequest.add(name);
         return;
       case "pods-go":
         w.cluster.finishPodDeletion();
@@ -415,10 +444,14 @@ export class Model {
     for (const machine of this.w.machines()) {
       const name = machine.name;
       const on = this.w.power.isOn(machine.power);
-      const heldAndTold = (this.#held(machine) || this.#mismatched.has(name)) && this.#stranded.has(name);
-      if (this.#cycled.has(name) && !on && !heldAndTold) this.violations.push(`${name} power-cycled but left off`);
+      // Held, it is told; held across a restart, which forgets the cycle it was in (a known gap), it is left as it is.
+      const held = this.#held(machine) || this.#mismatched.has(name);
+      const heldAndTold = held && (this.#stranded.has(name) || this.#restartedSince.has(name));
+      // (Off with CA's taint on its Node: CA is deleting it; a restart forgets the cycle, and the restore waits for CA.)
+      const deleting = this.#nodesOf(machine).some((n) => n.taints.some((t) => t.key === TO_BE_DELETED_TAINT));
+      if (this.#cycled.has(name) && !on && !heldAndTold && !deleting) this.violations.push(`${name} power-cycled but left off`);
       // (A restart while the watch of a called-off power-off ran forgets it: a known gap, see docs/safety.md.)
-      const halted = this.#osDown.has(name) && this.#shutdownRequested.has(name) && !this.#restartedSince.has(name);
+      const halted = this.#haltedByPlugpool.has(name) && this.#shutdownRequested.has(name) && !this.#restartedSince.has(name);
       if (!halted || !on || this.#nodesOf(machine).some((n) => n.ready)) continue;
       if (!this.#stranded.has(name)) this.violations.push(`${name} halted with its plug on at the end, neither brought back nor reported`);
     }
@@ -590,10 +623,18 @@ export class Model {
     const { w } = this;
     for (const machine of w.machines()) {
       const pod = w.cluster.powerOffPod(machine.name);
+      // An OS that did not act on its BMC's graceful shutdown within the shutdown timeout ignored it for good.
+      const askedAt = this.#shutdownAsked.get(machine.name);
+      if (askedAt !== undefined && w.clock.now() > askedAt + SHUTDOWN_TIMEOUT_MS) this.#shutdownAsked.delete(machine.name);
       const asked = this.#shutdownAsked.has(machine.name);
-      if ((pod !== undefined && !pod.terminating) || asked) this.#osDown.add(machine.name);
+      // A pod runs only on a Node: one whose Node is gone shuts nothing down (a BMC's request needs none).
+      const podRuns = pod !== undefined && !pod.terminating && this.#nodesOf(machine).length > 0;
+      if (podRuns || asked) {
+        this.#osDown.add(machine.name);
+        this.#haltedByPlugpool.add(machine.name);
+      }
       // A power-off pod runs on whatever Node carries its name: one registered anew is shut down by plugpool too.
-      if (pod !== undefined && !pod.terminating) this.#notePodShutdown(machine);
+      if (pod !== undefined) this.#notePodShutdown(machine);
       for (const n of this.#nodesOf(machine)) {
         if (n.ready && (pod !== undefined || asked || !w.power.isOn(machine.power))) w.cluster.setReady(n.name, false, w.clock.now());
       }
@@ -725,7 +766,13 @@ export class Model {
   #mayCycle(machine: Machine, nodes: readonly NodeView[]): boolean {
     const asked = this.#shutdownRequested.get(machine.name);
     if (asked === undefined || nodes.length === 0 || this.#held(machine, nodes)) return false;
-    return nodes.every((n) => !n.ready && asked.uids.includes(n.uid) && (n.readyChangedAt ?? Number.NEGATIVE_INFINITY) >= asked.at - 1000);
+    const stepped = this.#steppedSinceRequest.has(machine.name);
+    return nodes.every((n) => !n.ready && asked.uids.includes(n.uid) && (stepped || (n.readyChangedAt ?? Number.NEGATIVE_INFINITY) >= asked.at - 1000));
+  }
+
+  #readyAgain(name: string, uid: string): void {
+    const asked = this.#shutdownRequested.get(name);
+    if (asked !== undefined) this.#shutdownRequested.set(name, { at: asked.at, uids: asked.uids.filter((u) => u !== uid) });
   }
 
 }
