@@ -450,7 +450,7 @@ export class Model {
       // (Off with CA's taint on its Node: CA is deleting it; a restart forgets the cycle, and the restore waits for CA.)
       const deleting = this.#nodesOf(machine).some((n) => n.taints.some((t) => t.key === TO_BE_DELETED_TAINT));
       if (this.#cycled.has(name) && !on && !heldAndTold && !deleting) this.violations.push(`${name} power-cycled but left off`);
-      // (A restart while the watch of a called-off power-off ran forgets it: a known gap, see docs/safety.md.)
+      // (A restart while the watch of a called-off power-off ran forgets it: a known gap the README states.)
       const halted = this.#haltedByPlugpool.has(name) && this.#shutdownRequested.has(name) && !this.#restartedSince.has(name);
       if (!halted || !on || this.#nodesOf(machine).some((n) => n.ready)) continue;
       if (!this.#stranded.has(name)) this.violations.push(`${name} halted with its plug on at the end, neither brought back nor reported`);
