@@ -1,12 +1,14 @@
 // The soak's faults, one at a time at random: plugs that die, slow down or flap; plugpool killed and restarted; the
 // apiserver restarted; and an operator's hand: a machine switched on at its plug, CA's taint removed from a node
-// being powered off, a running machine's Node deleted (its kubelet restarted half a minute to two minutes later).
+// being powered off, a running machine's Node deleted (its kubelet restarted half a minute to two minutes later);
+// and a router's hand: two plugs' addresses reaching each other's plug for a while.
 import { setTimeout as sleep } from "node:timers/promises";
 import { ApiException, CoreV1Api, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import type { Observer } from "./observer.ts";
 import { TO_BE_DELETED } from "./observer.ts";
 import type { Random } from "./prng.ts";
 import { SWITCH, type Site } from "./site.ts";
+import { swap } from "../support/lease.ts";
 
 export const FAULT_KINDS = [
   "plug-dead",
@@ -17,6 +19,7 @@ export const FAULT_KINDS = [
   "powered-on-by-hand",
   "taint-removed-by-hand",
   "node-deleted-by-hand",
+  "addresses-swapped",
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
@@ -204,6 +207,28 @@ export function createFaults(site: Site, observer: Observer, random: Random, log
     return count("node-deleted-by-hand", `Node ${name} deleted under its running kubelet, which restarts in ${(restartMs / 1000).toFixed(0)} s`);
   }
 
+  /** Two plugs' addresses reach each other's plug for a while, as when a router hands its leases out anew. */
+  function swapAddresses(): string {
+    const free = freePlugs();
+    if (free.length < 2) return "addresses-swapped: fewer than two plugs without a fault";
+    const a = random.pick(free);
+    const b = random.pick(free.filter((m) => m !== a));
+    const ms = random.int(20_000, 60_000);
+    observer.addressesSwapped([a, b], true);
+    swap(site.address(a), site.address(b));
+    busy.add(a);
+    busy.add(b);
+    later(ms, () => {
+      swap(site.address(a), site.address(b));
+      observer.addressesSwapped([a, b], false);
+      busy.delete(a);
+      busy.delete(b);
+      log(`addresses-swapped over: ${a} and ${b} reach their own plugs again`);
+      return Promise.resolve();
+    });
+    return count("addresses-swapped", `the addresses of ${a}'s and ${b}'s plugs reach each other's plug for ${(ms / 1000).toFixed(0)} s`);
+  }
+
   return {
     inject: async () => {
       const kind = random.pick(FAULT_KINDS);
@@ -222,6 +247,8 @@ export function createFaults(site: Site, observer: Observer, random: Random, log
           return armTaintRemoval();
         case "node-deleted-by-hand":
           return deleteNodeByHand();
+        case "addresses-swapped":
+          return swapAddresses();
       }
     },
     counts: () => counts,

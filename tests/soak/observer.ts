@@ -29,6 +29,8 @@ const SLACK_MS = 1_000;
  * switch-on request) a switch-off is still taken for plugpool's own.
  */
 const RECORD_SLACK_MS = 3_000;
+/** A request already through a relay when it is pointed elsewhere: it reaches its plug within this. */
+const SWAP_SLACK_MS = 200;
 /** How much older than the episode a PoweredOutside Event may look (its timestamps have whole seconds). */
 const EVENT_SLACK_MS = 5_000;
 /** Longest a machine may be on without a Node and out of everyone's view (plugpool reads plugs every CA loop). */
@@ -44,7 +46,8 @@ export type ViolationKind =
   | "switch-off-powered-outside"
   | "power-off-pod-on-untainted-node"
   | "machine-out-of-view"
-  | "power-off-stuck";
+  | "power-off-stuck"
+  | "command-to-another-device";
 
 export interface Violation {
   /** Wall-clock time it was seen (epoch ms). */
@@ -90,6 +93,11 @@ export interface Observer {
   onPlugRequest(machine: string, record: Readonly<CallRecord>): void;
   /** Starts the watches; the plugs are looked up through `plug`. */
   start(admin: KubeConfig, plug: (machine: string) => EmulatedPlug): Promise<void>;
+  /**
+   * The addresses configured for these machines' plugs reach each other's plug from now on (`true`), or their own
+   * again (`false`): meanwhile no switch command may reach either plug, since each would reach the other machine's.
+   */
+  addressesSwapped(machines: readonly string[], swapped: boolean): void;
   /** The fault injector took the taint off `node`: known at once, before the watch reports it. */
   taintRemoved(node: string): void;
   /** The Nodes as the observer sees them now. */
@@ -118,6 +126,8 @@ export function createObserver(machines: readonly string[], log: (message: strin
   /** Since when each machine has been on without a Node and without a power-on record. */
   const unseenSince = new Map<string, number>();
   let stats = { powerOns: 0, powerOffs: 0, powerOffPods: 0 };
+  /** Since when (epoch ms) each machine's plug has been reached through another machine's address. */
+  const swapped = new Map<string, number>();
   let stopped = false;
   const informers: { stop(): Promise<void> }[] = [];
   let ticker: NodeJS.Timeout | undefined;
@@ -149,6 +159,11 @@ export function createObserver(machines: readonly string[], log: (message: strin
     if (action === undefined) return;
     const relayOn = plugOf?.(machine).state(SWITCH);
     const now = Date.now();
+    const swappedAt = swapped.get(machine);
+    // A request already on its way when the addresses moved may still land: the relay drops what it carried.
+    if (swappedAt !== undefined && now - swappedAt > SWAP_SLACK_MS) {
+      violation("command-to-another-device", `${machine}/${now}`, `${record.method} ${record.path} reached ${machine}'s plug through another machine's address`);
+    }
     if (action === "turn_on") {
       poweredByPlugpool.set(machine, now);
       if (relayOn === false) stats = { ...stats, powerOns: stats.powerOns + 1 };
@@ -300,6 +315,12 @@ export function createObserver(machines: readonly string[], log: (message: strin
 
   return {
     onPlugRequest,
+    addressesSwapped(names, on) {
+      for (const name of names) {
+        if (on) swapped.set(name, Date.now());
+        else swapped.delete(name);
+      }
+    },
     start: async (admin, plug) => {
       plugOf = plug;
       const core = admin.makeApiClient(CoreV1Api);

@@ -13,6 +13,7 @@ import { createOwnedTempDir, onAbruptExit, startProcess, type ManagedProcess } f
 import { answersOk, freePorts, waitUntilReady } from "../support/control-plane/readiness.ts";
 import { startMachineSimulator, type MachineSimulator } from "../support/machine-simulator.ts";
 import { startPlugEmulator, type CallRecord, type EmulatedPlug, type Platform, type Version } from "../support/plug-emulator/index.ts";
+import { lease, type Lease } from "../support/lease.ts";
 
 const repo = join(import.meta.dirname, "..", "..");
 const plugpoolMain = join(repo, "dist", "plugpool.mjs");
@@ -78,6 +79,8 @@ export interface Site {
   readonly machines: readonly string[];
   readonly simulator: MachineSimulator;
   plug(machine: string): EmulatedPlug;
+  /** The address plugpool is configured with for the machine's plug: it may be made to reach another plug. */
+  address(machine: string): Lease;
   readonly plugpool: PlugpoolProcess;
   /** The running cluster-autoscaler (replaced by `restartAutoscaler`). */
   autoscaler(): AutoscalerProcess;
@@ -156,6 +159,7 @@ async function start(options: SiteOptions, cleanups: (() => Promise<void> | void
 
   const plans = machinePlans(options.machines);
   const plugs = new Map<string, EmulatedPlug>();
+  const addresses = new Map<string, Lease>();
   for (const m of plans) {
     const plug = await startPlugEmulator({
       version: m.version,
@@ -165,6 +169,9 @@ async function start(options: SiteOptions, cleanups: (() => Promise<void> | void
     });
     plugs.set(m.name, plug);
     cleanups.push(() => plug.close());
+    const address = await lease(plug.url);
+    addresses.set(m.name, address);
+    cleanups.push(() => address.close());
   }
   const plug = (machine: string): EmulatedPlug => {
     const found = plugs.get(machine);
@@ -186,7 +193,7 @@ async function start(options: SiteOptions, cleanups: (() => Promise<void> | void
 
   const ports = await freePorts(["grpc", "ops"]);
   const configPath = join(dir, "plugpool.yaml");
-  writeFileSync(configPath, plugpoolConfig(ports.grpc, ports.ops, plans, plugs));
+  writeFileSync(configPath, plugpoolConfig(ports.grpc, ports.ops, plans, addresses));
   const plugpool = plugpoolProcess(configPath, kubeconfigPath, join(dir, "plugpool.log"), `http://127.0.0.1:${ports.ops}/readyz`);
   await plugpool.start();
   cleanups.push(() => plugpool.stop());
@@ -203,6 +210,11 @@ async function start(options: SiteOptions, cleanups: (() => Promise<void> | void
     machines: plans.map((m) => m.name),
     simulator,
     plug,
+    address: (machine) => {
+      const found = addresses.get(machine);
+      if (found === undefined) throw new Error(`no address for ${machine}`);
+      return found;
+    },
     plugpool,
     autoscaler: () => autoscaler,
     restartAutoscaler: async () => {
@@ -215,9 +227,9 @@ async function start(options: SiteOptions, cleanups: (() => Promise<void> | void
 }
 
 /** plugpool's configuration file: one group of every machine, short power-off timings, 1 s plug timeout. */
-function plugpoolConfig(grpc: number, ops: number, plans: readonly MachinePlan[], plugs: ReadonlyMap<string, EmulatedPlug>): string {
+function plugpoolConfig(grpc: number, ops: number, plans: readonly MachinePlan[], addresses: ReadonlyMap<string, Lease>): string {
   const node = (m: MachinePlan): string =>
-    `      - { name: ${m.name}, plug: { url: "${plugs.get(m.name)?.url ?? ""}", switch: ${SWITCH}${m.powerSensor ? ", powerSensor: Power" : ""} } }`;
+    `      - { name: ${m.name}, plug: { url: "${addresses.get(m.name)?.url ?? ""}", switch: ${SWITCH}${m.powerSensor ? ", powerSensor: Power" : ""} } }`;
   return [
     `listen: 127.0.0.1:${grpc}`,
     `opsListen: 127.0.0.1:${ops}`,
