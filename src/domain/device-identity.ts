@@ -36,9 +36,10 @@ export function isMachineHeld(ctx: PoolContext, machine: Machine, nodes: readonl
 }
 
 /**
- * The DeviceCheck of the machine's switch commands. A device that answers as expected goes ahead. With nothing
- * expected yet (first contact), the identity it gives is stored on the cluster first: a command goes only once a
- * restart would confirm the same device. A device that answers as another gets nothing, and its machine is held
+ * The DeviceCheck of the machine's switch commands and of the reads that stand in for one (and of the first read of
+ * a device not known yet). A device that answers as expected goes ahead. With nothing expected yet (first contact),
+ * the identity it gives is stored on the cluster first: a command goes only once a restart would confirm the same
+ * device. A device that answers as another gets nothing, and its machine is held
  * (reported once per identity seen): no further command is sent to it, so nothing would ever confirm it again. A device whose uptime went back restarted (see `noteUptime`).
  */
 export function deviceCheck(ctx: PoolContext, machine: Machine): DeviceCheck {

@@ -7,13 +7,15 @@ import { dropQueued, nodesOf, poweredByPlugpool, stateOf } from "./state.ts";
 import { messageOf } from "./errors.ts";
 import { foreignProviderID, instanceId } from "./matching.ts";
 import { readPlug } from "./switching.ts";
+import { expectedIdentity } from "./device-identity.ts";
 import { clearBootFailures } from "./quarantine.ts";
 import { restoreTarget, restoreWait } from "./power-on.ts";
 import { lifecycleOf } from "./lifecycle.ts";
 import { noteBoot } from "./usage.ts";
 
 /**
- * Reads every plug at once (each call bounded by the adapter) and updates what depends on the readings: boot
+ * Reads every plug at once (each call bounded by the adapter; a device not known yet is also asked what it is, and
+ * learned) and updates what depends on the readings: boot
  * failures (quarantined), registration (ends a quarantine and the power-on record), power nobody asked for (a
  * lost one is restored by the runner, which this wakes; one switched on outside plugpool is reported). A plug
  * that cannot be read keeps its last state. Also reports Nodes named like a machine with a providerID of another
@@ -24,7 +26,9 @@ export async function refresh(ctx: PoolContext, options?: CallOptions): Promise<
   // its frame alive until that plug answers.
   await Promise.allSettled(
     ctx.machines.map((machine) =>
-      readPlug(ctx, machine, options).then(undefined, (e: unknown) => {
+      // A device met for the first time says what it is at this first contact, and is known by it from then on:
+      // an address that reaches another device later (a lease handed out anew) is caught at its next command.
+      readPlug(ctx, machine, options, expectedIdentity(ctx, machine) === undefined).then(undefined, (e: unknown) => {
         noteReadFailure(ctx, machine, messageOf(e));
       }),
     ),

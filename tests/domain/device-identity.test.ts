@@ -13,23 +13,20 @@ async function bothKnown(): Promise<World> {
 }
 
 describe("device identity", () => {
-  it("learns a device's identity at the first switch command and stores it before the command goes", async () => {
+  it("learns each device's identity at first contact, its first read, and stores it on the records", async () => {
     const w = new World();
     await w.pool.refresh();
-    const plug = w.machine("worker-1").power;
-    let storedFirst = false;
-    w.power.onArrival = () => {
-      storedFirst = w.records.deviceIdentity("worker-1") === w.power.identityOf(plug);
-    };
-    await w.pool.increaseSize("workers", 1);
-    assert.ok(storedFirst, "the identity was on the records when the plug-on reached the device");
-    assert.deepEqual(w.reporter.of("device-learned").map((e) => e.identity), [w.power.identityOf(plug)]);
+    for (const m of w.machines()) assert.equal(w.records.deviceIdentity(m.name), w.power.identityOf(m.power));
+    assert.deepEqual(w.reporter.of("device-learned").map((e) => e.machine), ["worker-1", "worker-2", "worker-3"]);
+    // Known from then on: later reads are plain ones, and the switch commands are checked.
+    await w.pool.refresh();
+    assert.equal(w.reporter.of("device-learned").length, 3);
   });
 
-  it("sends nothing when the identity of a first contact cannot be stored, and tries the next machine", async () => {
+  it("takes no reading from a device whose identity cannot be stored, so switches nothing through it", async () => {
     const w = new World();
-    await w.pool.refresh();
     w.records.failNextIdentities(1);
+    await w.pool.refresh();
     await w.pool.increaseSize("workers", 1);
     assert.equal(w.power.isOn(w.machine("worker-1").power), false);
     assert.equal(w.power.isOn(w.machine("worker-2").power), true);
@@ -111,20 +108,20 @@ describe("device identity", () => {
     assert.ok(accepted.power.isOn(accepted.machine("worker-1").power));
   });
 
-  it("met for the first time, a device that answers as another machine's known device gets nothing, and its machine is held", async () => {
+  it("met for the first time, a device that answers as another machine's known device is not learned, and its machine is held", async () => {
     const w = new World();
-    await w.pool.refresh();
-    await w.pool.increaseSize("workers", 1);
     const [one, two] = [w.machine("worker-1").power, w.machine("worker-2").power];
-    // worker-2's device was never met, and its address now reaches worker-1's device.
+    // worker-1's device was met by an earlier run; worker-2's never was, and its address now reaches worker-1's.
+    await w.records.recordDeviceIdentity("worker-1", w.power.identityOf(one));
     w.power.swapAddresses(one, two);
-    const reached: string[] = [];
-    w.power.onArrival = (a) => reached.push(`${a.op} ${a.device}`);
-    await w.pool.increaseSize("workers", 1);
-    assert.deepEqual(reached, ["turnOn plug-worker-3"]);
+    await w.pool.refresh();
     assert.equal(w.records.deviceIdentity("worker-2"), undefined);
     assert.deepEqual(w.reporter.of("device-duplicate").map((e) => [e.machine, e.other]), [["worker-2", "worker-1"]]);
     assert.ok(!w.pool.instances("workers").some((i) => i.id === "k3s://worker-2"));
+    const reached: string[] = [];
+    w.power.onArrival = (a) => reached.push(`${a.op} ${a.device}`);
+    await w.pool.increaseSize("workers", 1);
+    assert.deepEqual(reached, ["turnOn plug-worker-3"], "worker-1's address reaches worker-2's device: refused; worker-2 is held");
   });
 
   it("a replaced device is a mismatch until its identity is pinned", async () => {

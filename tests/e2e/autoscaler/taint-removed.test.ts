@@ -1,6 +1,7 @@
 // CA's ToBeDeleted taint is plugpool's only licence to shut a registered node down. An operator who removes it
 // by hand while the power-off runs takes that licence back: no power-off pod is created after the removal and the
-// plug is never switched off, even when the OS had already been shut down.
+// plug is never switched off for the power-off. When the OS had already been shut down, the machine is brought
+// back: its plug power-cycled, off and at once on again, and it boots.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -149,15 +150,23 @@ describe("cluster-autoscaler with plugpool: CA's taint removed during a power-of
     const createdAfter = (p: SeenPod): boolean => p.createdAt > removal.storedAt && p.seenAt > removal.time + RACE_MS;
     const shutDown = pods.filter((p) => !createdAfter(p));
     assert.deepEqual(pods.filter(createdAfter), [], "no power-off pod created after the taint was removed");
-    await powerKept(node);
     if (shutDown.length === 0) {
       console.log("taint removed right after DeleteNodes: before the power-off pod; the machine kept running");
+      await powerKept(node);
       assert.equal(env.machines.state(node), "running");
     } else {
-      // The power-off pod came first (or raced the removal): the OS halts, but the machine keeps its power.
-      console.log(`taint removed right after DeleteNodes: after the power-off pod ${shutDown.map((p) => p.name).join(", ")}; the power stayed`);
+      // The power-off pod came first (or raced the removal): the OS halted, and plugpool brings the machine back by
+      // a power cycle, each switch-off followed at once by a switch-on.
+      console.log(`taint removed right after DeleteNodes: after the power-off pod ${shutDown.map((p) => p.name).join(", ")}; brought back`);
       assert.deepEqual(shutDown.map((p) => p.node), [node]);
-      assert.equal(env.machines.state(node), "halted");
+      await eventually(`${node} brought back and running`, () => {
+        assert.equal(env.machines.state(node), "running");
+      }, POWER_OFF_BOUND_MS, 250);
+      const switches = env.plug(node).calls.filter((c) => /^\/switch\/[^/?]+\/turn_(on|off)(\?|$)/.test(c.path)).map((c) => c.path.endsWith("turn_off") ? "off" : "on");
+      assert.ok(switches.length > 0 && switches.at(-1) === "on", `the cycle ended on: ${switches.join(", ")}`);
+      assert.equal(env.plug(node).state("Relay"), true);
+      const taints = (await env.core.readNode({ name: node })).spec?.taints ?? [];
+      assert.ok(!taints.some((t) => t.key === TO_BE_DELETED), "nobody put the taint back");
     }
     // Out of the next scenario's way, as an operator looking into it would leave it.
     await env.core.patchNode({ name: node, body: { spec: { unschedulable: true } } }, MERGE);
