@@ -44,7 +44,10 @@ export function rpcMetrics(metrics: Metrics, logger: Logger): Interceptor {
       const error = toConnectError(e);
       code = Code[error.code];
       if (error.code !== Code.Unimplemented) {
-        logger.warn("rpc failed", { method, code, error: error.rawMessage, cause: causeOf(error) });
+        // The answer to CA is capped; plugpool's own log keeps the domain's whole message (it names plugs and
+        // Nodes, never credentials).
+        const whole = isPlugpoolError(error.cause) ? error.cause.message : error.rawMessage;
+        logger.warn("rpc failed", { method, code, error: whole, cause: causeOf(error) });
       }
       throw error;
     } finally {

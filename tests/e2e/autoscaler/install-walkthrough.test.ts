@@ -122,7 +122,9 @@ describe("the README's install steps, followed in the sandbox", { skip: autoscal
     runs += 1;
     const logPath = join(work, `plugpool-${runs}.log`);
     const fd = openSync(logPath, "a");
-    const child = spawn(process.execPath, [main, ...full], { cwd: work, env: { PATH: process.env.PATH ?? "", ...plugEnv }, stdio: ["ignore", fd, fd] });
+    // The Deployment gives the container its pod's name and namespace through the downward API.
+    const podEnv = { POD_NAME: "cluster-autoscaler-0", POD_NAMESPACE: "plugpool" };
+    const child = spawn(process.execPath, [main, ...full], { cwd: work, env: { PATH: process.env.PATH ?? "", ...podEnv, ...plugEnv }, stdio: ["ignore", fd, fd] });
     closeSync(fd);
     const exited = once(child, "exit");
     const kill = onAbruptExit(() => child.kill("SIGKILL"));
