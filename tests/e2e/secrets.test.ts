@@ -356,7 +356,8 @@ describe("plugpool serve and doctor (processes) facing plugs that fail with cred
     assert.equal(increase.error?.code, status.UNAVAILABLE, increase.error?.details);
     // The answer to CA is capped; the log line of the failed call has the whole of it.
     const logged = lines.find((l) => l.message === "rpc failed" && l.method === "NodeGroupIncreaseSize");
-    const shortfall = percentDecoded(String(logged?.error ?? increase.error.details));
+    const whole = logged?.error;
+    const shortfall = percentDecoded(typeof whole === "string" ? whole : increase.error.details);
     for (const name of SHORTFALL) assert.match(shortfall, new RegExp(`\\b${name}: `), `the shortfall names ${name}: ${shortfall}`);
     // A healthy plug may miss its first read on a loaded machine too; the two that refuse the credentials never read.
     const neverRead = /never read successfully: ([^;]*)/.exec(shortfall)?.[1]?.split(", ") ?? [];
