@@ -150,8 +150,11 @@ describe("plugpool serve (real apiserver, emulated plugs, simulated machines)", 
       30_000,
     );
     assert.equal(machines.state("worker-1"), "off");
-    const { response } = await client.call("nodeGroupNodes", { id: "workers" });
-    assert.deepEqual(response?.instances, []);
+    // The power-off ends once the watch shows the Node gone too, at the runner's next pass.
+    await eventually("the power-off over", async () => {
+      const { response } = await client.call("nodeGroupNodes", { id: "workers" });
+      assert.deepEqual(response?.instances, []);
+    }, 10_000);
     assert.equal((await client.call("nodeGroupTargetSize", { id: "workers" })).response?.targetSize, 0);
     const events = await core.listNamespacedEvent({ namespace: "default" });
     const reasons = events.items.filter((e) => e.involvedObject.name === "worker-1").map((e) => e.reason);
