@@ -683,7 +683,8 @@ export class Model {
     const nodes = this.#viewNodesOf(machine);
     if (this.#held(machine, nodes)) this.violations.push(`turnOn of held ${name}`);
     // A machine whose OS plugpool shut down, and whose power-off was called off, is brought back whatever CA's taint.
-    const revival = (this.#shutdownRequested.has(name) || this.#revived.has(name)) && (w.view ?? w.cluster).powerOffPod(name) === undefined;
+    // (Its pod gone as the apiserver has it: the revival waits for that, not for a lagging view.)
+    const revival = (this.#shutdownRequested.has(name) || this.#revived.has(name)) && w.cluster.powerOffPod(name) === undefined;
     if (nodes.some((n) => n.annotations[POWER_OFF_ANNOTATION] !== undefined || (!revival && n.taints.some((t) => t.key === TO_BE_DELETED_TAINT)))) {
       this.violations.push(`turnOn of ${name} while its Node is being deleted`);
     }
