@@ -353,6 +353,12 @@ const deleteNode: StepRun = {
       if (!anew.ready) pool.deps.reporter.report({ type: "stranded", machine: machine.name, node: anew.name, detail });
       return done(`node ${anew.name} registered anew after the cut; left alone`);
     }
+    // Switched on again since the cut (by hand), a machine may have been shut down anew by the power-off pod while it
+    // was still bound to its Node's name: told, for someone to look, since this power-off ends here.
+    if (fresh.length > 0 && job.deletedNodes.size === 0 && (await readPlug(pool, machine, options, true).catch(() => undefined))?.on === true) {
+      const detail = `its plug reads on again after the cut: if the power-off pod shut it down anew, switch it off and on by hand`;
+      pool.deps.reporter.report({ type: "stranded", machine: machine.name, node: fresh[0]?.name ?? job.node, detail });
+    }
     // The Node is the evidence that the machine registered, which ended its power-on record: a restart must not
     // find that record standing once the Node is gone.
     if (fresh.length > 0) await pool.deps.records.stored(machine.name, options);
