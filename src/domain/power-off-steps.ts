@@ -14,6 +14,7 @@ import { isPlugpoolError, PlugpoolError } from "./errors.ts";
 import { deviceCheck } from "./device-identity.ts";
 import { freshVerdict, isTransient, mayCutPower } from "./safety.ts";
 import { readPlug, switchOff } from "./switching.ts";
+import { watchShutdownNode } from "./revival.ts";
 
 /** What one step needs. `now` is read once, just before the step runs (timeouts come from stored times). */
 export interface StepContext {
@@ -163,6 +164,7 @@ const awaitNotReady: StepRun = {
   async run({ pool, machine, state, job, now, options }) {
     const nodes = nodesOf(pool, machine);
     const { facts } = job;
+    if (facts.shutdownRequested !== undefined) watchShutdownNode(job, nodes, facts.shutdownRequested);
     if (facts.notReady !== undefined) {
       // NotReady must hold until the cut: a Node Ready again (a network blip, a pod that never ran, a reboot)
       // sends the power-off back to waiting for the shutdown, within the same deadline.

@@ -70,6 +70,7 @@ function newJob(node: string, startedAt: number): PowerOffJob {
     podAttempts: 0,
     facts: {},
     shutdownNodeUid: undefined,
+    shutdownNodeSeen: { notReadyAt: undefined, readyAgain: false },
     revival: undefined,
     deletedNodes: new Set(),
   };

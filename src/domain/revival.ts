@@ -107,8 +107,28 @@ async function withSlot(ctx: PoolContext, bring: () => Promise<number | undefine
   return takePowerOnSlot(ctx) ? bring() : Math.max(powerOnSlotWait(ctx), 1);
 }
 
+/**
+ * Notes what the Node whose OS the job asked to shut down shows now. A halted machine's Node goes NotReady once and
+ * stays so: seen Ready after a NotReady, or NotReady since another moment than when first seen (Ready in between,
+ * unseen), its OS ran after the request, and no later NotReady is that shutdown's doing.
+ */
+export function watchShutdownNode(job: PowerOffJob, nodes: readonly NodeView[], asked: number): void {
+  const node = nodes.find((n) => n.uid === job.shutdownNodeUid);
+  const seen = job.shutdownNodeSeen;
+  if (node === undefined || seen.readyAgain) return;
+  if (node.ready) {
+    seen.readyAgain = seen.notReadyAt !== undefined;
+    return;
+  }
+  const since = node.readyChangedAt ?? Number.NEGATIVE_INFINITY;
+  if (since < asked - CONDITION_TIME_RESOLUTION_MS) return;
+  if (seen.notReadyAt === undefined) seen.notReadyAt = since;
+  else if (since !== seen.notReadyAt) seen.readyAgain = true;
+}
+
 function haltOf(ctx: PoolContext, machine: Machine, job: PowerOffJob, asked: number): Halt {
   const nodes = nodesOf(ctx, machine);
+  watchShutdownNode(job, nodes, asked);
   if (nodes.length > 0 && nodes.every((n) => n.ready)) return { kind: "running" };
   const node = nodes.find((n) => !n.ready);
   if (node === undefined) return { kind: "unknown", node: job.node, why: `its Node ${job.node} is gone; no sign it halted` };
@@ -117,6 +137,9 @@ function haltOf(ctx: PoolContext, machine: Machine, job: PowerOffJob, asked: num
   }
   if ((node.readyChangedAt ?? Number.NEGATIVE_INFINITY) < asked - CONDITION_TIME_RESOLUTION_MS) {
     return { kind: "unknown", node: node.name, why: `node ${node.name} was NotReady before plugpool asked for the shutdown` };
+  }
+  if (job.shutdownNodeSeen.readyAgain) {
+    return { kind: "unknown", node: node.name, why: `node ${node.name} was Ready again after plugpool asked for the shutdown: its OS ran on` };
   }
   if (nodes.some((n) => n.ready)) return { kind: "running" };
   return { kind: "halted", node };

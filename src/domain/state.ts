@@ -99,6 +99,11 @@ export interface PowerOffJob {
   readonly facts: PowerOffFacts;
   /** The uid of the Node whose OS this job asked to shut down (`facts.shutdownRequested`), when known. */
   shutdownNodeUid: string | undefined;
+  /**
+   * What this process has seen of that Node since the request (revival.ts `watchShutdownNode`): the time of its
+   * Ready condition when first seen NotReady, and whether it was seen Ready after that (its OS ran again).
+   */
+  readonly shutdownNodeSeen: { notReadyAt: number | undefined; readyAgain: boolean };
   /** Once an aborted power-off's traces are gone: watching whether its machine halted, to bring it back. */
   revival: Revival | undefined;
   /** Nodes this job asked to delete (each reported once). */

@@ -297,11 +297,7 @@ export class Model {
         this.#nodeEvent(this.machine(o.m), o.event);
         return;
       case "ready":
-        for (const n of this.#nodesOf(this.machine(o.m))) {
-          // Ready again after plugpool asked its shutdown: its OS runs, and no cycle may cut it any more.
-          if (o.ready && !n.ready) this.#readyAgain(this.machine(o.m).name, n.uid);
-          w.cluster.setReady(n.name, o.ready, w.clock.now());
-        }
+        for (const n of this.#nodesOf(this.machine(o.m))) w.cluster.setReady(n.name, o.ready, w.clock.now());
         return;
       case "hold":
         for (const n of this.#nodesOf(this.machine(o.m))) w.cluster.annotate(n.name, HOLD_ANNOTATION, o.value);
@@ -761,8 +757,10 @@ export class Model {
   }
 
   /**
-   * The power-cycle exception: a machine whose OS plugpool asked to shut down, not held, every Node of it the one
-   * shut down then (same uid) and NotReady since after the request.
+   * The power-cycle exception as the rule states it: a machine whose OS plugpool asked to shut down, not held, every
+   * Node of it the one shut down then (same uid) and NotReady since a moment after the request. (The domain is
+   * stricter where it can tell a Node was Ready again in between; a Ready it had no chance to see, it cannot be
+   * judged on. tests/domain/safety-reproductions-3.test.ts covers that.)
    */
   #mayCycle(machine: Machine, nodes: readonly NodeView[]): boolean {
     const asked = this.#shutdownRequested.get(machine.name);
@@ -770,10 +768,4 @@ export class Model {
     const stepped = this.#steppedSinceRequest.has(machine.name);
     return nodes.every((n) => !n.ready && asked.uids.includes(n.uid) && (stepped || (n.readyChangedAt ?? Number.NEGATIVE_INFINITY) >= asked.at - 1000));
   }
-
-  #readyAgain(name: string, uid: string): void {
-    const asked = this.#shutdownRequested.get(name);
-    if (asked !== undefined) this.#shutdownRequested.set(name, { at: asked.at, uids: asked.uids.filter((u) => u !== uid) });
-  }
-
 }

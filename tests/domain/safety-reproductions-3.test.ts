@@ -294,5 +294,32 @@ describe("safety reproductions, round 3b", () => {
       await up.drive(100);
       assert.deepEqual(upSeen, [], "a Node that stayed Ready ran on");
     });
+
+    it("is not cycled, but reported, when its Node was seen Ready again after going NotReady: its OS ran on", async () => {
+      const w = await halted();
+      await w.pool.reconcile();
+      const seen = arrivals(w);
+      w.cluster.untaint("worker-1");
+      w.cluster.setReady("worker-1", true, w.clock.now());
+      await w.drive(3);
+      w.cluster.setReady("worker-1", false, w.clock.now());
+      await w.drive(100);
+      assert.deepEqual(seen, []);
+      assert.match(w.reporter.of("stranded")[0]?.detail ?? "", /was Ready again after plugpool asked for the shutdown/);
+    });
+
+    it("is not cycled when its Node went NotReady anew since first seen so, though its Ready between was never seen", async () => {
+      const w = await halted();
+      await w.pool.reconcile();
+      const seen = arrivals(w);
+      w.clock.advance(5_000);
+      w.cluster.setReady("worker-1", true, w.clock.now());
+      w.clock.advance(5_000);
+      w.cluster.setReady("worker-1", false, w.clock.now());
+      w.cluster.untaint("worker-1");
+      await w.drive(100);
+      assert.deepEqual(seen, []);
+      assert.match(w.reporter.of("stranded")[0]?.detail ?? "", /was Ready again after plugpool asked for the shutdown/);
+    });
   });
 });
