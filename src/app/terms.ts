@@ -2,7 +2,7 @@
 // records read anew, so it sees what another instance did meanwhile), and the moment it stops acting that pool
 // turns passive and its runner and record writes stop. cluster-autoscaler talks to whichever term acts now.
 import type { Leadership, Pool } from "../domain/index.ts";
-import { notActing } from "../domain/index.ts";
+import { notActing, poolThrough } from "../domain/index.ts";
 import type { LeaderLease } from "../adapters/kubernetes/leader-lease.ts";
 import type { Logger } from "./logger.ts";
 import type { Reconciler } from "./reconciler.ts";
@@ -92,28 +92,10 @@ export function followTerms(lease: LeaderLease, build: (leadership: Leadership) 
  * the acting instance, the runner's pass does nothing, and the reports (quarantine, usage) are empty.
  */
 export function currentPool(current: () => Pool | undefined, leadership: Leadership): Pool {
-  const pool = (what: string): Pool => {
+  const forCa = (what: string): Pool => {
     const acting = current();
     if (acting === undefined) throw notActing(leadership, what);
     return acting;
   };
-  return {
-    nodeGroups: () => pool("listing node groups").nodeGroups(),
-    nodeGroupForNode: (node) => pool("finding a node's group").nodeGroupForNode(node),
-    targetSize: (id) => pool("reading a target size").targetSize(id),
-    increaseSize: async (id, delta, options) => pool("increasing a group's size").increaseSize(id, delta, options),
-    deleteNodes: async (id, nodes, options) => pool("deleting nodes").deleteNodes(id, nodes, options),
-    decreaseTargetSize: async (id, delta, options) => pool("decreasing a target size").decreaseTargetSize(id, delta, options),
-    instances: (id) => pool("listing instances").instances(id),
-    template: (id) => pool("building a template node").template(id),
-    gpuLabel: () => pool("reading the GPU label").gpuLabel(),
-    gpuTypes: () => pool("listing GPU types").gpuTypes(),
-    refresh: async (options) => pool("refreshing").refresh(options),
-    reconcile: async (options) => current()?.reconcile(options),
-    quarantine: () => current()?.quarantine() ?? [],
-    poweredOutside: () => current()?.poweredOutside() ?? [],
-    deviceMismatches: () => current()?.deviceMismatches() ?? [],
-    usage: () => current()?.usage() ?? [],
-    clusterChanged: () => current()?.clusterChanged(),
-  };
+  return poolThrough(forCa, current, current);
 }

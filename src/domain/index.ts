@@ -7,7 +7,7 @@ export type { Pool, PoolDeps } from "./pool.ts";
 export { mayCutPower } from "./safety.ts";
 export type { Verdict } from "./safety.ts";
 
-export { notActing } from "./leadership.ts";
+export { notActing, poolThrough } from "./leadership.ts";
 
 export { PlugpoolError, isPlugpoolError } from "./errors.ts";
 export type { ErrorCode } from "./errors.ts";

@@ -117,29 +117,39 @@ function actingRecords(records: PowerRecords, leadership: Leadership): PowerReco
  * acted on. What only reports on memory (quarantine, poweredOutside, usage) still answers.
  */
 export function whileActing(pool: Pool, leadership: Leadership): Pool {
-  const acting = (what: string): Pool => {
-    ensureActing(leadership, what);
-    return pool;
-  };
-  return {
-    nodeGroups: () => acting("listing node groups").nodeGroups(),
-    nodeGroupForNode: (node) => acting("finding a node's group").nodeGroupForNode(node),
-    targetSize: (id) => acting("reading a target size").targetSize(id),
-    increaseSize: async (id, delta, options) => acting("increasing a group's size").increaseSize(id, delta, options),
-    deleteNodes: async (id, nodes, options) => acting("deleting nodes").deleteNodes(id, nodes, options),
-    decreaseTargetSize: async (id, delta, options) => acting("decreasing a target size").decreaseTargetSize(id, delta, options),
-    instances: (id) => acting("listing instances").instances(id),
-    template: (id) => acting("building a template node").template(id),
-    gpuLabel: () => acting("reading the GPU label").gpuLabel(),
-    gpuTypes: () => acting("listing GPU types").gpuTypes(),
-    refresh: async (options) => acting("refreshing").refresh(options),
-    reconcile: async (options) => (leadership.acting() ? pool.reconcile(options) : undefined),
-    quarantine: () => pool.quarantine(),
-    poweredOutside: () => pool.poweredOutside(),
-    deviceMismatches: () => pool.deviceMismatches(),
-    usage: () => pool.usage(),
-    clusterChanged: () => {
-      if (leadership.acting()) pool.clusterChanged();
+  return poolThrough(
+    (what) => {
+      ensureActing(leadership, what);
+      return pool;
     },
+    () => (leadership.acting() ? pool : undefined),
+    () => pool,
+  );
+}
+
+/**
+ * A Pool that hands each call on: cluster-autoscaler's to `forCa(what)` (which throws to refuse it), the runner's
+ * work to `forWork()` and the reports on memory to `forReports()`; with no pool there, work is skipped and
+ * reports are empty.
+ */
+export function poolThrough(forCa: (what: string) => Pool, forWork: () => Pool | undefined, forReports: () => Pool | undefined): Pool {
+  return {
+    nodeGroups: () => forCa("listing node groups").nodeGroups(),
+    nodeGroupForNode: (node) => forCa("finding a node's group").nodeGroupForNode(node),
+    targetSize: (id) => forCa("reading a target size").targetSize(id),
+    increaseSize: async (id, delta, options) => forCa("increasing a group's size").increaseSize(id, delta, options),
+    deleteNodes: async (id, nodes, options) => forCa("deleting nodes").deleteNodes(id, nodes, options),
+    decreaseTargetSize: async (id, delta, options) => forCa("decreasing a target size").decreaseTargetSize(id, delta, options),
+    instances: (id) => forCa("listing instances").instances(id),
+    template: (id) => forCa("building a template node").template(id),
+    gpuLabel: () => forCa("reading the GPU label").gpuLabel(),
+    gpuTypes: () => forCa("listing GPU types").gpuTypes(),
+    refresh: async (options) => forCa("refreshing").refresh(options),
+    reconcile: async (options) => forWork()?.reconcile(options),
+    clusterChanged: () => forWork()?.clusterChanged(),
+    quarantine: () => forReports()?.quarantine() ?? [],
+    poweredOutside: () => forReports()?.poweredOutside() ?? [],
+    deviceMismatches: () => forReports()?.deviceMismatches() ?? [],
+    usage: () => forReports()?.usage() ?? [],
   };
 }
