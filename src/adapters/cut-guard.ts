@@ -4,6 +4,15 @@
 // outliving the call.
 import { setTimeout as sleep } from "node:timers/promises";
 import type { CutGuard, DeviceCheck, DeviceIdentity } from "../domain/ports.ts";
+import { isPlugpoolError } from "../domain/errors.ts";
+
+/**
+ * A guard or check that found this instance no longer acting (another holds plugpool's Lease): its refusal is passed
+ * on as it is, since nothing is wrong with the device or the machine and cluster-autoscaler is to be told who acts.
+ */
+function passedOn(error: unknown): boolean {
+  return isPlugpoolError(error) && error.code === "not-leader";
+}
 
 /** The cut guard said no (or failed): nothing was sent. */
 export class CutRefused extends Error {
@@ -36,6 +45,7 @@ export async function askGuard(mayCut: CutGuard, signal: AbortSignal): Promise<v
     allowed = await mayCut({ signal });
   } catch (error) {
     signal.throwIfAborted();
+    if (passedOn(error)) throw error;
     throw new CutRefused("the cut guard failed", { cause: error });
   }
   if (!allowed) throw new CutRefused("the cut guard refused");
@@ -48,6 +58,7 @@ export async function askDevice(check: DeviceCheck, seen: DeviceIdentity, before
     accepted = await check(seen, { signal });
   } catch (error) {
     signal.throwIfAborted();
+    if (passedOn(error)) throw error;
     throw new DeviceRefused(seen, before, { cause: error });
   }
   if (!accepted) throw new DeviceRefused(seen, before);

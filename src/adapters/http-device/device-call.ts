@@ -1,7 +1,7 @@
 // One public call of a backend's switch: bounded by the backend's timeout, its wait behind other calls to the
 // same device included, ended early by the caller's signal, and failing with a PlugpoolError made here alone,
 // from plugpool's own words (see device-failure.ts).
-import { PlugpoolError } from "../../domain/errors.ts";
+import { isPlugpoolError, PlugpoolError } from "../../domain/errors.ts";
 import type { CallOptions, CutGuard, DeviceCheck, DeviceIdentity } from "../../domain/ports.ts";
 import { askDevice, askGuard, CutRefused, DeviceRefused } from "../cut-guard.ts";
 import { started } from "./started.ts";
@@ -122,6 +122,7 @@ export function createBoundedCall<Control, Target>(rules: CallRules<Control, Tar
   function callError(where: string, error: unknown, call: DeviceCall<Target>): PlugpoolError {
     if (error instanceof CutRefused) return new PlugpoolError("unsafe", `${where}: ${rules.unsafe}`, causeOf(error.cause));
     if (error instanceof DeviceRefused) return new PlugpoolError("device-mismatch", `${where}: ${mismatch(error)}`, causeOf(error.cause));
+    if (isPlugpoolError(error) && error.code === "not-leader") return new PlugpoolError("not-leader", `${where}: ${error.message}; nothing was sent`);
     const { code, detail, cause } = describeFailure(error, call);
     if (call.commandSent && code !== "plug-unconfirmed") {
       return new PlugpoolError("plug-unconfirmed", `${where}: ${detail}; ${rules.command} was sent and its outcome is unknown`, causeOf(cause));

@@ -6,6 +6,7 @@ import { describe, it, type TestContext } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { createEsphomePowerSwitch } from "../../../src/adapters/esphome/esphome-power-switch.ts";
 import type { CutGuard, DeviceCheck } from "../../../src/domain/ports.ts";
+import { PlugpoolError } from "../../../src/domain/errors.ts";
 import type { EmulatedPlug, PlugEmulatorOptions } from "../../support/plug-emulator/index.ts";
 import { lease, swap } from "../../support/lease.ts";
 import { acceptAny, addressOf, allowCut, assertPlugError, emulate, eventually, expectDevice, requests, timed } from "./support.ts";
@@ -46,6 +47,18 @@ describe("createEsphomePowerSwitch() and the device behind the address", () => {
     assertPlugError(error, "device-mismatch", /the device answers as name "plug-\d+", which could not be checked against the device expected there; nothing was sent$/);
     assert.deepEqual(posts(plug), []);
     assert.doesNotMatch(String((error as Error).cause), /k8s-token/);
+  });
+
+  it("passes on a device check or cut guard that finds this instance no longer acting, sending nothing", async (t) => {
+    const { plug, power, relay } = await setup(t);
+    plug.setState("Relay", true);
+    const passive = () => Promise.reject(new PlugpoolError("not-leader", "switching off worker-1: another plugpool acts (plugpool-b_1)"));
+    const checked = await timed(() => power.turnOn(relay, { device: passive }));
+    assertPlugError(checked.error, "not-leader", /: switching off worker-1: another plugpool acts \(plugpool-b_1\); nothing was sent$/);
+    const guarded = await timed(() => power.turnOff(relay, passive, { device: acceptAny }));
+    assertPlugError(guarded.error, "not-leader", /another plugpool acts \(plugpool-b_1\); nothing was sent$/);
+    assert.deepEqual(posts(plug), []);
+    assert.equal(plug.state("Relay"), true);
   });
 
   it("caps the name a message shows", async (t) => {
