@@ -1,7 +1,9 @@
 // The soak's faults, one at a time at random: plugs that die, slow down or flap; plugpool killed and restarted; the
 // apiserver restarted; and an operator's hand: a machine switched on at its plug, CA's taint removed from a node
 // being powered off, a running machine's Node deleted (its kubelet restarted half a minute to two minutes later);
-// and a router's hand: two plugs' addresses reaching each other's plug for a while.
+// and a router's hand: two plugs' addresses reaching each other's plug for a while; a second plugpool started
+// beside the first (a rolling update, a second replica) and ended; the plugpool cluster-autoscaler calls frozen
+// (SIGSTOP) past its Lease; and a plugpool's wall clock stepped either way.
 import { setTimeout as sleep } from "node:timers/promises";
 import { ApiException, CoreV1Api, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import type { Observer } from "./observer.ts";
@@ -20,12 +22,19 @@ export const FAULT_KINDS = [
   "taint-removed-by-hand",
   "node-deleted-by-hand",
   "addresses-swapped",
+  "second-plugpool",
+  "plugpool-frozen",
+  "clock-stepped",
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
 const MERGE = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 /** How long an armed taint removal waits for a power-off to interrupt. */
 const TAINT_REMOVAL_WAIT_MS = 90_000;
+/** plugpool's Lease (client-go's default duration): a freeze longer than this lets another instance take over. */
+const LEASE_MS = 15_000;
+/** A wall clock is never stepped further than this from the true time. */
+const MAX_CLOCK_OFFSET_MS = 15 * 60_000;
 
 export interface Faults {
   /** Injects one fault chosen at random (or arms it); resolves with what was done, or why nothing was. */
@@ -50,6 +59,9 @@ export function createFaults(site: Site, observer: Observer, random: Random, log
   const busy = new Set<string>();
   const pending = new Set<Pending>();
   let plugpoolDown = false;
+  /** The plugpool CA calls is frozen: it is not killed meanwhile (its thaw would reach the next process). */
+  let frozen = false;
+  let secondRunning = false;
   let restarting = false;
   let armed: Promise<void> | undefined;
   let ending = false;
@@ -107,6 +119,7 @@ export function createFaults(site: Site, observer: Observer, random: Random, log
 
   async function killPlugpool(): Promise<string> {
     if (plugpoolDown) return "plugpool-killed: already down";
+    if (frozen) return "plugpool-killed: frozen at the moment";
     const downMs = random.int(1000, 10_000);
     plugpoolDown = true;
     await site.plugpool.kill();
@@ -229,6 +242,60 @@ export function createFaults(site: Site, observer: Observer, random: Random, log
     return count("addresses-swapped", `the addresses of ${a}'s and ${b}'s plugs reach each other's plug for ${(ms / 1000).toFixed(0)} s`);
   }
 
+  /**
+   * A second plugpool runs beside the first for a while, then is SIGKILLed (a crash, a node lost: its Lease must
+   * expire) or SIGTERMed (a rolling update: it gives its Lease up). Whichever holds plugpool's Lease acts; the
+   * other switches nothing.
+   */
+  async function startSecondPlugpool(): Promise<string> {
+    if (secondRunning) return "second-plugpool: already running";
+    secondRunning = true;
+    const ms = random.int(20_000, 90_000);
+    const crash = random.chance(0.5);
+    try {
+      await site.secondPlugpool.start();
+    } catch (error) {
+      secondRunning = false;
+      throw error;
+    }
+    later(ms, async () => {
+      await (crash ? site.secondPlugpool.kill() : site.secondPlugpool.stop());
+      secondRunning = false;
+      log(`second-plugpool over: ${crash ? "SIGKILL" : "SIGTERM"}`);
+    });
+    return count("second-plugpool", `a second plugpool serves for ${(ms / 1000).toFixed(0)} s, then is ${crash ? "killed" : "stopped"}`);
+  }
+
+  /** The plugpool CA calls stops, timers and all, for longer than its Lease, and wakes up. */
+  function freezePlugpool(): string {
+    if (plugpoolDown || frozen || !site.plugpool.running()) return "plugpool-frozen: not running at the moment";
+    const ms = random.int(LEASE_MS + 2_000, LEASE_MS + 25_000);
+    frozen = true;
+    observer.plugpoolFrozen(true);
+    const thaw = site.plugpool.freeze();
+    later(ms, () => {
+      thaw();
+      frozen = false;
+      observer.plugpoolFrozen(false);
+      log("plugpool-frozen over: SIGCONT");
+      return Promise.resolve();
+    });
+    return count("plugpool-frozen", `SIGSTOP for ${(ms / 1000).toFixed(1)} s${secondRunning ? ", a second plugpool running" : ""}`);
+  }
+
+  /** A plugpool's wall clock steps back or forward, up to 10 minutes, staying within 15 minutes of the true time. */
+  function stepClock(): string {
+    const second = secondRunning && random.chance(0.5);
+    const instance = second ? site.secondPlugpool : site.plugpool;
+    const size = random.int(5_000, 600_000);
+    const current = instance.stepClock(0);
+    const within = (ms: number): boolean => Math.abs(current + ms) <= MAX_CLOCK_OFFSET_MS;
+    // Either way while both stay within the bound; else back toward the true time.
+    const ms = within(size) && within(-size) ? (random.chance(0.5) ? size : -size) : current > 0 ? -size : size;
+    const now = instance.stepClock(ms);
+    return count("clock-stepped", `${second ? "the second plugpool's" : "plugpool's"} wall clock stepped ${ms > 0 ? "forward" : "back"}; now ${(now / 1000).toFixed(0)} s off`);
+  }
+
   return {
     inject: async () => {
       const kind = random.pick(FAULT_KINDS);
@@ -249,6 +316,12 @@ export function createFaults(site: Site, observer: Observer, random: Random, log
           return deleteNodeByHand();
         case "addresses-swapped":
           return swapAddresses();
+        case "second-plugpool":
+          return startSecondPlugpool();
+        case "plugpool-frozen":
+          return freezePlugpool();
+        case "clock-stepped":
+          return stepClock();
       }
     },
     counts: () => counts,

@@ -10,9 +10,11 @@
 //   Event about it (out of everyone's view) for longer than OUT_OF_VIEW_MS;
 // - a power-off (plugpool's mark on a Node, or its power-off pod on a Node still tainted) lasted longer than
 //   STUCK_MS.
-import { CoreV1Api, makeInformer, type CoreV1Event, type KubeConfig, type V1Node, type V1Pod } from "@kubernetes/client-node";
+// The last two bounds count only time in which the plugpool cluster-autoscaler calls can act: not while it is
+// frozen, nor while another instance holds plugpool's Lease (that one acts, but CA's Refresh never reaches it).
+import { CoordinationV1Api, CoreV1Api, makeInformer, type CoreV1Event, type KubeConfig, type V1Node, type V1Pod } from "@kubernetes/client-node";
 import type { CallRecord, EmulatedPlug } from "../support/plug-emulator/index.ts";
-import { GRACE_MS, NOT_READY_TIMEOUT_MS, POWER_OFF_NAMESPACE, PREFIX, SWITCH } from "./site.ts";
+import { CALLED_PLUGPOOL, GRACE_MS, NOT_READY_TIMEOUT_MS, POWER_OFF_NAMESPACE, PREFIX, SWITCH } from "./site.ts";
 
 export const TO_BE_DELETED = "ToBeDeletedByClusterAutoscaler";
 export const POWER_OFF_MARK = "plugpool.io/power-off-started-at";
@@ -70,7 +72,7 @@ interface NodeState {
 interface PodState {
   readonly name: string;
   readonly node: string;
-  readonly firstSeen: number;
+  firstSeen: number;
 }
 
 export interface ObserverStats {
@@ -79,6 +81,9 @@ export interface ObserverStats {
   /** turn_off requests that reached a plug whose relay was on. */
   readonly powerOffs: number;
   readonly powerOffPods: number;
+  /** Times plugpool's Lease was seen taken by another process than its last holder, and of those, by the second plugpool. */
+  readonly leaseHandovers: number;
+  readonly secondTookLease: number;
 }
 
 export interface NodeInfo {
@@ -98,6 +103,8 @@ export interface Observer {
    * again (`false`): meanwhile no switch command may reach either plug, since each would reach the other machine's.
    */
   addressesSwapped(machines: readonly string[], swapped: boolean): void;
+  /** The plugpool cluster-autoscaler calls is frozen from now on (`true`), or runs again (`false`). */
+  plugpoolFrozen(frozen: boolean): void;
   /** The fault injector took the taint off `node`: known at once, before the watch reports it. */
   taintRemoved(node: string): void;
   /** The Nodes as the observer sees them now. */
@@ -125,13 +132,16 @@ export function createObserver(machines: readonly string[], log: (message: strin
   const poweredOutside = new Map<string, number>();
   /** Since when each machine has been on without a Node and without a power-on record. */
   const unseenSince = new Map<string, number>();
-  let stats = { powerOns: 0, powerOffs: 0, powerOffPods: 0 };
+  let stats = { powerOns: 0, powerOffs: 0, powerOffPods: 0, leaseHandovers: 0, secondTookLease: 0 };
+  let lastHolder = "";
   /** Since when (epoch ms) each machine's plug has been reached through another machine's address. */
   const swapped = new Map<string, number>();
   let stopped = false;
   const informers: { stop(): Promise<void> }[] = [];
   let ticker: NodeJS.Timeout | undefined;
   let ticking: Promise<void> = Promise.resolve();
+  let frozen = false;
+  let lastTick: number | undefined;
 
   const violation = (kind: ViolationKind, key: string, detail: string): void => {
     if (reported.has(`${kind}/${key}`)) return;
@@ -253,9 +263,33 @@ export function createObserver(machines: readonly string[], log: (message: strin
     }
   }
 
-  async function tick(core: CoreV1Api): Promise<void> {
-    await Promise.all([readRecords(core), readPoweredOutside(core)]);
+  /**
+   * Whether the plugpool CA calls cannot act now: frozen, or another instance holds plugpool's Lease (whose
+   * handovers are counted on the way).
+   */
+  async function away(leases: CoordinationV1Api): Promise<boolean> {
+    const lease = await leases.readNamespacedLease({ namespace: POWER_OFF_NAMESPACE, name: "plugpool" }).catch(() => undefined);
+    const holder = lease?.spec?.holderIdentity ?? "";
+    if (holder !== "" && holder !== lastHolder) {
+      const second = !holder.startsWith(`${CALLED_PLUGPOOL}_`);
+      if (lastHolder !== "") stats = { ...stats, leaseHandovers: stats.leaseHandovers + 1, secondTookLease: stats.secondTookLease + (second ? 1 : 0) };
+      lastHolder = holder;
+    }
+    return frozen || (holder !== "" && !holder.startsWith(`${CALLED_PLUGPOOL}_`));
+  }
+
+  /** Moves every running bound's start `ms` later: time in which plugpool could not act does not count. */
+  function pauseBounds(ms: number): void {
+    for (const [machine, since] of unseenSince) unseenSince.set(machine, since + ms);
+    for (const n of nodes.values()) if (n.markedSince !== undefined) n.markedSince += ms;
+    for (const pod of pods.values()) pod.firstSeen += ms;
+  }
+
+  async function tick(core: CoreV1Api, leases: CoordinationV1Api): Promise<void> {
+    const [isAway] = await Promise.all([away(leases), readRecords(core), readPoweredOutside(core)]);
     const now = Date.now();
+    if (isAway && lastTick !== undefined) pauseBounds(now - lastTick);
+    lastTick = now;
     for (const machine of machines) {
       const on = plugOf?.(machine).state(SWITCH) === true;
       const unseen = on && claiming(machine).length === 0 && !records.has(machine);
@@ -324,12 +358,16 @@ export function createObserver(machines: readonly string[], log: (message: strin
     start: async (admin, plug) => {
       plugOf = plug;
       const core = admin.makeApiClient(CoreV1Api);
+      const leases = admin.makeApiClient(CoordinationV1Api);
       await inform<V1Node>(admin, "/api/v1/nodes", () => core.listNode(), onNode, (n) => { nodes.delete(n.metadata?.name ?? ""); });
       await inform<V1Pod>(admin, `/api/v1/namespaces/${POWER_OFF_NAMESPACE}/pods`, () => core.listNamespacedPod({ namespace: POWER_OFF_NAMESPACE }),
         onPod, (p) => { pods.delete(p.metadata?.uid ?? ""); });
       ticker = setInterval(() => {
-        ticking = ticking.then(() => tick(core)).catch((error: unknown) => { log(`observer tick failed: ${String(error)}`); });
+        ticking = ticking.then(() => tick(core, leases)).catch((error: unknown) => { log(`observer tick failed: ${String(error)}`); });
       }, 1000);
+    },
+    plugpoolFrozen: (on) => {
+      frozen = on;
     },
     taintRemoved: (name) => {
       const n = nodes.get(name);

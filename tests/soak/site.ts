@@ -1,6 +1,7 @@
 // The soak's site, all on loopback: a real control plane (with controller-manager and scheduler), emulated ESPHome
 // plugs with simulated machines behind them, plugpool as its own process (`node dist/plugpool.mjs serve`, as
-// the container runs it) and the real cluster-autoscaler. Built only from the test harness and plugpool's
+// the container runs it, with a wall clock the soak can step: clock-step.ts), a second plugpool the faults start
+// and end, and the real cluster-autoscaler. Built only from the test harness and plugpool's
 // published interfaces (its config file, CLI, gRPC port and readiness endpoint), never from its source.
 import { readFileSync, rmSync, statSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -19,6 +20,8 @@ const repo = join(import.meta.dirname, "..", "..");
 const plugpoolMain = join(repo, "dist", "plugpool.mjs");
 
 export const PREFIX = "k3s://";
+/** The pod name of the plugpool cluster-autoscaler calls: its Lease holder identity starts with it. */
+export const CALLED_PLUGPOOL = "plugpool";
 export const POWER_OFF_NAMESPACE = "plugpool";
 export const WORKLOAD_NAMESPACE = "soak";
 export const POOL_LABEL = { "example.com/pool": "workers" } as const;
@@ -82,6 +85,11 @@ export interface Site {
   /** The address plugpool is configured with for the machine's plug: it may be made to reach another plug. */
   address(machine: string): Lease;
   readonly plugpool: PlugpoolProcess;
+  /**
+   * Another plugpool on the same config, ports of its own and another pod name, as a rolling update or a second
+   * replica runs it: cluster-autoscaler never calls it. Not started until `start()`.
+   */
+  readonly secondPlugpool: PlugpoolProcess;
   /** The running cluster-autoscaler (replaced by `restartAutoscaler`). */
   autoscaler(): AutoscalerProcess;
   restartAutoscaler(): Promise<void>;
@@ -98,6 +106,10 @@ export interface PlugpoolProcess {
   /** Starts it again (same config, same ports); resolves once it is ready. */
   start(): Promise<void>;
   stop(): Promise<void>;
+  /** SIGSTOP now; the function returned sends SIGCONT, unless this process has been replaced meanwhile. */
+  freeze(): () => void;
+  /** Steps its wall clock by `ms` (either way), on top of earlier steps; resolves with the total offset. */
+  stepClock(ms: number): number;
   logTail(lines?: number): string;
 }
 
@@ -191,12 +203,17 @@ async function start(options: SiteOptions, cleanups: (() => Promise<void> | void
   });
   cleanups.push(() => simulator.stop());
 
-  const ports = await freePorts(["grpc", "ops"]);
-  const configPath = join(dir, "plugpool.yaml");
-  writeFileSync(configPath, plugpoolConfig(ports.grpc, ports.ops, plans, addresses));
-  const plugpool = plugpoolProcess(configPath, kubeconfigPath, join(dir, "plugpool.log"), `http://127.0.0.1:${ports.ops}/readyz`);
+  const ports = await freePorts(["grpc", "ops", "grpcB", "opsB"]);
+  const instance = (name: string, grpc: number, ops: number): PlugpoolProcess => {
+    const configPath = join(dir, `${name}.yaml`);
+    writeFileSync(configPath, plugpoolConfig(grpc, ops, plans, addresses));
+    return plugpoolProcess({ name, dir, configPath, kubeconfigPath, readyUrl: `http://127.0.0.1:${ops}/readyz` });
+  };
+  const plugpool = instance(CALLED_PLUGPOOL, ports.grpc, ports.ops);
+  const secondPlugpool = instance("plugpool-b", ports.grpcB, ports.opsB);
   await plugpool.start();
   cleanups.push(() => plugpool.stop());
+  cleanups.push(() => secondPlugpool.stop());
 
   const grpcAddress = `127.0.0.1:${ports.grpc}`;
   let autoscaler = await startAutoscaler({ kubeconfigPath, grpcAddress, flags: AUTOSCALER_FLAGS });
@@ -216,6 +233,7 @@ async function start(options: SiteOptions, cleanups: (() => Promise<void> | void
       return found;
     },
     plugpool,
+    secondPlugpool,
     autoscaler: () => autoscaler,
     restartAutoscaler: async () => {
       await autoscaler.stop();
@@ -249,9 +267,24 @@ function plugpoolConfig(grpc: number, ops: number, plans: readonly MachinePlan[]
   ].join("\n");
 }
 
-function plugpoolProcess(configPath: string, kubeconfigPath: string, logPath: string, readyUrl: string): PlugpoolProcess {
+const clockStep = join(import.meta.dirname, "clock-step.ts");
+
+interface InstancePlan {
+  /** Its pod name (POD_NAME), and the name of its log and clock files. */
+  readonly name: string;
+  readonly dir: string;
+  readonly configPath: string;
+  readonly kubeconfigPath: string;
+  readonly readyUrl: string;
+}
+
+function plugpoolProcess(plan: InstancePlan): PlugpoolProcess {
   let child: ManagedProcess | undefined;
-  const args = [plugpoolMain, "serve", "--config", configPath, "--kubeconfig", kubeconfigPath, "--log-level", "debug"];
+  const logPath = join(plan.dir, `${plan.name}.log`);
+  const clockPath = join(plan.dir, `${plan.name}.clock`);
+  let offset = 0;
+  writeFileSync(clockPath, "0\n");
+  const args = ["--import", clockStep, plugpoolMain, "serve", "--config", plan.configPath, "--kubeconfig", plan.kubeconfigPath, "--log-level", "debug"];
   return {
     logPath,
     running: () => child?.running() === true,
@@ -260,12 +293,24 @@ function plugpoolProcess(configPath: string, kubeconfigPath: string, logPath: st
     },
     start: async () => {
       if (child?.running() === true) return;
-      const started = startProcess("plugpool", process.execPath, args, logPath);
+      const started = startProcess(plan.name, process.execPath, args, logPath, { POD_NAME: plan.name, PLUGPOOL_SOAK_CLOCK_FILE: clockPath });
       child = started;
-      await waitUntilReady(started, "/readyz", () => answersOk(readyUrl), 60_000);
+      await waitUntilReady(started, "/readyz", () => answersOk(plan.readyUrl), 60_000);
     },
     stop: async () => {
       await child?.stop(10_000);
+    },
+    freeze: () => {
+      const frozen = child;
+      frozen?.freeze();
+      return () => {
+        if (frozen === child) frozen?.thaw();
+      };
+    },
+    stepClock: (ms) => {
+      offset += ms;
+      writeFileSync(clockPath, `${offset}\n`);
+      return offset;
     },
     logTail: (lines = 40) => child?.logTail(lines) ?? "(not started)",
   };

@@ -2,7 +2,7 @@
 // machines behind emulated plugs while faults are injected at random, and an independent observer records every
 // violation of plugpool's safety promises it sees from outside. The seed fixes the sequence of random choices
 // (what they hit still depends on timing).
-import { copyFileSync, mkdtempSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -33,6 +33,8 @@ export interface SoakResult {
   readonly powerOns: number;
   readonly powerOffs: number;
   readonly powerOffPods: number;
+  readonly leaseHandovers: number;
+  readonly secondTookLease: number;
   readonly faults: Readonly<Record<FaultKind, number>>;
   readonly violations: readonly Violation[];
   readonly notes: readonly string[];
@@ -136,6 +138,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     if (violations.length > 0) {
       const kept = mkdtempSync(join(tmpdir(), `plugpool-soak-${options.seed}-logs-`));
       copyFileSync(site.plugpool.logPath, join(kept, "plugpool.log"));
+      if (existsSync(site.secondPlugpool.logPath)) copyFileSync(site.secondPlugpool.logPath, join(kept, "plugpool-b.log"));
       copyFileSync(site.autoscaler().logPath, join(kept, "cluster-autoscaler.log"));
       const short = (text: string): string => text.split("\n").map((l) => (l.length > 300 ? `${l.slice(0, 300)}…` : l)).join("\n");
       write(`--- plugpool ---\n${short(site.plugpool.logTail(30))}`);
@@ -171,6 +174,7 @@ export function formatSummary(result: SoakResult): string {
     `minutes run: ${result.minutesRun.toFixed(1)} (${result.machines} machines)`,
     `scale cycles: ${result.scaleUps} scale-ups and ${result.scaleDowns} scale-downs by cluster-autoscaler; ` +
       `plugs switched on ${result.powerOns} times and off ${result.powerOffs} times; ${result.powerOffPods} power-off pods`,
+    `plugpool's Lease changed hands ${result.leaseHandovers} times, ${result.secondTookLease} of them to the second plugpool`,
     `faults injected: ${total} (${faults})`,
     ...(result.notes.length > 0 ? [`notes: ${result.notes.length}`, ...result.notes.map((n) => `  - ${n.split("\n")[0] ?? ""}`)] : []),
     `violations: ${result.violations.length}`,

@@ -16,6 +16,10 @@ export interface ManagedProcess {
   stop(graceMs?: number): Promise<void>;
   /** SIGKILL at once, as a crash or the OOM killer ends it; resolves once it has exited. */
   kill(): Promise<void>;
+  /** SIGSTOP: frozen as a paused VM or a process stuck in the kernel is, its timers and sockets with it. */
+  freeze(): void;
+  /** SIGCONT after `freeze`. */
+  thaw(): void;
 }
 
 const liveChildren = new Set<ChildProcess>();
@@ -27,14 +31,13 @@ const forwardedSignals = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
 const deathSignalArgs = ["--pdeathsig", "KILL", "--"];
 const hasSetpriv = spawnSync("setpriv", [...deathSignalArgs, "true"]).status === 0;
 
-/** Starts `binary`, appending its stdout and stderr to `logPath`. */
-export function startProcess(name: string, binary: string, args: readonly string[], logPath: string): ManagedProcess {
+/** Starts `binary`, appending its stdout and stderr to `logPath`; `env` adds to this process's environment. */
+export function startProcess(name: string, binary: string, args: readonly string[], logPath: string, env?: Readonly<Record<string, string>>): ManagedProcess {
   const fd = openSync(logPath, "a");
   let child: ChildProcess;
+  const options = { stdio: ["ignore", fd, fd] as ["ignore", number, number], ...(env !== undefined && { env: { ...process.env, ...env } }) };
   try {
-    child = hasSetpriv
-      ? spawn("setpriv", [...deathSignalArgs, binary, ...args], { stdio: ["ignore", fd, fd] })
-      : spawn(binary, args, { stdio: ["ignore", fd, fd] });
+    child = hasSetpriv ? spawn("setpriv", [...deathSignalArgs, binary, ...args], options) : spawn(binary, args, options);
   } finally {
     closeSync(fd);
   }
@@ -71,6 +74,12 @@ export function startProcess(name: string, binary: string, args: readonly string
       child.ref();
       child.kill("SIGKILL");
       await exit;
+    },
+    freeze: () => {
+      if (!exited) child.kill("SIGSTOP");
+    },
+    thaw: () => {
+      if (!exited) child.kill("SIGCONT");
     },
   };
 }
