@@ -4,8 +4,9 @@
 // from src/: its names and numbers are written out here, so a change to the domain's cannot move the rules too.
 import type { CaOp, NodeEvent, Op, RegisterMode } from "./pool-ops.ts";
 import { GROUPS, NAMES } from "./pool-ops.ts";
-import type { Machine, NodeRef, NodeView, PowerControl, QuarantineSettings, ScaleUpSettings } from "../fakes/world.ts";
+import type { Machine, NodeRef, NodeView, PoolDeps, PowerControl, QuarantineSettings, ScaleUpSettings } from "../fakes/world.ts";
 import { PREFIX, World } from "../fakes/world.ts";
+import { FakeLeadership } from "../fakes/leadership.ts";
 
 const TO_BE_DELETED_TAINT = "ToBeDeletedByClusterAutoscaler";
 const HOLD_ANNOTATION = "plugpool.io/hold";
@@ -18,6 +19,11 @@ const SHUTDOWN_TIMEOUT_MS = 300_000;
 /** A domain error crossing towards CA (checked by name and code, as a client across module copies would). */
 function isDomainError(e: unknown): boolean {
   return e instanceof Error && e.name === "PlugpoolError" && typeof (e as { code?: unknown }).code === "string";
+}
+
+/** A refusal of an instance that no longer acts: its calls in flight may end so, whatever they were. */
+function isNotLeader(e: unknown): boolean {
+  return isDomainError(e) && (e as { code: string }).code === "not-leader";
 }
 
 /** Inrush limits a run may use: none (the default), or a tight one that queues most scale-ups. */
@@ -107,12 +113,26 @@ export class Model {
   readonly #stranded = new Set<string>();
   /** Machines whose device answered as another in this run of plugpool: held by it, as much as by a hold. */
   readonly #mismatched = new Set<string>();
+  /** The Lease of the instance acting now; each handover builds a new one and ends the last. */
+  #leadership = new FakeLeadership(true);
+  /** Pools of instances that acted before: their runners go on, and must do nothing. */
+  readonly #retired: Model["w"]["pool"][] = [];
+  /** The instance whose device check or cut guard last said yes: the next command to arrive is its. */
+  #sender: FakeLeadership | undefined;
 
   constructor(limit = 0, latencySeed = 1) {
     this.limit = limit;
     const scaleUp: ScaleUpSettings | undefined =
       limit === 0 ? undefined : { maxPowerOnsPerInterval: limit, powerOnIntervalMs: INTERVAL_MS };
-    this.w = new World({ groups: GROUPS, on: [...RUNNING], quarantine: QUARANTINE, lagging: true, ...(scaleUp && { scaleUp }) });
+    this.w = new World({
+      groups: GROUPS,
+      on: [...RUNNING],
+      quarantine: QUARANTINE,
+      lagging: true,
+      leadership: this.#leadership,
+      tap: (deps, leadership) => this.#tap(deps, leadership as FakeLeadership),
+      ...(scaleUp && { scaleUp }),
+    });
     // Every device was met by an earlier run of plugpool, so its identity is on the records: an address that reaches
     // another machine's device is never one plugpool meets for the first time (nothing could tell it apart then).
     for (const machine of this.w.machines()) this.w.records.seedDeviceIdentity(machine.name, this.w.power.identityOf(machine.power));
@@ -136,6 +156,9 @@ export class Model {
     this.w.power.onArrival = (arrival) => {
       const machine = this.#machineOf(arrival.control);
       if (machine === undefined) return;
+      const sender = this.#sender;
+      this.#sender = undefined;
+      if (sender?.acting() !== true) this.violations.push(`${arrival.op} of ${machine.name} sent by an instance that does not act`);
       if (arrival.device !== arrival.control.key) {
         this.violations.push(`${arrival.op} for ${machine.name} reached the device of another machine (${arrival.device})`);
         return;
@@ -288,6 +311,7 @@ export class Model {
       case "decrease":
       case "refresh":
       case "run":
+      case "handover":
         await this.#ca(o);
         return;
       case "register":
@@ -343,13 +367,7 @@ export class Model {
         this.#shutdowns();
         return;
       case "restart":
-        // A new process lists everything afresh before it serves.
-        this.#sync();
-        w.restart();
-        // Queued plug-ons and what devices answered live in memory only.
-        this.#queued.clear();
-        this.#mismatched.clear();
-        for (const name of this.#shutdownRequested.keys()) this.#restartedSince.add(name);
+        this.#newProcess();
         return;
       case "view-sync":
         this.#sync();
@@ -473,10 +491,17 @@ export class Model {
         case "run":
           await this.#run();
           return;
+        case "handover":
+          this.#retired.push(w.pool);
+          this.#leadership.lose("the next instance");
+          this.#leadership = new FakeLeadership(true);
+          this.#newProcess(this.#leadership);
+          return;
       }
     } catch (e) {
-      // CA calls may fail with a domain error; refresh and reconcile never fail; nothing throws anything else.
-      if (!isDomainError(e) || o.kind === "refresh" || o.kind === "run") {
+      // CA calls may fail with a domain error; refresh and reconcile never fail (but where their instance stopped
+      // acting meanwhile); nothing throws anything else.
+      if (!isDomainError(e) || ((o.kind === "refresh" || o.kind === "run") && !isNotLeader(e))) {
         this.violations.push(`${o.kind} threw ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
       }
     }
@@ -565,14 +590,72 @@ export class Model {
     }
   }
 
-  /** One pass of the runner, counted as in flight meanwhile. */
+  /** One pass of the runner, counted as in flight meanwhile (and of every retired instance's, which does nothing). */
   async #run(): Promise<number | undefined> {
     this.#inFlight.run++;
     try {
+      for (const pool of this.#retired) {
+        if ((await pool.reconcile()) !== undefined) this.violations.push("the runner of an instance that does not act asked to run again");
+      }
       return await this.w.pool.reconcile();
     } finally {
       this.#inFlight.run--;
     }
+  }
+
+  /** A new process (a restart, or another instance taking the Lease) lists everything afresh before it serves. */
+  #newProcess(leadership?: FakeLeadership): void {
+    this.#sync();
+    this.w.restart(leadership);
+    // Queued plug-ons and what devices answered live in memory only.
+    this.#queued.clear();
+    this.#mismatched.clear();
+    for (const name of this.#shutdownRequested.keys()) this.#restartedSince.add(name);
+  }
+
+  /**
+   * An instance's ports as the oracle watches them: a switch command is its once its device check (and cut guard)
+   * said yes, and nothing else changes between that yes and the command's arrival; a Node, pod or record write of
+   * an instance that does not act is a violation as it is asked.
+   */
+  #tap(deps: PoolDeps, leadership: FakeLeadership): PoolDeps {
+    const { power, teardown, records } = deps;
+    const mine = <A extends unknown[]>(ask: (...args: A) => Promise<boolean>) => async (...args: A): Promise<boolean> => {
+      const yes = await ask(...args);
+      if (yes) this.#sender = leadership;
+      return yes;
+    };
+    const acting = <T>(what: string, call: () => T): T => {
+      if (!leadership.acting()) this.violations.push(`${what} by an instance that does not act`);
+      return call();
+    };
+    const shutdown = power.shutdown?.bind(power);
+    return {
+      ...deps,
+      power: {
+        read: (control, options) => power.read(control, options),
+        turnOn: (control, options) => power.turnOn(control, { ...options, device: mine(options.device) }),
+        turnOff: (control, mayCut, options) => power.turnOff(control, mine(mayCut), { ...options, device: mine(options.device) }),
+        ...(shutdown && { shutdown: (control, may, options) => shutdown(control, mine(may), { ...options, device: mine(options.device) }) }),
+      },
+      teardown: {
+        markPowerOff: (node, record, options) => acting(`marking ${node}`, () => teardown.markPowerOff(node, record, options)),
+        clearPowerOffMark: (node, options) => acting(`clearing the mark of ${node}`, () => teardown.clearPowerOffMark(node, options)),
+        createPowerOffPod: (machine, node, at, options) => acting(`a power-off pod on ${node}`, () => teardown.createPowerOffPod(machine, node, at, options)),
+        deletePowerOffPod: (machine, options) => acting(`deleting ${machine.name}'s power-off pod`, () => teardown.deletePowerOffPod(machine, options)),
+        deleteNode: (node, uid, options) => acting(`deleting Node ${node}`, () => teardown.deleteNode(node, uid, options)),
+      },
+      records: {
+        powerOn: (machine) => records.powerOn(machine),
+        quarantine: (machine) => records.quarantine(machine),
+        deviceIdentity: (machine) => records.deviceIdentity(machine),
+        recordPowerOn: (machine, record, options) => acting(`recording ${machine}'s power-on`, () => records.recordPowerOn(machine, record, options)),
+        endPowerOn: (machine) => { acting(`ending ${machine}'s power-on record`, () => { records.endPowerOn(machine); }); },
+        setQuarantine: (machine, record) => { acting(`recording ${machine}'s quarantine`, () => { records.setQuarantine(machine, record); }); },
+        recordDeviceIdentity: (machine, id, options) => acting(`recording ${machine}'s device`, () => records.recordDeviceIdentity(machine, id, options)),
+        stored: (machine, options) => acting(`storing ${machine}'s records`, () => records.stored(machine, options)),
+      },
+    };
   }
 
   /** A machine with power and no Node (and not halted) registers. A stranger is a Node that claims no machine. */

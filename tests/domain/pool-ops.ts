@@ -44,7 +44,13 @@ export type CaOp =
     }
   | { readonly kind: "decrease"; readonly group: string; readonly delta: number }
   | { readonly kind: "refresh" }
-  | { readonly kind: "run" };
+  | { readonly kind: "run" }
+  /**
+   * Another plugpool instance takes plugpool's Lease (a rolling update, a partition): the one acting stops acting,
+   * its calls in flight going on, and a fresh pool over the same cluster, devices and records acts from then on; the
+   * cluster-autoscaler beside it is the one that calls.
+   */
+  | { readonly kind: "handover" };
 
 export type Op =
   | CaOp
@@ -106,9 +112,12 @@ const caOp: fc.Arbitrary<CaOp> = fc.oneof(
   { weight: 3, arbitrary: fc.constant({ kind: "run" as const }) },
 );
 
+/** The second of two calls at once: sometimes a handover, which the first call, in flight, lives through. */
+const secondOp: fc.Arbitrary<CaOp> = fc.oneof({ weight: 5, arbitrary: caOp }, { weight: 1, arbitrary: fc.constant({ kind: "handover" as const }) });
+
 export const op: fc.Arbitrary<Op> = fc.oneof(
   { weight: 14, arbitrary: caOp },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant("parallel"), a: caOp, b: caOp, stagger: fc.integer({ min: 0, max: 4 }), synced: fc.boolean() }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant("parallel"), a: caOp, b: secondOp, stagger: fc.integer({ min: 0, max: 4 }), synced: fc.boolean() }) },
   {
     weight: 8,
     arbitrary: fc.record({

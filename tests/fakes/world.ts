@@ -6,6 +6,7 @@ import type {
   NodeTemplate,
   Pool,
   PoolConfig,
+  PoolDeps,
   PowerOffSettings,
   QuarantineSettings,
   ScaleUpSettings,
@@ -22,7 +23,7 @@ import { LaggingView } from "./lagging-view.ts";
 export const PREFIX = "k3s://";
 
 /** The domain's types, for test code that imports nothing from src/ itself (the property test's oracle). */
-export type { Machine, NodeRef, NodeView, PowerControl, QuarantineSettings, ScaleUpSettings } from "../../src/domain/index.ts";
+export type { Machine, NodeRef, NodeView, PoolDeps, PowerControl, QuarantineSettings, ScaleUpSettings } from "../../src/domain/index.ts";
 
 export const POWER_OFF: PowerOffSettings = {
   notReadyTimeoutMs: 300_000,
@@ -81,6 +82,8 @@ export interface WorldOptions {
   readonly lagging?: boolean;
   /** The pool acts only while this says so (default: no leadership, it always acts). */
   readonly leadership?: Leadership;
+  /** Changes each pool's ports before the pool gets them (a test's tap), told that pool's leadership. */
+  readonly tap?: (deps: PoolDeps, leadership: Leadership | undefined) => PoolDeps;
 }
 
 export function buildConfig(options: WorldOptions = {}): PoolConfig {
@@ -129,7 +132,8 @@ export class World {
   readonly records = new FakeRecords();
   readonly view: LaggingView | undefined;
   readonly config: PoolConfig;
-  readonly leadership: Leadership | undefined;
+  leadership: Leadership | undefined;
+  readonly #tap: WorldOptions["tap"];
   wakes = 0;
   pool: Pool;
 
@@ -146,6 +150,7 @@ export class World {
     }
     this.view = options.lagging === true ? new LaggingView(this.cluster) : undefined;
     this.leadership = options.leadership;
+    this.#tap = options.tap;
     this.pool = this.#newPool();
   }
 
@@ -159,7 +164,9 @@ export class World {
     return machine;
   }
 
-  restart(): Pool {
+  /** A new process's pool over the same fakes; with `leadership`, one that acts under it (another instance). */
+  restart(leadership?: Leadership): Pool {
+    if (leadership !== undefined) this.leadership = leadership;
     this.pool = this.#newPool();
     return this.pool;
   }
@@ -197,22 +204,20 @@ export class World {
   }
 
   #newPool(): Pool {
-    return createPool(
-      {
-        clock: this.clock,
-        power: this.power,
-        cluster: this.view ?? this.cluster,
-        lookup: this.cluster,
-        teardown: this.cluster,
-        records: this.records,
-        reporter: this.reporter,
-        wake: () => {
-          this.wakes++;
-        },
-        ...(this.leadership && { leadership: this.leadership }),
+    const deps: PoolDeps = {
+      clock: this.clock,
+      power: this.power,
+      cluster: this.view ?? this.cluster,
+      lookup: this.cluster,
+      teardown: this.cluster,
+      records: this.records,
+      reporter: this.reporter,
+      wake: () => {
+        this.wakes++;
       },
-      this.config,
-    );
+      ...(this.leadership && { leadership: this.leadership }),
+    };
+    return createPool(this.#tap?.(deps, this.leadership) ?? deps, this.config);
   }
 }
 

@@ -376,4 +376,12 @@ export const PLANTS: readonly Plant[] = [
       },
     ],
   },
+  {
+    name: "a switch-on that asks the leadership only before it waits for the device, not in its slot",
+    edits: [{ file: "src/domain/leadership.ts", find: "    if (accepted) ensureActing(leadership, what);\n", replace: "    if (accepted && what === \"\") ensureActing(leadership, what);\n" }],
+  },
+  {
+    name: "power-cycle a machine whose Node was Ready again after the shutdown's NotReady",
+    edits: [{ file: "src/domain/revival.ts", find: "  if (job.shutdownNodeSeen.readyAgain) {", replace: "  if (job.shutdownNodeSeen.readyAgain && job.node === \"\") {" }],
+  },
 ];
