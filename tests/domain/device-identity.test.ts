@@ -142,4 +142,22 @@ describe("device identity", () => {
     assert.equal(w.reporter.of("device-restarted")[0]?.machine, "worker-1");
     assert.equal(w.records.powerOn("worker-1"), undefined, "plugpool's power-on record ended");
   });
+
+  it("a device heard twice within one second (the same uptime) has not restarted, and a known device is not learned anew", async () => {
+    const w = await bothKnown();
+    assert.equal(w.reporter.of("device-restarted").length, 0);
+    assert.ok(w.records.powerOn("worker-1"), "plugpool's power-on record kept");
+    assert.equal(w.reporter.of("device-learned").length, 3, "learned at the first read only, confirmed at the switch-on");
+  });
+
+  it("tells once that a device met for the first time answers as another machine's, however often it is read", async () => {
+    const w = new World();
+    const [one, two] = [w.machine("worker-1").power, w.machine("worker-2").power];
+    await w.records.recordDeviceIdentity("worker-1", w.power.identityOf(one));
+    w.power.swapAddresses(one, two);
+    await w.pool.refresh();
+    await w.pool.refresh();
+    assert.equal(w.power.callsOf("read").filter((c) => c.control.key === two.key).length, 2, "asked at each read");
+    assert.equal(w.reporter.of("device-duplicate").length, 1);
+  });
 });

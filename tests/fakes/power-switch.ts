@@ -28,8 +28,8 @@ interface Relay {
   watts: number;
   /** What the device says it is. */
   identity: string;
-  /** Seconds up, as it tells: 100 when added, one more at each identity asked, back to 0 at a restart. */
-  uptime: number;
+  /** When (ms, on `now`) it would have booted to tell its uptime: 100 s up when added, 0 at a restart. */
+  bootedAt: number;
 }
 
 /**
@@ -52,6 +52,8 @@ export class FakePowerSwitch implements PowerSwitch {
   onArrival: ((arrival: Arrival) => void) | undefined;
   /** Event-loop turns each call spends at its device (default none). */
   latency: () => number = () => 0;
+  /** The time the devices tell their uptime by, in whole seconds as ESPHome does (the World's clock). */
+  now: () => number = () => 0;
   readonly #queues = new Map<string, Promise<unknown>>();
   #loseNext = new Set<PowerOp>();
   readonly #relays = new Map<string, Relay>();
@@ -61,7 +63,7 @@ export class FakePowerSwitch implements PowerSwitch {
   readonly #failNext = new Map<PowerOp, Error[]>();
 
   add(control: PowerControl, on = false, watts = 80): void {
-    this.#relays.set(control.key, { on, watts, identity: `device ${control.key}`, uptime: 100 });
+    this.#relays.set(control.key, { on, watts, identity: `device ${control.key}`, bootedAt: this.now() - 100_000 });
   }
 
   /** The identity the device of `control`'s machine answers with. */
@@ -84,7 +86,7 @@ export class FakePowerSwitch implements PowerSwitch {
   /** The device of `control`'s machine restarts: its uptime starts again and its relay comes up `on`. */
   restartDevice(control: PowerControl, on: boolean): void {
     const relay = this.#own(control);
-    relay.uptime = 0;
+    relay.bootedAt = this.now();
     relay.on = on;
   }
 
@@ -179,7 +181,7 @@ export class FakePowerSwitch implements PowerSwitch {
     if (next !== undefined) throw next;
     const relay = this.#relayOf(reached);
     if (asks.check !== undefined) {
-      const uptimeSeconds = relay.uptime++;
+      const uptimeSeconds = Math.floor((this.now() - relay.bootedAt) / 1000);
       if (!(await asks.check({ id: relay.identity, uptimeSeconds }))) {
         throw new PlugpoolError("device-mismatch", `${op} of ${control.label}: the device answered as ${relay.identity}; nothing sent`);
       }

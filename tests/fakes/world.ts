@@ -140,6 +140,7 @@ export class World {
   constructor(options: WorldOptions = {}) {
     this.config = buildConfig(options);
     this.cluster.now = () => this.clock.now();
+    this.power.now = () => this.clock.monotonic();
     for (const m of this.machines()) this.power.add(m.power, options.on?.includes(m.name) ?? false);
     const devices = new Map(
       (options.groups ?? []).flatMap((g) => Object.entries(g.devices ?? {})).map(([name, device]) => [`plug-${name}`, device]),
