@@ -12,9 +12,8 @@ import { powerOffRecordOf } from "./model.ts";
 import { hasDeletionTaint, instanceId } from "./matching.ts";
 import { isPlugpoolError, PlugpoolError } from "./errors.ts";
 import { deviceCheck } from "./device-identity.ts";
-import { freshVerdict, isTransient, mayCutPower } from "./safety.ts";
+import { freshVerdict, isTransient, mayCutPower, watchShutdownNode } from "./safety.ts";
 import { readPlug, switchOff } from "./switching.ts";
-import { watchShutdownNode } from "./revival.ts";
 
 /** What one step needs. `now` is read once, just before the step runs (timeouts come from stored times). */
 export interface StepContext {

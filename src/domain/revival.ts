@@ -9,6 +9,7 @@ import type { Machine, NodeView } from "./model.ts";
 import type { PoolContext, PowerOffJob } from "./state.ts";
 import { nodesOf, stateOf } from "./state.ts";
 import { deviceMismatchOf, isMachineHeld } from "./device-identity.ts";
+import { CONDITION_TIME_RESOLUTION_MS, watchShutdownNode } from "./safety.ts";
 import { messageOf } from "./errors.ts";
 import { powerOnSlotWait, readPlug, restorePower, switchOff, takePowerOnSlot } from "./switching.ts";
 
@@ -25,8 +26,6 @@ export interface Revival {
 const REVIVAL_POLL_MS = 5000;
 /** A held machine left halted is reported again this often, until someone acts. */
 const STRANDED_REPORT_MS = 600_000;
-/** A Node condition's time has whole seconds: it may read up to this much before the moment it names. */
-const CONDITION_TIME_RESOLUTION_MS = 1000;
 
 /** Where the halt of the machine stands, as the view shows its Nodes. */
 type Halt =
@@ -105,25 +104,6 @@ function tellHeld(ctx: PoolContext, machine: Machine, revival: Revival, node: st
  */
 async function withSlot(ctx: PoolContext, bring: () => Promise<number | undefined>): Promise<number | undefined> {
   return takePowerOnSlot(ctx) ? bring() : Math.max(powerOnSlotWait(ctx), 1);
-}
-
-/**
- * Notes what the Node whose OS the job asked to shut down shows now. A halted machine's Node goes NotReady once and
- * stays so: seen Ready after a NotReady, or NotReady since another moment than when first seen (Ready in between,
- * unseen), its OS ran after the request, and no later NotReady is that shutdown's doing.
- */
-export function watchShutdownNode(job: PowerOffJob, nodes: readonly NodeView[], asked: number): void {
-  const node = nodes.find((n) => n.uid === job.shutdownNodeUid);
-  const seen = job.shutdownNodeSeen;
-  if (node === undefined || seen.readyAgain) return;
-  if (node.ready) {
-    seen.readyAgain = seen.notReadyAt !== undefined;
-    return;
-  }
-  const since = node.readyChangedAt ?? Number.NEGATIVE_INFINITY;
-  if (since < asked - CONDITION_TIME_RESOLUTION_MS) return;
-  if (seen.notReadyAt === undefined) seen.notReadyAt = since;
-  else if (since !== seen.notReadyAt) seen.readyAgain = true;
 }
 
 function haltOf(ctx: PoolContext, machine: Machine, job: PowerOffJob, asked: number): Halt {

@@ -3,7 +3,7 @@
 import type { CallOptions, ClusterView } from "./ports.ts";
 import type { Machine, NodeView } from "./model.ts";
 import type { SafetyRule } from "./events.ts";
-import type { PoolContext } from "./state.ts";
+import type { PoolContext, PowerOffJob } from "./state.ts";
 import { claimsNoMachine, hasDeletionTaint, hasHoldAnnotation, instanceId, safetyNodes } from "./matching.ts";
 import { jobOf, nodesOf, poweredByPlugpool, stateOf } from "./state.ts";
 import { messageOf } from "./errors.ts";
@@ -92,7 +92,26 @@ export async function freshVerdict(ctx: PoolContext, machine: Machine, kind: Cut
 }
 
 /** A Node condition's time has whole seconds: it may read up to this much before the moment it names. */
-const CONDITION_TIME_RESOLUTION_MS = 1000;
+export const CONDITION_TIME_RESOLUTION_MS = 1000;
+
+/**
+ * Notes what the Node whose OS the job asked to shut down shows now. A halted machine's Node goes NotReady once and
+ * stays so: seen Ready after a NotReady, or NotReady since another moment than when first seen (Ready in between,
+ * unseen), its OS ran after the request, and no later NotReady is that shutdown's doing.
+ */
+export function watchShutdownNode(job: PowerOffJob, nodes: readonly NodeView[], asked: number): void {
+  const node = nodes.find((n) => n.uid === job.shutdownNodeUid);
+  const seen = job.shutdownNodeSeen;
+  if (node === undefined || seen.readyAgain) return;
+  if (node.ready) {
+    seen.readyAgain = seen.notReadyAt !== undefined;
+    return;
+  }
+  const since = node.readyChangedAt ?? Number.NEGATIVE_INFINITY;
+  if (since < asked - CONDITION_TIME_RESOLUTION_MS) return;
+  if (seen.notReadyAt === undefined) seen.notReadyAt = since;
+  else if (since !== seen.notReadyAt) seen.readyAgain = true;
+}
 
 /**
  * The off of a power cycle, the one cut of a machine whose Node has no ToBeDeleted taint: only while nothing holds
@@ -110,6 +129,10 @@ function cycleVerdict(ctx: PoolContext, machine: Machine, fresh: readonly NodeVi
   if (fresh.length === 0) return { allowed: false, rule: "node-vanished", detail: `the Node of ${machine.name} vanished; no sign it is halted` };
   const ready = nodes.find((n) => n.ready);
   if (ready !== undefined) return { allowed: false, rule: "node-ready", detail: `node ${ready.name} is Ready; ${machine.name} runs` };
+  watchShutdownNode(job, fresh, asked);
+  if (job.shutdownNodeSeen.readyAgain) {
+    return { allowed: false, rule: "node-ready", detail: `node ${job.node} was Ready again after plugpool asked for the shutdown; ${machine.name} ran on` };
+  }
   const other = nodes.find((n) => n.uid !== job.shutdownNodeUid || (n.readyChangedAt ?? Number.NEGATIVE_INFINITY) < asked - CONDITION_TIME_RESOLUTION_MS);
   if (other !== undefined) {
     return {

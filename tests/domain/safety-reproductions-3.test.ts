@@ -308,6 +308,22 @@ describe("safety reproductions, round 3b", () => {
       assert.match(w.reporter.of("stranded")[0]?.detail ?? "", /was Ready again after plugpool asked for the shutdown/);
     });
 
+    it("is not cut when its Node goes Ready and NotReady again while the cycle's off waits at the plug", async () => {
+      const w = await halted();
+      await w.pool.reconcile();
+      const seen = arrivals(w);
+      w.cluster.untaint("worker-1");
+      w.power.onCall = (c) => {
+        if (c.op !== "turnOff") return;
+        w.cluster.setReady("worker-1", true, w.clock.now() - 2_000);
+        w.cluster.setReady("worker-1", false, w.clock.now());
+      };
+      await w.drive(100);
+      assert.equal(w.power.callsOf("turnOff").length, 1, "the cycle was asked for");
+      assert.deepEqual(seen, [], "and refused at the plug");
+      assert.ok(w.power.isOn(w.machine("worker-1").power));
+    });
+
     it("is not cycled when its Node went NotReady anew since first seen so, though its Ready between was never seen", async () => {
       const w = await halted();
       await w.pool.reconcile();
