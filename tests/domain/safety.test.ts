@@ -1,6 +1,8 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { HOLD_ANNOTATION, mayCutPower } from "../../src/domain/index.ts";
+import { freshVerdict } from "../../src/domain/safety.ts";
+import { beginPowerOff, createContext, type PoolContext, type PowerOffJob } from "../../src/domain/state.ts";
 import { PREFIX, World } from "../fakes/world.ts";
 import { rejectsWith } from "../fakes/assertions.ts";
 
@@ -105,5 +107,47 @@ describe("the verdict at the plug for a machine cut unregistered", () => {
     await rejectsWith(w.pool.decreaseTargetSize("workers", -1), "unsafe", /worker-1 was not switched on by plugpool/);
     assert.ok(w.power.isOn(w.machine("worker-1").power));
     assert.equal(w.reporter.of("refused").at(-1)?.rule, "powered-outside");
+  });
+});
+
+// The cycle's verdict stands on its own: it must not rely on its caller having watched the Node go NotReady.
+describe("the verdict at the plug for a power cycle", () => {
+  /** worker-1 registered, its shutdown asked 10 s ago under a job that has seen nothing of the Node since. */
+  function asked(): { w: World; ctx: PoolContext; askedAt: number } {
+    const w = new World();
+    const deps = { clock: w.clock, power: w.power, cluster: w.cluster, lookup: w.cluster, teardown: w.cluster, records: w.records, reporter: w.reporter };
+    const ctx = createContext(deps, w.config);
+    w.register("worker-1");
+    const askedAt = w.clock.now();
+    const job = {
+      node: "worker-1",
+      facts: { shutdownRequested: askedAt },
+      shutdownNodeUid: w.cluster.nodeNamed("worker-1")?.uid,
+      shutdownNodeSeen: { notReadyAt: undefined, readyAgain: false },
+    } as unknown as PowerOffJob;
+    beginPowerOff(ctx, w.machine("worker-1"), job);
+    w.clock.advance(10_000);
+    return { w, ctx, askedAt };
+  }
+
+  it("allows the off of a machine whose Node went NotReady after the shutdown was asked and stays so", async () => {
+    const { w, ctx } = asked();
+    w.cluster.setReady("worker-1", false, w.clock.now() - 5000);
+    assert.deepEqual(await freshVerdict(ctx, w.machine("worker-1"), "cycle"), { allowed: true });
+  });
+
+  it("refuses a Node Ready at the plug, though none of its NotReady was seen since the shutdown was asked", async () => {
+    // NotReady and Ready again, both unseen: its Ready condition changed after the request, as a halt's would.
+    const { w, ctx } = asked();
+    w.cluster.setReady("worker-1", true, w.clock.now() - 5000);
+    const verdict = await freshVerdict(ctx, w.machine("worker-1"), "cycle");
+    assert.equal(verdict.allowed ? undefined : verdict.rule, "node-ready");
+  });
+
+  it("refuses a Node NotReady since before the shutdown was asked: not that shutdown's doing", async () => {
+    const { w, ctx, askedAt } = asked();
+    w.cluster.setReady("worker-1", false, askedAt - 60_000);
+    const verdict = await freshVerdict(ctx, w.machine("worker-1"), "cycle");
+    assert.equal(verdict.allowed ? undefined : verdict.rule, "registered-without-taint");
   });
 });
