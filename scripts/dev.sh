@@ -6,20 +6,42 @@
 #   bash scripts/dev.sh setup     install everything the tests need
 #   bash scripts/dev.sh test      setup, then the whole test suite (npm test)
 #   bash scripts/dev.sh lint      setup, then typecheck + eslint + buf lint
-#   bash scripts/dev.sh sandbox   setup, then a local cluster with emulated plugs and plugpool serving
+#   bash scripts/dev.sh sandbox   what the sandbox runs (Node, npm packages, the control plane and cluster-autoscaler;
+#                                 with --backends also sushy-tools), then a local cluster with emulated plugs and
+#                                 plugpool serving
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . .ci/node-env.sh
 
 setup() {
-  if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-    npm ci --no-audit --no-fund
-  fi
+  packages
   bash tests/support/control-plane/build.sh
   bash tests/support/helm/build.sh >/dev/null
   bash tests/support/prometheus/build.sh >/dev/null
   bash tests/support/home-assistant/install.sh >/dev/null
   bash tests/support/redfish/install.sh >/dev/null
+  autoscaler
+}
+
+packages() {
+  if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+    npm ci --no-audit --no-fund
+  fi
+}
+
+# The sandbox starts the control plane and cluster-autoscaler, and sushy-tools' Redfish emulator with --backends
+# (its other devices are emulated in-process): someone trying plugpool waits for nothing else.
+sandbox_setup() {
+  packages
+  bash tests/support/control-plane/build.sh
+  autoscaler
+  local arg
+  for arg in "$@"; do
+    if [ "$arg" = "--backends" ]; then bash tests/support/redfish/install.sh >/dev/null; fi
+  done
+}
+
+autoscaler() {
   # The Go module proxy refuses k8s.io/autoscaler/cluster-autoscaler (403), so cluster-autoscaler builds from
   # its source archive in shared/vendor beside the repository, a clone of its repository
   # (PLUGPOOL_AUTOSCALER_GIT) or an earlier build in the cache. Where the archive ships, the scenarios with the
@@ -52,6 +74,6 @@ case "$cmd" in
   setup) setup ;;
   test) setup; npm test -- "$@" ;;
   lint) setup; npm run lint ;;
-  sandbox) setup; npm run build; exec node tests/sandbox.ts "$@" ;;
+  sandbox) sandbox_setup "$@"; npm run build; exec node tests/sandbox.ts "$@" ;;
   *) echo "usage: scripts/dev.sh setup|test|lint|sandbox" >&2; exit 2 ;;
 esac
