@@ -5,9 +5,9 @@ import type { AppConfig } from "./app-config.ts";
 import type { ResolvedControl } from "../power/power-switch.ts";
 import type { ParsedConfig, ParsedGroup } from "./parsed.ts";
 
-/** Retry delays of a failing power-off step: not configurable, documented in the README. */
+/** Retry delays of a failing power-off step: not configurable, documented in docs/architecture.md. */
 export const POWER_OFF_RETRY_MS = 5_000;
-/** Power-off pods tried per power-off (a failed or stuck one is replaced): not configurable, in the README. */
+/** Power-off pods tried per power-off (a failed or stuck one is replaced): not configurable, in docs/architecture.md. */
 export const POWER_OFF_POD_ATTEMPTS = 3;
 export const POWER_OFF_MAX_RETRY_MS = 120_000;
 
