@@ -5,6 +5,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
+import { POWER_OFF_STEP_NAMES } from "../../src/domain/events.ts";
 
 const root = join(import.meta.dirname, "..", "..");
 const README_MAX_LINES = 460;
@@ -204,5 +205,23 @@ describe("the README and docs/", () => {
     assert.ok(metrics.length > 15 && alerts.length > 10 && reasons.length > 20, "found what to look for");
     const missing = [...new Set([...metrics, ...alerts, ...reasons])].filter((name) => !readme.includes(`\`${name}\``));
     assert.deepEqual(missing, [], "named in README.md");
+  });
+
+  it("draw the power-off saga with the steps the code runs, in its order", () => {
+    const text = read("docs/architecture.md");
+    const saga = fences(text.slice(text.indexOf("### The power-off saga"))).blocks.find((b) => b.lang === "mermaid");
+    assert.ok(saga !== undefined, "a mermaid diagram under 'The power-off saga'");
+    const drawn = [...saga.body.matchAll(/\["([a-z-]+)<br\/>/g)].map((m) => m[1]);
+    assert.deepEqual(drawn, [...POWER_OFF_STEP_NAMES]);
+  });
+
+  it("say what every folder of src/ owns", () => {
+    const text = read("docs/architecture.md");
+    const folders = (dir: string): string[] =>
+      readdirSync(join(root, dir), { withFileTypes: true })
+        .filter((d) => d.isDirectory())
+        .flatMap((d) => [`${dir}/${d.name}`, ...folders(`${dir}/${d.name}`)]);
+    const missing = folders("src").filter((f) => !text.includes(`${f.replace(/^src\//, "")}/`));
+    assert.deepEqual(missing, [], "named in docs/architecture.md");
   });
 });
