@@ -13,7 +13,7 @@ import { parseDuration } from "./config/duration.ts";
 import { energyReport, ReportError, type ReportSource } from "./report.ts";
 import { messageOf } from "../domain/errors.ts";
 
-const HELP = `plugpool — a cluster-autoscaler cloud provider (externalgrpc) for machines powered by ESPHome plugs
+const HELP = `plugpool — a cluster-autoscaler cloud provider (externalgrpc) for machines switched by ESPHome, Shelly, Home Assistant or Redfish
 
 Usage:
   plugpool serve  [--config FILE] [--kubeconfig FILE] [--dry-run]
@@ -39,7 +39,11 @@ Options:
                       a user:password@ in either URL goes as HTTP Basic authentication
 
 Environment:
-  PLUGPOOL_PLUG_USERNAME, PLUGPOOL_PLUG_PASSWORD   plug credentials (both or neither)
+  credentials for every power control that names no file of its own:
+  PLUGPOOL_PLUG_USERNAME, PLUGPOOL_PLUG_PASSWORD         ESPHome plugs (both or neither)
+  PLUGPOOL_SHELLY_PASSWORD                               Shelly devices
+  PLUGPOOL_HOME_ASSISTANT_TOKEN                          Home Assistant
+  PLUGPOOL_REDFISH_USERNAME, PLUGPOOL_REDFISH_PASSWORD   Redfish BMCs (both or neither)
   POD_NAME, POD_NAMESPACE   serve: the pod's name (plugpool's Lease names its holder by it; default the
                             hostname) and namespace (where cluster-autoscaler's Lease is looked for; set both
                             from the downward API)

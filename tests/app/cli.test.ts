@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stringify } from "yaml";
@@ -39,10 +39,21 @@ describe("plugpool (command line)", () => {
     assert.match(stdout, /^plugpool \d+\.\d+\.\d+\n$/);
   });
 
-  it("prints help naming both commands and the credential variables", () => {
+  it("names every power backend on the first line of its help, as package.json's description does", () => {
+    const backends = ["ESPHome", "Shelly", "Home Assistant", "Redfish"];
+    const firstLine = plugpool(["--help"]).stdout.split("\n")[0] ?? "";
+    const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { description: string };
+    for (const backend of backends) {
+      assert.ok(firstLine.includes(backend), `--help's first line names ${backend}: ${firstLine}`);
+      assert.ok(pkg.description.includes(backend), `package.json's description names ${backend}: ${pkg.description}`);
+    }
+  });
+
+  it("prints help naming its commands and every credential variable", () => {
     const { code, stdout } = plugpool(["--help"]);
     assert.equal(code, 0);
-    for (const word of ["serve", "doctor", "--config", "PLUGPOOL_PLUG_USERNAME", "PLUGPOOL_PLUG_PASSWORD"]) {
+    const variables = ["PLUGPOOL_PLUG_USERNAME", "PLUGPOOL_PLUG_PASSWORD", "PLUGPOOL_SHELLY_PASSWORD", "PLUGPOOL_HOME_ASSISTANT_TOKEN", "PLUGPOOL_REDFISH_USERNAME", "PLUGPOOL_REDFISH_PASSWORD"];
+    for (const word of ["serve", "doctor", "--config", ...variables]) {
       assert.ok(stdout.includes(word), word);
     }
   });

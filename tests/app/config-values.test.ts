@@ -77,19 +77,45 @@ describe("loadConfig() value rules", () => {
       ]);
     });
 
-    it("refuses a kubernetes.io/arch or /os label that contradicts template.arch or .os, and accepts one that agrees", () => {
-      assert.deepEqual(issuesOf(withTemplate({ labels: { "kubernetes.io/arch": "arm64" } })), [
-        'nodeGroups[0].template.labels["kubernetes.io/arch"]: is arm64 but template.arch is amd64 (its default when not set); set template.arch: arm64 and leave the label out',
-      ]);
-      assert.deepEqual(issuesOf(withTemplate({ arch: "arm64", labels: { "kubernetes.io/arch": "riscv64", "kubernetes.io/os": "windows" } })), [
-        'nodeGroups[0].template.labels["kubernetes.io/arch"]: is riscv64 but template.arch is arm64; set template.arch: riscv64 and leave the label out',
-        'nodeGroups[0].template.labels["kubernetes.io/os"]: is windows but template.os is linux (its default when not set); plugpool drives only Linux machines; leave the label out',
-      ]);
-      const agreeing = load(withTemplate({ arch: "arm64", labels: { "kubernetes.io/arch": "arm64", "example.com/pool": "edge" } }));
-      assert.deepEqual(agreeing.pool.groups[0]?.template.labels, {
-        "example.com/pool": "edge",
-        "kubernetes.io/arch": "arm64",
-        "kubernetes.io/os": "linux",
+    describe("kubernetes.io/arch and kubernetes.io/os written as labels", () => {
+      const labelsOf = (template: Record<string, unknown>) => load(withTemplate(template)).pool.groups[0]?.template.labels;
+
+      it("honours a kubernetes.io/arch label as the template's arch when template.arch is not set", () => {
+        assert.deepEqual(labelsOf({ labels: { "kubernetes.io/arch": "arm64", "example.com/pool": "edge" } }), {
+          "example.com/pool": "edge",
+          "kubernetes.io/arch": "arm64",
+          "kubernetes.io/os": "linux",
+        });
+      });
+
+      it("honours a kubernetes.io/os label, and the default amd64 beside it", () => {
+        assert.deepEqual(labelsOf({ labels: { "kubernetes.io/os": "linux" } }), { "kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux" });
+      });
+
+      it("accepts a label that says what template.arch and .os say", () => {
+        assert.deepEqual(labelsOf({ arch: "arm64", os: "linux", labels: { "kubernetes.io/arch": "arm64", "kubernetes.io/os": "linux" } }), {
+          "kubernetes.io/arch": "arm64",
+          "kubernetes.io/os": "linux",
+        });
+      });
+
+      it("refuses a label that contradicts template.arch, naming both", () => {
+        assert.deepEqual(issuesOf(withTemplate({ arch: "arm64", labels: { "kubernetes.io/arch": "riscv64" } })), [
+          'nodeGroups[0].template.labels["kubernetes.io/arch"]: is riscv64 but template.arch is arm64; write one of them, or make both say the same',
+        ]);
+      });
+
+      it("refuses a label value plugpool does not support, saying what it supports", () => {
+        assert.deepEqual(issuesOf(withTemplate({ labels: { "kubernetes.io/arch": "x86_64", "kubernetes.io/os": "windows" } })), [
+          'nodeGroups[0].template.labels["kubernetes.io/arch"]: is x86_64; must be an architecture as the kubelet names it: one of amd64, arm64, arm, 386, ppc64le, s390x, riscv64, loong64',
+          'nodeGroups[0].template.labels["kubernetes.io/os"]: is windows; must be linux: plugpool drives only Linux machines (it shuts them down with systemctl)',
+        ]);
+      });
+
+      it("reports an invalid template.arch once, by the schema, whatever the label says", () => {
+        assert.deepEqual(issuesOf(withTemplate({ arch: "x86_64", labels: { "kubernetes.io/arch": "amd64" } })), [
+          "nodeGroups[0].template.arch: must be one of amd64, arm64, arm, 386, ppc64le, s390x, riscv64, loong64",
+        ]);
       });
     });
 

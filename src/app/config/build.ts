@@ -5,9 +5,9 @@ import type { AppConfig } from "./app-config.ts";
 import type { ResolvedControl } from "../power/power-switch.ts";
 import type { ParsedConfig, ParsedGroup } from "./parsed.ts";
 
-/** Retry delays of a failing power-off step: not configurable, documented in the README. */
+/** Retry delays of a failing power-off step: not configurable, documented in docs/architecture.md. */
 export const POWER_OFF_RETRY_MS = 5_000;
-/** Power-off pods tried per power-off (a failed or stuck one is replaced): not configurable, in the README. */
+/** Power-off pods tried per power-off (a failed or stuck one is replaced): not configurable, in docs/architecture.md. */
 export const POWER_OFF_POD_ATTEMPTS = 3;
 export const POWER_OFF_MAX_RETRY_MS = 120_000;
 
@@ -44,7 +44,7 @@ function buildTls(tls: NonNullable<ParsedConfig["raw"]["tls"]>): NonNullable<App
 
 function buildPool({ raw, durations, groups: parsedGroups }: ParsedConfig): PoolConfig {
   let index = 0;
-  const groups = parsedGroups.map(({ raw: group, nodes }): NodeGroupSpec => ({
+  const groups = parsedGroups.map(({ raw: group, platform, nodes }): NodeGroupSpec => ({
     id: group.id,
     minSize: group.minSize,
     maxSize: group.maxSize,
@@ -53,7 +53,7 @@ function buildPool({ raw, durations, groups: parsedGroups }: ParsedConfig): Pool
       memory: String(group.template.memory),
       pods: String(group.template.pods),
       resources: Object.fromEntries(Object.entries(group.template.resources).map(([k, v]) => [k, String(v)])),
-      labels: { ...group.template.labels, "kubernetes.io/arch": group.template.arch, "kubernetes.io/os": group.template.os },
+      labels: { ...group.template.labels, "kubernetes.io/arch": platform.arch, "kubernetes.io/os": platform.os },
       taints: group.template.taints.map(({ key, value, effect }) => ({ key, value, effect })),
     },
     machines: nodes.map(({ raw: node, control }): Machine => {

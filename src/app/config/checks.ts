@@ -7,7 +7,7 @@ import { parseQuantity } from "./quantity.ts";
 import { isLoopback, isWildcard, parseHostPort, PARSED_FORMATS, type HostPort } from "./formats.ts";
 import { childOf, formatPath, type ConfigIssue, type ConfigPath } from "./issues.ts";
 import { readFileSync, statSync } from "node:fs";
-import type { Durations, NodeControl, ParsedConfig, ParsedGroup, ParsedNode, RawConfig, RawGroup, RawNode } from "./parsed.ts";
+import type { Durations, NodeControl, ParsedConfig, ParsedGroup, ParsedNode, Platform, RawConfig, RawGroup, RawNode } from "./parsed.ts";
 import { Secret } from "../../adapters/secret.ts";
 import type { ParsedControl, SectionContext } from "../../adapters/power-backend.ts";
 import { BACKENDS } from "../power/backends.ts";
@@ -17,7 +17,7 @@ import schema from "./schema.json" with { type: "json" };
 const MAX_PLUG_TIMEOUT_MS = 4000;
 
 const TEMPLATE_KEYS = ["cpu", "memory", "pods"];
-/** The template's keys as the schema defines them, defaults included. */
+/** The template's keys as the schema defines them, allowed values included. */
 const TEMPLATE_SCHEMA = schema.$defs.template.properties;
 
 /** Reads values at paths, but only values the schema validated without error (else undefined). */
@@ -145,7 +145,7 @@ export function checkConfig(root: unknown, schemaErrorPointers: readonly string[
       firstOrReport(groupIds, id, [...group, "id"], (first) => `"${id}" is also used at ${first}; group ids must be unique`, report);
     }
     checkSizes(read, group, report);
-    checkTemplate(read, [...group, "template"], report);
+    const platform = checkTemplate(read, [...group, "template"], report);
     const nodes = (read.list([...group, "nodes"]) ?? []).map((__, n): ParsedNode | undefined => {
       const node = [...group, "nodes", n];
       const name = read.string([...node, "name"]);
@@ -171,7 +171,7 @@ export function checkConfig(root: unknown, schemaErrorPointers: readonly string[
     });
     const raw = read.group(group);
     const parsedNodes = all(nodes);
-    return raw === undefined || parsedNodes === undefined ? undefined : { raw, nodes: parsedNodes };
+    return raw === undefined || parsedNodes === undefined || platform === undefined ? undefined : { raw, platform, nodes: parsedNodes };
   });
   for (const backend of BACKENDS) backend.check?.(perBackend.get(backend.name) ?? [], context);
   const raw = read.document();
@@ -270,7 +270,8 @@ function checkSizes(read: Reader, group: ConfigPath, report: Report): void {
   }
 }
 
-function checkTemplate(read: Reader, template: ConfigPath, report: Report): void {
+/** The architecture and OS a template claims, from template.arch and .os or their labels; undefined after a problem. */
+function checkTemplate(read: Reader, template: ConfigPath, report: Report): Platform | undefined {
   // Extra resources written as a list are reported by the schema alone (not as quantities of a mapping).
   const resourcesMapping = !read.isList([...template, "resources"]);
   /** The quantity at `path`, parsed; one written as a string that does not parse is reported (YAML numbers always have its syntax). */
@@ -290,16 +291,7 @@ function checkTemplate(read: Reader, template: ConfigPath, report: Report): void
   check([...template, "cpu"], "positive");
   check([...template, "memory"], "positive");
   check([...template, "pods"], "whole");
-  // One truth for the arch and os a template claims: a label that says otherwise would be a silent override.
-  for (const [key, field] of [["kubernetes.io/arch", "arch"], ["kubernetes.io/os", "os"]] as const) {
-    const label = read.string([...template, "labels", key]);
-    const value = read.string([...template, field]);
-    if (label !== undefined && value !== undefined && label !== value) {
-      const given = value === TEMPLATE_SCHEMA[field].default ? `${value} (its default when not set)` : value;
-      const fix = field === "os" ? "plugpool drives only Linux machines; leave the label out" : `set template.${field}: ${label} and leave the label out`;
-      report([...template, "labels", key], `is ${label} but template.${field} is ${given}; ${fix}`);
-    }
-  }
+  const platform = checkPlatform(read, template, report);
   for (const name of read.keys([...template, "resources"])) {
     if (TEMPLATE_KEYS.includes(name)) {
       parse([...template, "resources", name], resourcesMapping);
@@ -308,6 +300,40 @@ function checkTemplate(read: Reader, template: ConfigPath, report: Report): void
       check([...template, "resources", name], "not-negative", resourcesMapping);
     }
   }
+  return platform;
+}
+
+const DEFAULT_PLATFORM: Platform = { arch: "amd64", os: "linux" };
+
+/**
+ * A user may write the arch and os as plugpool's keys or as the labels the kubelet sets; either is honoured.
+ * Only two spellings that disagree, or a label value plugpool does not support, are refused: a silent pick
+ * would promise cluster-autoscaler machines that do not exist.
+ */
+function checkPlatform(read: Reader, template: ConfigPath, report: Report): Platform | undefined {
+  const pick = (field: keyof Platform, key: string): string | undefined => {
+    const labelPath = [...template, "labels", key];
+    const label = read.string(labelPath);
+    const written = read.string([...template, field]);
+    const supported: readonly string[] = TEMPLATE_SCHEMA[field].enum;
+    if (label !== undefined && !supported.includes(label)) {
+      const expected = field === "os"
+        ? "must be linux: plugpool drives only Linux machines (it shuts them down with systemctl)"
+        : `must be an architecture as the kubelet names it: one of ${supported.join(", ")}`;
+      report(labelPath, `is ${label}; ${expected}`);
+      return undefined;
+    }
+    if (label !== undefined && written !== undefined && label !== written) {
+      report(labelPath, `is ${label} but template.${field} is ${written}; write one of them, or make both say the same`);
+      return undefined;
+    }
+    // An invalid template.arch or .os was reported by the schema, and reads as not written.
+    if (written === undefined && read.present([...template, field])) return undefined;
+    return written ?? label ?? DEFAULT_PLATFORM[field];
+  };
+  const arch = pick("arch", "kubernetes.io/arch");
+  const os = pick("os", "kubernetes.io/os");
+  return arch === undefined || os === undefined ? undefined : { arch, os };
 }
 
 /**

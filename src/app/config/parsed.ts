@@ -48,8 +48,9 @@ export interface RawGroup {
     readonly memory: RawQuantity;
     readonly pods: RawQuantity;
     readonly resources: Readonly<Record<string, RawQuantity>>;
-    readonly arch: string;
-    readonly os: string;
+    /** Undefined when not written: the labels may name it (ParsedGroup.platform holds the outcome). */
+    readonly arch?: string;
+    readonly os?: string;
     readonly labels: Readonly<Record<string, string>>;
     readonly taints: readonly { readonly key: string; readonly value: string; readonly effect: TaintEffect }[];
   };
@@ -85,8 +86,16 @@ export interface ParsedNode {
   readonly control: NodeControl;
 }
 
+/** The CPU architecture and OS of a group's machines, as the kubelet labels them. */
+export interface Platform {
+  readonly arch: string;
+  readonly os: string;
+}
+
 export interface ParsedGroup {
   readonly raw: RawGroup;
+  /** The template's arch and os, from its keys or its labels. */
+  readonly platform: Platform;
   readonly nodes: readonly ParsedNode[];
 }
 
