@@ -130,6 +130,8 @@ export function createObserver(machines: readonly string[], log: (message: strin
   const poweredByPlugpool = new Map<string, number>();
   /** The latest PoweredOutside Event time (epoch ms) per machine. */
   const poweredOutside = new Map<string, number>();
+  /** The resourceVersion each PoweredOutside Event had when last seen, by uid. */
+  const eventVersions = new Map<string, string>();
   /** Since when each machine has been on without a Node and without a power-on record. */
   const unseenSince = new Map<string, number>();
   let stats = { powerOns: 0, powerOffs: 0, powerOffPods: 0, leaseHandovers: 0, secondTookLease: 0 };
@@ -251,14 +253,17 @@ export function createObserver(machines: readonly string[], log: (message: strin
     } catch {
       return;
     }
+    // An Event's times are written by plugpool on its own wall clock, which the clock-stepped fault moves: it is
+    // timed by when the observer sees it appear or change, on the true clock (to within a tick).
+    const now = Date.now();
     for (const event of items) {
-      const time = [event.lastTimestamp, event.eventTime, event.series?.lastObservedTime, event.firstTimestamp, event.metadata.creationTimestamp]
-        .map((t) => (t === undefined ? undefined : new Date(t).getTime()))
-        .find((t) => t !== undefined && !Number.isNaN(t));
-      if (time === undefined) continue;
+      const uid = event.metadata.uid ?? "";
+      const version = event.metadata.resourceVersion ?? "";
+      if (eventVersions.get(uid) === version) continue;
+      eventVersions.set(uid, version);
       for (const machine of machines) {
         const about = event.involvedObject.name === machine || new RegExp(`(^|[^\\w-])${machine}($|[^\\w-])`).test(event.message ?? "");
-        if (about && time > (poweredOutside.get(machine) ?? 0)) poweredOutside.set(machine, time);
+        if (about) poweredOutside.set(machine, now);
       }
     }
   }
