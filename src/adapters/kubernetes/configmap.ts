@@ -68,7 +68,7 @@ export interface ConfigMapWriterOptions {
 export interface ConfigMapWriter {
   /**
    * Writes the keys in the background, retrying with backoff until they land or a newer value of the same key
-   * replaces them.
+   * replaces them (for a versioned writer, also another writer's value).
    */
   later(data: ConfigMapUpdate): void;
   /** Writes the keys once, after the request in flight, replacing what waits to be written for them. */

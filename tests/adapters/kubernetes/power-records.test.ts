@@ -327,11 +327,29 @@ class FakeRecordsApiserver {
   refused = 0;
   swallowNext = false;
   readonly #held = new Set<ServerResponse>();
+  #hold: { readonly arrived: () => void; readonly released: Promise<void> } | undefined;
   readonly #server: Server = createServer((req, res) => {
     let body = "";
     req.on("data", (chunk: Buffer) => { body += chunk.toString(); });
-    req.on("end", () => { this.#answer(req, res, body); });
+    req.on("end", () => {
+      const hold = req.method === "PATCH" ? this.#hold : undefined;
+      if (hold === undefined) {
+        this.#answer(req, res, body);
+        return;
+      }
+      this.#hold = undefined;
+      hold.arrived();
+      void hold.released.then(() => { this.#answer(req, res, body); });
+    });
   });
+
+  /** Holds the next patch, not yet judged, until `release()`; `arrived` resolves when it comes. */
+  holdNextPatch(): { arrived: Promise<void>; release: () => void } {
+    const arrived = Promise.withResolvers<undefined>();
+    const released = Promise.withResolvers<undefined>();
+    this.#hold = { arrived: () => { arrived.resolve(undefined); }, released: released.promise.then(() => undefined) };
+    return { arrived: arrived.promise.then(() => undefined), release: () => { released.resolve(undefined); } };
+  }
 
   async start(): Promise<KubeConfig> {
     await new Promise<void>((resolve) => this.#server.listen(0, "127.0.0.1", resolve));
@@ -508,6 +526,29 @@ describe("createKubernetesPowerRecords() against an apiserver that checks resour
     assert.deepEqual(b.quarantine("worker-2"), { until: 9, failures: 2 });
     assert.deepEqual(storedJson("quarantine.worker-2"), { until: 9, failures: 2 });
     assert.deepEqual(storedJson("quarantine.worker-3"), { until: 8, failures: 1 }, "the key a left alone is written");
+  });
+
+  it("drops a change made while its write was in flight to a key another store changed, and writes one made after", async () => {
+    const a = await store();
+    const b = await store();
+    a.setQuarantine("worker-2", { until: 10, failures: 1 });
+    await a.flushed();
+    const held = apiserver.holdNextPatch();
+    b.setQuarantine("worker-3", { until: 11, failures: 1 });
+    await held.arrived;
+    // Made on b's view from before a's write: a's value of the key stands.
+    b.setQuarantine("worker-2", { until: 12, failures: 1 });
+    held.release();
+    await b.flushed();
+    assert.deepEqual(b.quarantine("worker-2"), { until: 10, failures: 1 });
+    assert.deepEqual(storedJson("quarantine.worker-2"), { until: 10, failures: 1 });
+    // Made once b knows a's value: b's own.
+    b.setQuarantine("worker-2", { until: 13, failures: 2 });
+    await b.flushed();
+    assert.deepEqual(b.conflicts, [["quarantine.worker-2"]]);
+    assert.deepEqual(storedJson("quarantine.worker-2"), { until: 13, failures: 2 });
+    assert.deepEqual(storedJson("quarantine.worker-3"), { until: 11, failures: 1 });
+    assert.deepEqual(b.quarantine("worker-2"), { until: 13, failures: 2 });
   });
 
   it("creates the ConfigMap anew when it was deleted, forgetting the records deleted with it", async () => {
