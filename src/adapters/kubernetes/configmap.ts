@@ -118,8 +118,8 @@ export function createVersionedConfigMapWriter(core: CoreV1Api, ref: ConfigMapRe
   const action = `writing ConfigMap ${namespace}/${name}`;
   // undefined resourceVersion: the ConfigMap did not exist.
   let base: { resourceVersion?: string; data: Readonly<Record<string, string>> } = { data: {} };
-  // Values sent at the base's version whose answer never came. Of writes made at one version only one can land, and
-  // none once the version has moved on: a read or a landed write settles them.
+  // Values sent at the base's version whose answer never came. Of writes made at one version only one can change the
+  // ConfigMap, and none once the version has moved on: a read or a landed write settles them.
   let doubts: ConfigMapUpdate[] = [];
 
   const settle = (answer: V1ConfigMap | undefined): void => {
