@@ -35,6 +35,7 @@ export interface Metrics {
   readonly configErrors: Counter<"kind">;
   readonly eventErrors: Counter;
   readonly watchErrors: Counter;
+  readonly recordConflicts: Counter;
   /** Wires the instances gauge and the energy metrics to the pool (read at scrape time, not maintained). */
   observePool(pool: Pool, config: PoolConfig): void;
   /** Wires the cluster-view gauge to the view's health (read at scrape time). */
@@ -157,6 +158,11 @@ export function createMetrics(): Metrics {
     watchErrors: new Counter({
       name: "plugpool_kubernetes_watch_errors_total",
       help: "Failed lists and watches of the cluster view (each is retried with backoff).",
+      registers,
+    }),
+    recordConflicts: new Counter({
+      name: "plugpool_records_conflicts_total",
+      help: "Writes of plugpool's records that found another writer's change to the ConfigMap (409 Conflict): another plugpool acted.",
       registers,
     }),
     observePool(pool, config) {

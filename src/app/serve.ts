@@ -125,7 +125,7 @@ export async function serve(config: AppConfig, deps: ServeDeps): Promise<Served>
   logger.info("cluster view synced");
 
   const ports = termPorts(config, { ...deps, clock }, view, metrics);
-  const build = (leadership?: Leadership) => startTerm(config, { ...deps, clock }, ports, leadership);
+  const build = (leadership?: Leadership) => startTerm(config, { ...deps, clock }, ports, metrics, leadership);
   const acting = dryRun ? alwaysActing(await build()) : await startElected(config, deps, metrics, build);
   started.acting = acting;
   metrics.observePool(acting.pool, config.pool);
@@ -197,7 +197,13 @@ function termPorts(config: AppConfig, deps: ServeDeps & { clock: Clock }, view: 
  * A fresh pool over freshly read records, with its runner. The records are plugpool's licence to cut machines it
  * powered: the pool is built only once they are read.
  */
-async function startTerm(config: AppConfig, deps: ServeDeps & { clock: Clock }, ports: TermPorts, leadership?: Leadership): Promise<Term> {
+async function startTerm(
+  config: AppConfig,
+  deps: ServeDeps & { clock: Clock },
+  ports: TermPorts,
+  metrics: Metrics,
+  leadership?: Leadership,
+): Promise<Term> {
   const { logger, clock } = deps;
   const machines = config.pool.groups.flatMap((g) => g.machines);
   const stored = createKubernetesPowerRecords(deps.kubeConfig, {
@@ -205,6 +211,12 @@ async function startTerm(config: AppConfig, deps: ServeDeps & { clock: Clock }, 
     machines,
     onError: (e) => {
       logger.warn("plugpool's records on the cluster: a write failed or a key was ignored", { error: messageOf(e) });
+    },
+    onConflict: (keys) => {
+      metrics.recordConflicts.inc();
+      logger.warn("another plugpool wrote plugpool's records meanwhile: its values were taken in and stand; two instances acted at once", {
+        keys: keys.join(", "),
+      });
     },
   });
   try {

@@ -137,7 +137,8 @@ export interface NodeLookup {
 /**
  * What plugpool records on the cluster about its own power actions, so that they survive a restart: the
  * power-ons it made (its only licence to cut an unregistered machine) and the quarantine of machines whose boot
- * failed. Reads answer from memory.
+ * failed. Reads answer from memory. Another instance's writes are never overwritten: a write that finds one takes
+ * the other's records into memory, and a key the other changed keeps the other's value.
  */
 export interface PowerRecords {
   /** The power-on plugpool made of this machine that has not ended yet, if any. */

@@ -95,6 +95,7 @@ describe("plugpool serve (real apiserver, emulated plugs, simulated machines)", 
     assert.equal(ready.status, 200);
     const metrics = await (await fetch(`http://127.0.0.1:${served.opsPort}/metrics`)).text();
     assert.match(metrics, /plugpool_instances\{group="workers",state="running"\} 0/);
+    assert.match(metrics, /plugpool_records_conflicts_total 0/);
   });
 
   it("switches a plug on for IncreaseSize, and the instance turns running once its Node registers", async () => {
@@ -194,5 +195,35 @@ describe("plugpool serve (real apiserver, emulated plugs, simulated machines)", 
     assert.equal(again.error?.code, status.FAILED_PRECONDITION);
     assert.match(again.error.details, /worker-2/);
     assert.equal(plugs[1].state("Relay"), false);
+  });
+
+  it("counts a records write that met another writer's change, and keeps the other's key", async () => {
+    // What another plugpool would do: write the records ConfigMap behind this one's back.
+    await core.patchNamespacedConfigMap(
+      { name: "plugpool-records", namespace: "plugpool", body: { data: { "power-on.elsewhere": JSON.stringify({ at: 1, why: "scale-up" }) } } },
+      callOptions({ contentType: "application/merge-patch+json" }),
+    );
+    await core.patchNode(
+      {
+        name: "worker-1",
+        body: { spec: { taints: [{ key: "ToBeDeletedByClusterAutoscaler", value: "1700000000", effect: "NoSchedule" }] } },
+      },
+      callOptions({ contentType: "application/merge-patch+json" }),
+    );
+    await eventually("the view sees the taint", async () => {
+      const { error } = await client.call("nodeGroupDeleteNodes", {
+        id: "workers",
+        nodes: [{ name: "worker-1", providerID: `${PREFIX}worker-1` }],
+      });
+      assert.equal(error, undefined);
+    });
+    // The power-off writes plugpool's records (the end of worker-1's power-on, if nothing before it): the first such
+    // write is at the resourceVersion read before the other's.
+    await eventually("the conflict counted", async () => {
+      const metrics = await (await fetch(`http://127.0.0.1:${served.opsPort}/metrics`)).text();
+      assert.match(metrics, /plugpool_records_conflicts_total 1/);
+    }, 30_000);
+    const records = await core.readNamespacedConfigMap({ name: "plugpool-records", namespace: "plugpool" });
+    assert.equal(records.data?.["power-on.elsewhere"], JSON.stringify({ at: 1, why: "scale-up" }));
   });
 });

@@ -1,11 +1,19 @@
-// Writing keys of plugpool's own ConfigMaps. A JSON merge patch of `data` changes only the keys it names, so
-// writers of different keys never conflict and nothing has to be read first.
+// Writing keys of plugpool's own ConfigMaps, each by a JSON merge patch of `data`, which changes only the keys it
+// names. Two kinds of writer:
+// - unconditional (createConfigMapWriter): the patch applies whatever the ConfigMap holds now. For a cache that
+//   every instance fills in alike from what it watches.
+// - versioned (createVersionedConfigMapWriter): the patch carries the resourceVersion the writer's memory is based
+//   on, so the apiserver refuses it with 409 Conflict when anyone wrote the ConfigMap since
+//   (https://github.com/kubernetes/community/blob/master/contributors/devel/sig-architecture/api-conventions.md#concurrency-control-and-consistency).
+//   For records that only one instance may write: a second writer is seen, not overwritten.
 import { setTimeout as sleep } from "node:timers/promises";
-import { PatchStrategy, type CoreV1Api } from "@kubernetes/client-node";
+import { PatchStrategy, type CoreV1Api, type V1ConfigMap } from "@kubernetes/client-node";
+import { PlugpoolError } from "../../domain/errors.ts";
 import { createLock } from "../../domain/lock.ts";
 import { callBound, callOptions, statusOf, type CallBound } from "./api-errors.ts";
 import { MANAGED_BY_LABEL } from "./power-off-pod.ts";
 import type { RetrySettings } from "./reflector.ts";
+import { stringMap } from "./wire.ts";
 
 export interface ConfigMapRef {
   readonly namespace: string;
@@ -60,7 +68,7 @@ export interface ConfigMapWriterOptions {
 export interface ConfigMapWriter {
   /**
    * Writes the keys in the background, retrying with backoff until they land or a newer value of the same key
-   * replaces them.
+   * replaces them (for a versioned writer, also another writer's value).
    */
   later(data: ConfigMapUpdate): void;
   /** Writes the keys once, after the request in flight, replacing what waits to be written for them. */
@@ -77,25 +85,158 @@ export interface ConfigMapWriter {
 }
 
 export function createConfigMapWriter(core: CoreV1Api, ref: ConfigMapRef, options: ConfigMapWriterOptions): ConfigMapWriter {
+  return createQueue(ref, options, async (data, bound) => {
+    await patchConfigMapData(core, ref, data, bound);
+    return [];
+  });
+}
+
+export interface VersionedConfigMapWriterOptions extends ConfigMapWriterOptions {
+  /**
+   * Keys another writer changed since the version this writer's memory was based on, with their values now (null:
+   * removed), found when a write met 409 Conflict. Their values stand: what this writer had not landed for those
+   * keys yet is not written. The owner takes them into memory; called before the write is tried again.
+   */
+  readonly onConflict: (theirs: ConfigMapUpdate) => void;
+}
+
+/**
+ * A ConfigMapWriter whose every write carries the resourceVersion its memory is based on: the one `load()` read,
+ * then the one each landed write or conflict brought back. After a 409 Conflict it reads the ConfigMap again,
+ * hands the keys another writer changed to `onConflict`, and tries again at the new version with the keys of the
+ * write that the other writer left as they were; a key it changed keeps the other writer's value (a write that
+ * must land, `now()`, then fails). A value this writer sent in a request whose answer never came (a timeout) may
+ * have landed: found in the ConfigMap afterwards, it counts as this writer's own, not another's.
+ */
+export interface VersionedConfigMapWriter extends ConfigMapWriter {
+  /** Reads the ConfigMap's data (none when it does not exist) and bases the writes that follow on it. */
+  load(bound: CallBound): Promise<Readonly<Record<string, string>>>;
+}
+
+export function createVersionedConfigMapWriter(core: CoreV1Api, ref: ConfigMapRef, options: VersionedConfigMapWriterOptions): VersionedConfigMapWriter {
+  const { namespace, name } = ref;
+  const action = `writing ConfigMap ${namespace}/${name}`;
+  // undefined resourceVersion: the ConfigMap did not exist.
+  let base: { resourceVersion?: string; data: Readonly<Record<string, string>> } = { data: {} };
+  // Values sent at the base's version whose answer never came. Of writes made at one version only one can change the
+  // ConfigMap, and none once the version has moved on: a read or a landed write settles them.
+  let doubts: ConfigMapUpdate[] = [];
+
+  const settle = (answer: V1ConfigMap | undefined): void => {
+    const resourceVersion = answer?.metadata?.resourceVersion;
+    base = { ...(resourceVersion !== undefined && { resourceVersion }), data: stringMap(answer?.data) };
+    doubts = [];
+  };
+
+  async function read(bound: CallBound): Promise<V1ConfigMap | undefined> {
+    try {
+      return await core.readNamespacedConfigMap({ namespace, name }, callOptions({ signal: bound.signal }));
+    } catch (error) {
+      if (statusOf(error) === 404) return undefined;
+      throw bound.error(`reading ConfigMap ${namespace}/${name}`, error);
+    }
+  }
+
+  /** One request: a create when the ConfigMap did not exist, else a patch at the base's version. */
+  async function send(data: ConfigMapUpdate, bound: CallBound): Promise<V1ConfigMap | undefined> {
+    const { resourceVersion } = base;
+    if (resourceVersion !== undefined) {
+      const body = { metadata: { resourceVersion }, data };
+      return core.patchNamespacedConfigMap({ namespace, name, body }, callOptions({ signal: bound.signal, contentType: PatchStrategy.MergePatch }));
+    }
+    const set = Object.fromEntries(Object.entries(data).filter((entry): entry is [string, string] => entry[1] !== null));
+    // Removing keys from a missing ConfigMap: nothing to do.
+    if (Object.keys(set).length === 0) return undefined;
+    const metadata = { name, namespace, labels: { [MANAGED_BY_LABEL]: "plugpool" } };
+    return core.createNamespacedConfigMap({ namespace, body: { metadata, data: set } }, callOptions({ signal: bound.signal }));
+  }
+
+  /** The keys another writer changed between the base and `now`, with their values in `now`. */
+  function theirs(now: V1ConfigMap | undefined): Map<string, string | null> {
+    const data = stringMap(now?.data);
+    const changed = new Map<string, string | null>();
+    for (const key of new Set([...Object.keys(base.data), ...Object.keys(data)])) {
+      const value = data[key] ?? null;
+      if (value === (base.data[key] ?? null)) continue;
+      if (doubts.some((doubt) => doubt[key] === value)) continue;
+      changed.set(key, value);
+    }
+    return changed;
+  }
+
+  const write: Write = async (data, bound, drop) => {
+    const want = new Map(Object.entries(data));
+    const lost: string[] = [];
+    while (want.size > 0) {
+      const sent = Object.fromEntries(want);
+      try {
+        const answer = await send(sent, bound);
+        if (answer !== undefined) settle(answer);
+        return lost;
+      } catch (error) {
+        // 409: a patch at a version that has moved on, or a create that another writer's create beat. 404: the
+        // ConfigMap was deleted since the base was read. Either way memory is behind the ConfigMap.
+        const status = statusOf(error);
+        if (status !== 409 && !(status === 404 && base.resourceVersion !== undefined)) {
+          if (status === undefined) doubts.push(sent);
+          throw bound.error(action, error);
+        }
+      }
+      const now = await read(bound);
+      const changed = theirs(now);
+      settle(now);
+      for (const [key, value] of changed) {
+        drop(key);
+        if (want.has(key) && want.get(key) !== value) lost.push(key);
+        want.delete(key);
+      }
+      if (changed.size > 0) options.onConflict(Object.fromEntries(changed));
+    }
+    return lost;
+  };
+
+  return {
+    ...createQueue(ref, options, write),
+    async load(bound) {
+      settle(await read(bound));
+      return base.data;
+    },
+  };
+}
+
+/**
+ * Writes `data` once, bounded by `bound`. `drop(key)` discards what waits to be written for a key whose value
+ * another writer set meanwhile. Resolves with the keys of `data` left unwritten because of that.
+ */
+type Write = (data: ConfigMapUpdate, bound: CallBound, drop: (key: string) => void) => Promise<readonly string[]>;
+
+function createQueue(ref: ConfigMapRef, options: ConfigMapWriterOptions, write: Write): ConfigMapWriter {
   const lock = createLock();
   const pending = new Map<string, string | null>();
   const stopping = new AbortController();
+  const drop = (key: string): void => {
+    pending.delete(key);
+  };
   let draining: Promise<void> | undefined;
 
   // A function, not the property: stop() may abort during any await below.
   const stopped = (): boolean => stopping.signal.aborted;
 
+  /** Writes what waits for these keys (all when undefined) once. */
+  async function landPending(keys: readonly string[] | undefined, bound: CallBound): Promise<void> {
+    // Taken inside the lock: a write made meanwhile by now() may have replaced some of them, or the request that
+    // was in flight landed them.
+    const batch = new Map([...pending].filter(([key]) => keys === undefined || keys.includes(key)));
+    if (batch.size === 0) return;
+    await write(Object.fromEntries(batch), bound, drop);
+    for (const [key, value] of batch) if (pending.get(key) === value) pending.delete(key);
+  }
+
   async function drain(): Promise<void> {
     let delayMs = options.retry.initialMs;
     while (pending.size > 0 && !stopped()) {
       try {
-        await lock(async () => {
-          // Taken inside the lock: a write made meanwhile by now() may have replaced some of them.
-          const batch = new Map(pending);
-          if (batch.size === 0) return;
-          await patchConfigMapData(core, ref, Object.fromEntries(batch), callBound(options.writeTimeoutMs, stopping.signal));
-          for (const [key, value] of batch) if (pending.get(key) === value) pending.delete(key);
-        }, stopping.signal);
+        await lock(() => landPending(undefined, callBound(options.writeTimeoutMs, stopping.signal)), stopping.signal);
         delayMs = options.retry.initialMs;
       } catch (error) {
         if (stopped()) return;
@@ -106,13 +247,13 @@ export function createConfigMapWriter(core: CoreV1Api, ref: ConfigMapRef, option
     }
   }
 
-  /** Runs `write` after the request in flight. */
-  async function locked(bound: CallBound, write: () => Promise<void>): Promise<void> {
+  /** Runs `work` after the request in flight. */
+  async function locked(bound: CallBound, work: () => Promise<void>): Promise<void> {
     const turn = { started: false };
     try {
       await lock(async () => {
         turn.started = true;
-        await write();
+        await work();
       }, bound.signal);
     } catch (error) {
       // The wait for the request in flight ended: the bound says why.
@@ -138,18 +279,16 @@ export function createConfigMapWriter(core: CoreV1Api, ref: ConfigMapRef, option
     now(data, bound) {
       return locked(bound, async () => {
         for (const key of Object.keys(data)) pending.delete(key);
-        await patchConfigMapData(core, ref, data, bound);
+        const lost = await write(data, bound, drop);
+        if (lost.length > 0) {
+          const keys = lost.map((key) => `"${key}"`).join(", ");
+          throw new PlugpoolError("cluster-refused", `writing ConfigMap ${ref.namespace}/${ref.name} was refused: another writer changed ${keys} meanwhile, and its value stands`);
+        }
       });
     },
     land(keys, bound) {
       if (!keys.some((key) => pending.has(key))) return Promise.resolve();
-      return locked(bound, async () => {
-        // Taken inside the lock: the request that was in flight may have landed them.
-        const batch = new Map(keys.flatMap((key) => (pending.has(key) ? [[key, pending.get(key) ?? null] as const] : [])));
-        if (batch.size === 0) return;
-        await patchConfigMapData(core, ref, Object.fromEntries(batch), bound);
-        for (const [key, value] of batch) if (pending.get(key) === value) pending.delete(key);
-      });
+      return locked(bound, () => landPending(keys, bound));
     },
     async flushed() {
       while (draining !== undefined) await draining;

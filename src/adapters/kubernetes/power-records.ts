@@ -1,17 +1,18 @@
 // plugpool's records of its own power actions, kept in ConfigMap plugpool-records in the power-off namespace so
 // that they survive a restart: `power-on.<machine>` holds a power-on plugpool made, `{"at":<ms>,"why":"..."}`;
 // `quarantine.<machine>` a machine's quarantine, `{"until":<ms>,"failures":<n>}`; `device.<machine>` the identity
-// learned of its power device, `{"id":"<identity>"}`. Read once at start, then
-// answered from memory; each change is written as a merge patch of its one key.
+// learned of its power device, `{"id":"<identity>"}`. Read once at start, then answered from memory; each change
+// is written as a merge patch of its one key at the resourceVersion memory is based on, so a record another
+// plugpool wrote meanwhile is taken in, never overwritten (see createVersionedConfigMapWriter).
 import { createHash } from "node:crypto";
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { PlugpoolError } from "../../domain/errors.ts";
 import type { Machine, PowerOnRecord, QuarantineRecord } from "../../domain/model.ts";
 import type { PowerRecords } from "../../domain/ports.ts";
-import { callBound, callOptions, DEFAULT_WRITE_TIMEOUT_MS, statusOf } from "./api-errors.ts";
-import { createConfigMapWriter, type ConfigMapRef } from "./configmap.ts";
+import { callBound, DEFAULT_WRITE_TIMEOUT_MS } from "./api-errors.ts";
+import { createVersionedConfigMapWriter, type ConfigMapRef, type ConfigMapUpdate } from "./configmap.ts";
 import { defaultRetry, type RetrySettings } from "./reflector.ts";
-import { record, stringMap } from "./wire.ts";
+import { record } from "./wire.ts";
 
 export const POWER_RECORDS_CONFIGMAP = "plugpool-records";
 
@@ -26,6 +27,11 @@ export interface KubernetesPowerRecordsOptions {
   readonly retry?: RetrySettings;
   /** Each ignored key at load and each failed background write (which is retried). */
   readonly onError?: (error: unknown) => void;
+  /**
+   * Another writer changed these keys since this store last read or wrote the ConfigMap: another plugpool acted,
+   * which a working Lease never lets happen. Their values were taken into memory.
+   */
+  readonly onConflict?: (keys: readonly string[]) => void;
 }
 
 export interface KubernetesPowerRecords extends PowerRecords {
@@ -58,7 +64,6 @@ export function createKubernetesPowerRecords(kc: KubeConfig, options: Kubernetes
   const ref: ConfigMapRef = { namespace: options.namespace, name: POWER_RECORDS_CONFIGMAP };
   const writeTimeoutMs = options.writeTimeoutMs ?? DEFAULT_WRITE_TIMEOUT_MS;
   const onError = options.onError ?? (() => undefined);
-  const writer = createConfigMapWriter(core, ref, { writeTimeoutMs, retry: options.retry ?? defaultRetry, onError });
   const keys = new Map<string, { readonly kind: Kind; readonly machine: string }>();
   for (const { name } of options.machines) {
     for (const kind of ["power-on", "quarantine", "device"] as const) keys.set(recordKey(kind, name), { kind, machine: name });
@@ -67,6 +72,15 @@ export function createKubernetesPowerRecords(kc: KubeConfig, options: Kubernetes
   const quarantines = new Map<string, QuarantineRecord>();
   const identities = new Map<string, string>();
   const where = `ConfigMap ${ref.namespace}/${ref.name}`;
+  const writer = createVersionedConfigMapWriter(core, ref, {
+    writeTimeoutMs,
+    retry: options.retry ?? defaultRetry,
+    onError,
+    onConflict: (theirs) => {
+      takeTheirs(theirs);
+      options.onConflict?.(Object.keys(theirs));
+    },
+  });
 
   const configured = (machine: string): boolean => keys.has(recordKey("power-on", machine));
   const ignoreUnconfigured = (machine: string, what: string): void => {
@@ -102,15 +116,22 @@ export function createKubernetesPowerRecords(kc: KubeConfig, options: Kubernetes
     }
   }
 
+  /** Another writer's values of these keys replace memory's: its view is newer. */
+  function takeTheirs(theirs: ConfigMapUpdate): void {
+    for (const [key, json] of Object.entries(theirs)) {
+      const owner = keys.get(key);
+      if (owner !== undefined) {
+        if (owner.kind === "device") identities.delete(owner.machine);
+        else if (owner.kind === "power-on") powerOns.delete(owner.machine);
+        else quarantines.delete(owner.machine);
+      }
+      if (json !== null) take(key, json);
+    }
+  }
+
   return {
     async load(signal) {
-      const limits = callBound(writeTimeoutMs, signal);
-      let data: Record<string, string> = {};
-      try {
-        data = stringMap((await core.readNamespacedConfigMap({ ...ref }, callOptions({ signal: limits.signal }))).data);
-      } catch (error) {
-        if (statusOf(error) !== 404) throw limits.error(`reading ${where}`, error);
-      }
+      const data = await writer.load(callBound(writeTimeoutMs, signal));
       for (const [key, json] of Object.entries(data)) take(key, json);
     },
 
