@@ -1,8 +1,10 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { HOLD_ANNOTATION, mayCutPower } from "../../src/domain/index.ts";
-import { freshVerdict } from "../../src/domain/safety.ts";
-import { beginPowerOff, createContext, type PoolContext, type PowerOffJob } from "../../src/domain/state.ts";
+import { HOLD_ANNOTATION, mayCutPower, type Verdict } from "../../src/domain/index.ts";
+import { CONDITION_TIME_RESOLUTION_MS, freshVerdict, watchShutdownNode, type CutKind } from "../../src/domain/safety.ts";
+import type { NodeView } from "../../src/domain/model.ts";
+import { beginPowerOff, createContext, stateOf, type PoolContext, type PowerOffFacts, type PowerOffJob } from "../../src/domain/state.ts";
+import { type WorldOptions } from "../fakes/world.ts";
 import { PREFIX, World } from "../fakes/world.ts";
 import { rejectsWith } from "../fakes/assertions.ts";
 
@@ -110,44 +112,248 @@ describe("the verdict at the plug for a machine cut unregistered", () => {
   });
 });
 
-// The cycle's verdict stands on its own: it must not rely on its caller having watched the Node go NotReady.
-describe("the verdict at the plug for a power cycle", () => {
-  /** worker-1 registered, its shutdown asked 10 s ago under a job that has seen nothing of the Node since. */
-  function asked(): { w: World; ctx: PoolContext; askedAt: number } {
-    const w = new World();
-    const deps = { clock: w.clock, power: w.power, cluster: w.cluster, lookup: w.cluster, teardown: w.cluster, records: w.records, reporter: w.reporter };
-    const ctx = createContext(deps, w.config);
-    w.register("worker-1");
-    const askedAt = w.clock.now();
-    const job = {
-      node: "worker-1",
-      facts: { shutdownRequested: askedAt },
-      shutdownNodeUid: w.cluster.nodeNamed("worker-1")?.uid,
-      shutdownNodeSeen: { notReadyAt: undefined, readyAgain: false },
-    } as unknown as PowerOffJob;
-    beginPowerOff(ctx, w.machine("worker-1"), job);
-    w.clock.advance(10_000);
-    return { w, ctx, askedAt };
+
+// The verdict at the plug stands on its own: each refusal holds whatever its callers checked before, so each is
+// tried here on a domain context whose memory the test sets by hand.
+describe("freshVerdict() at the plug", () => {
+  const SITE: WorldOptions = { groups: [{ id: "workers", machines: ["worker-1", "worker-2"], sensors: ["worker-2"] }] };
+
+  /** A context over the world's fakes, as the pool builds it: the view for the cluster, the fakes' truth read fresh. */
+  function contextOf(w: World): PoolContext {
+    const deps = { clock: w.clock, power: w.power, cluster: w.view ?? w.cluster, lookup: w.cluster, teardown: w.cluster, records: w.records, reporter: w.reporter };
+    return createContext(deps, w.config);
   }
 
-  it("allows the off of a machine whose Node went NotReady after the shutdown was asked and stays so", async () => {
-    const { w, ctx } = asked();
-    w.cluster.setReady("worker-1", false, w.clock.now() - 5000);
-    assert.deepEqual(await freshVerdict(ctx, w.machine("worker-1"), "cycle"), { allowed: true });
+  /** Puts a power-off job of worker-1 in the context's memory, under its Node as it stands now. */
+  function jobOf(w: World, ctx: PoolContext, facts: PowerOffFacts, job: Partial<PowerOffJob> = {}): PowerOffJob {
+    const made = {
+      node: "worker-1",
+      facts,
+      shutdownNodeUid: w.cluster.nodeNamed("worker-1")?.uid,
+      shutdownNodeSeen: { notReadyAt: undefined, readyAgain: false },
+      ...job,
+    } as unknown as PowerOffJob;
+    beginPowerOff(ctx, w.machine("worker-1"), made);
+    return made;
+  }
+
+  const verdictOf = (ctx: PoolContext, w: World, kind: CutKind | "shutdown", name = "worker-1") => freshVerdict(ctx, w.machine(name), kind);
+
+  function refusal(verdict: Verdict): { rule: string; detail: string } {
+    if (verdict.allowed) assert.fail("allowed, where a refusal was expected");
+    return { rule: verdict.rule, detail: verdict.detail };
+  }
+
+  describe("what every cut of a registered machine needs", () => {
+    it("names the machine held in the configuration, the Node carrying the hold and an untainted Node of another name", () => {
+      const w = new World({ groups: [{ id: "workers", machines: ["worker-1", "worker-2"], hold: ["worker-1"] }] });
+      w.registerTainted("worker-1");
+      assert.match(refusal(mayCutPower(w.machine("worker-1"), w.cluster, PREFIX)).detail, /^worker-1 is held in the configuration$/);
+      w.registerTainted("worker-2");
+      w.cluster.annotate("worker-2", HOLD_ANNOTATION, "");
+      assert.match(refusal(mayCutPower(w.machine("worker-2"), w.cluster, PREFIX)).detail, /^node worker-2 carries the hold annotation$/);
+      w.cluster.annotate("worker-2", HOLD_ANNOTATION, undefined);
+      w.cluster.addNode({ name: "host-b", providerID: PREFIX + "worker-2" });
+      assert.match(refusal(mayCutPower(w.machine("worker-2"), w.cluster, PREFIX)).detail, /^node host-b \(machine worker-2\) is registered without/);
+      w.cluster.untaint("worker-2");
+      w.cluster.removeNode("host-b");
+      assert.match(refusal(mayCutPower(w.machine("worker-2"), w.cluster, PREFIX)).detail, /^node worker-2 is registered without/);
+    });
+
+    it("refuses on a view not known to be current, saying so", async () => {
+      const w = new World(SITE);
+      const ctx = contextOf(w);
+      w.cluster.viewCurrent = false;
+      const { rule, detail } = refusal(await verdictOf(ctx, w, "unregistered"));
+      assert.equal(rule, "view-not-current");
+      assert.equal(detail, "the cluster view is not known to be current");
+    });
+
+    it("honours a Node the lagging view still shows beside those read fresh", async () => {
+      // host-b claims worker-1 by providerID, Ready and untainted: gone at the apiserver, still in the view.
+      const w = new World({ ...SITE, lagging: true });
+      const ctx = contextOf(w);
+      w.registerTainted("worker-1");
+      w.cluster.setReady("worker-1", false, w.clock.now());
+      w.cluster.addNode({ name: "host-b", providerID: PREFIX + "worker-1" });
+      w.view?.sync();
+      w.cluster.removeNode("host-b");
+      jobOf(w, ctx, { notReady: w.clock.now() });
+      assert.match(refusal(await verdictOf(ctx, w, "power-off")).detail, /host-b/);
+    });
+
+    it("honours the view's Nodes when the apiserver shows none, once the draw read standby", async () => {
+      const w = new World({ ...SITE, lagging: true });
+      const ctx = contextOf(w);
+      w.register("worker-1");
+      w.view?.sync();
+      w.cluster.removeNode("worker-1");
+      jobOf(w, ctx, { notReady: w.clock.now(), standbyReached: w.clock.now() });
+      assert.match(refusal(await verdictOf(ctx, w, "power-off")).detail, /^node worker-1 is Ready again/);
+    });
   });
 
-  it("refuses a Node Ready at the plug, though none of its NotReady was seen since the shutdown was asked", async () => {
-    // NotReady and Ready again, both unseen: its Ready condition changed after the request, as a halt's would.
-    const { w, ctx } = asked();
-    w.cluster.setReady("worker-1", true, w.clock.now() - 5000);
-    const verdict = await freshVerdict(ctx, w.machine("worker-1"), "cycle");
-    assert.equal(verdict.allowed ? undefined : verdict.rule, "node-ready");
+  describe("the cut that ends a power-off", () => {
+    it("refuses when the drained Node vanished and nothing says the machine is down", async () => {
+      const w = new World(SITE);
+      const ctx = contextOf(w);
+      jobOf(w, ctx, { notReady: w.clock.now() }, { node: "worker-1" });
+      const { rule, detail } = refusal(await verdictOf(ctx, w, "power-off"));
+      assert.equal(rule, "node-vanished");
+      assert.equal(detail, "node worker-1 vanished before the cut; no sign worker-1 is down");
+    });
+
+    it("goes ahead without the Node once the draw read standby, or when the power-off began without one", async () => {
+      const w = new World(SITE);
+      const ctx = contextOf(w);
+      jobOf(w, ctx, { notReady: w.clock.now(), standbyReached: w.clock.now() });
+      assert.deepEqual(await verdictOf(ctx, w, "power-off"), { allowed: true });
+      const other = contextOf(w);
+      jobOf(w, other, {}, { node: "" });
+      assert.deepEqual(await verdictOf(other, w, "power-off"), { allowed: true });
+    });
+
+    it("judges a Ready Node only past the shutdown: the shutdown itself, and a cut before any NotReady, go ahead", async () => {
+      const w = new World(SITE);
+      w.registerTainted("worker-1");
+      const ctx = contextOf(w);
+      jobOf(w, ctx, { notReady: w.clock.now() });
+      assert.deepEqual(await verdictOf(ctx, w, "shutdown"), { allowed: true });
+      assert.equal(refusal(await verdictOf(ctx, w, "power-off")).rule, "node-ready");
+      const before = contextOf(w);
+      jobOf(w, before, {});
+      assert.deepEqual(await verdictOf(before, w, "power-off"), { allowed: true });
+    });
   });
 
-  it("refuses a Node NotReady since before the shutdown was asked: not that shutdown's doing", async () => {
-    const { w, ctx, askedAt } = asked();
-    w.cluster.setReady("worker-1", false, askedAt - 60_000);
-    const verdict = await freshVerdict(ctx, w.machine("worker-1"), "cycle");
-    assert.equal(verdict.allowed ? undefined : verdict.rule, "registered-without-taint");
+  describe("the off of a power cycle", () => {
+    /** worker-1 registered, its shutdown asked 10 s ago under a job that has seen nothing of the Node since. */
+    function asked(options: WorldOptions = SITE): { w: World; ctx: PoolContext; askedAt: number; job: PowerOffJob } {
+      const w = new World(options);
+      const ctx = contextOf(w);
+      w.register("worker-1");
+      const askedAt = w.clock.now();
+      const job = jobOf(w, ctx, { shutdownRequested: askedAt });
+      w.clock.advance(10_000);
+      return { w, ctx, askedAt, job };
+    }
+
+    it("allows the off of a machine whose Node went NotReady after the shutdown was asked and stays so", async () => {
+      const { w, ctx, askedAt } = asked();
+      w.cluster.setReady("worker-1", false, askedAt - CONDITION_TIME_RESOLUTION_MS);
+      assert.deepEqual(await verdictOf(ctx, w, "cycle"), { allowed: true });
+    });
+
+    it("refuses a Node Ready at the plug, though none of its NotReady was seen since the shutdown was asked", async () => {
+      // NotReady and Ready again, both unseen: its Ready condition changed after the request, as a halt's would.
+      const { w, ctx } = asked();
+      w.cluster.setReady("worker-1", true, w.clock.now() - 5000);
+      const { rule, detail } = refusal(await verdictOf(ctx, w, "cycle"));
+      assert.equal(rule, "node-ready");
+      assert.equal(detail, "node worker-1 is Ready; worker-1 runs");
+    });
+
+    it("refuses a Node NotReady since another moment than the one first seen: it was Ready in between", async () => {
+      const { w, ctx, job } = asked();
+      w.cluster.setReady("worker-1", false, w.clock.now() - 5000);
+      watchShutdownNode(job, w.cluster.nodes(), job.facts.shutdownRequested ?? 0);
+      w.cluster.setReady("worker-1", false, w.clock.now() - 1000);
+      const { rule, detail } = refusal(await verdictOf(ctx, w, "cycle"));
+      assert.equal(rule, "node-ready");
+      assert.match(detail, /^node worker-1 was Ready again after plugpool asked for the shutdown; worker-1 ran on$/);
+    });
+
+    it("refuses a Node NotReady since before the shutdown was asked: not that shutdown's doing", async () => {
+      const { w, ctx, askedAt } = asked();
+      w.cluster.setReady("worker-1", false, askedAt - CONDITION_TIME_RESOLUTION_MS - 1);
+      const { rule, detail } = refusal(await verdictOf(ctx, w, "cycle"));
+      assert.equal(rule, "registered-without-taint");
+      assert.match(detail, /^node worker-1 is not the Node whose OS plugpool shut down, NotReady ever since; worker-1 keeps its power$/);
+    });
+
+    it("refuses when another Node claims the machine beside the one shut down", async () => {
+      const { w, ctx } = asked();
+      w.cluster.setReady("worker-1", false, w.clock.now() - 5000);
+      w.cluster.addNode({ name: "host-c", providerID: PREFIX + "worker-1", ready: false, readyChangedAt: w.clock.now() - 5000 });
+      assert.match(refusal(await verdictOf(ctx, w, "cycle")).detail, /^node host-c is not the Node whose OS plugpool shut down/);
+    });
+
+    it("refuses a held machine, a machine whose shutdown plugpool did not ask, and one whose Node vanished", async () => {
+      const held = asked({ groups: [{ id: "workers", machines: ["worker-1"], hold: ["worker-1"] }] });
+      held.w.cluster.setReady("worker-1", false, held.w.clock.now() - 5000);
+      assert.equal(refusal(await verdictOf(held.ctx, held.w, "cycle")).rule, "held");
+
+      const notAsked = new World(SITE);
+      notAsked.register("worker-1", { ready: false });
+      const uid = notAsked.cluster.nodeNamed("worker-1")?.uid;
+      const jobs: readonly [PowerOffFacts, Partial<PowerOffJob>][] = [
+        [{}, { shutdownNodeUid: uid }],
+        [{ shutdownRequested: notAsked.clock.now() }, { shutdownNodeUid: undefined }],
+      ];
+      for (const [facts, job] of jobs) {
+        const ctx = contextOf(notAsked);
+        jobOf(notAsked, ctx, facts, job);
+        const { rule, detail } = refusal(await verdictOf(ctx, notAsked, "cycle"));
+        assert.equal(rule, "registered-without-taint");
+        assert.equal(detail, "plugpool did not ask for the OS shutdown of worker-1");
+      }
+      const noJob = contextOf(notAsked);
+      assert.equal(refusal(await verdictOf(noJob, notAsked, "cycle")).rule, "registered-without-taint");
+
+      const vanished = asked();
+      vanished.w.cluster.removeNode("worker-1");
+      const { rule, detail } = refusal(await verdictOf(vanished.ctx, vanished.w, "cycle"));
+      assert.equal(rule, "node-vanished");
+      assert.equal(detail, "the Node of worker-1 vanished; no sign it is halted");
+    });
+  });
+
+  describe("watchShutdownNode()", () => {
+    const node = (uid: string, ready: boolean, readyChangedAt: number): NodeView =>
+      ({ name: "worker-1", providerID: PREFIX + "worker-1", uid, ready, readyChangedAt, taints: [], annotations: {}, labels: {} });
+    const job = (): PowerOffJob => ({ shutdownNodeUid: "uid-a", shutdownNodeSeen: { notReadyAt: undefined, readyAgain: false } }) as unknown as PowerOffJob;
+
+    it("counts a NotReady from a whole second before the request, and none from earlier", () => {
+      const asked = 100_000;
+      const at = job();
+      watchShutdownNode(at, [node("uid-a", false, asked - CONDITION_TIME_RESOLUTION_MS)], asked);
+      assert.equal(at.shutdownNodeSeen.notReadyAt, asked - CONDITION_TIME_RESOLUTION_MS);
+      const earlier = job();
+      watchShutdownNode(earlier, [node("uid-a", false, asked - CONDITION_TIME_RESOLUTION_MS - 1)], asked);
+      assert.equal(earlier.shutdownNodeSeen.notReadyAt, undefined);
+    });
+
+    it("watches only the Node shut down, and sees it Ready again after its NotReady", () => {
+      const asked = 100_000;
+      const watched = job();
+      watchShutdownNode(watched, [node("uid-b", true, asked + 5000), node("uid-a", false, asked + 2000)], asked);
+      assert.deepEqual(watched.shutdownNodeSeen, { notReadyAt: asked + 2000, readyAgain: false });
+      watchShutdownNode(watched, [node("uid-a", true, asked + 9000)], asked);
+      assert.equal(watched.shutdownNodeSeen.readyAgain, true);
+    });
+  });
+
+  describe("the cut of a machine without a Node", () => {
+    function switchedOn(name: string, options: WorldOptions = SITE): { w: World; ctx: PoolContext } {
+      const w = new World({ ...options, on: [name], poweredByPlugpool: [name] });
+      return { w, ctx: contextOf(w) };
+    }
+
+    it("refuses a machine held in the configuration", async () => {
+      const { w, ctx } = switchedOn("worker-1", { groups: [{ id: "workers", machines: ["worker-1"], hold: ["worker-1"] }] });
+      const { rule, detail } = refusal(await verdictOf(ctx, w, "unregistered"));
+      assert.equal(rule, "held");
+      assert.equal(detail, "worker-1 is held in the configuration");
+    });
+
+    it("cuts a machine whose draw is at standby, not one drawing more", async () => {
+      const { w, ctx } = switchedOn("worker-2");
+      stateOf(ctx, w.machine("worker-2")).power.watts = w.config.powerOff.standbyWatts;
+      assert.deepEqual(await verdictOf(ctx, w, "unregistered", "worker-2"), { allowed: true });
+      stateOf(ctx, w.machine("worker-2")).power.watts = 80;
+      const { rule, detail } = refusal(await verdictOf(ctx, w, "unregistered", "worker-2"));
+      assert.equal(rule, "powered-outside");
+      assert.equal(detail, "worker-2 draws 80 W with no Node (it may run under another name) and keeps its power");
+    });
   });
 });
