@@ -173,7 +173,7 @@ async function run(e: Elector, onError: (error: unknown) => void, firstDone: () 
   while (!stopped(e)) {
     try {
       if (await autoscalerHere(e)) await acquireOrRenew(e);
-      else await release(e, () => bound(e));
+      else await standAside(e);
     } catch (error) {
       if (!stopped(e)) onError(error);
     }
@@ -208,6 +208,16 @@ async function acquireOrRenew(e: Elector): Promise<void> {
   if (lease?.spec?.holderIdentity !== identity || e.acquiredAt === undefined) e.acquiredAt = new V1MicroTime(wall.getTime());
   observe(e, written);
   renewed(e, sentAt);
+}
+
+/**
+ * Passive while the CA in this pod does not lead: gives plugpool's Lease up if held, and goes on reading it, so
+ * that refusals to CA name the pod that acts, and a holder that stopped renewing is seen to lapse from now on,
+ * not only once this CA leads.
+ */
+async function standAside(e: Elector): Promise<void> {
+  await release(e, () => bound(e));
+  observe(e, await read(e.api, e.options.lease, bound(e)));
 }
 
 /** Gives the Lease up if this process holds it: acting ends first, then the holder is cleared. */
