@@ -37,7 +37,8 @@ export interface LeaderLeaseOptions {
   /**
    * cluster-autoscaler's Lease, when it runs leader-elected: contend only while it is held by `hostname` (the CA
    * in this pod: cluster-autoscaler's identity is its hostname, which the containers of a pod share), and give
-   * plugpool's Lease up when it is not. A missing Lease means a CA that does not elect: contend.
+   * plugpool's Lease up when it is not, reading it all the same. A missing Lease means a CA that does not elect:
+   * contend.
    */
   readonly followAutoscaler?: LeaseRef & { readonly hostname: string };
   readonly timing?: LeaseTiming;
