@@ -4,55 +4,23 @@
 // it wakes, and the instance that took over completes that power-off and the next scale-down, each exactly once.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
-import { once } from "node:events";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
 import { setTimeout as sleep } from "node:timers/promises";
 import { status } from "@grpc/grpc-js";
 import { CoreV1Api } from "@kubernetes/client-node";
 import { startControlPlane, type ControlPlane } from "../support/control-plane.ts";
 import { startPlugEmulator, type EmulatedPlug } from "../support/plug-emulator/index.ts";
 import { startMachineSimulator, type MachineSimulator } from "../support/machine-simulator.ts";
-import { createCloudProviderClient, type CloudProviderClient } from "../support/grpc-client.ts";
+import { startPlugpoolProcess, type PlugpoolProcess } from "../support/plugpool-process.ts";
 import { eventually } from "../support/eventually.ts";
 import { assertBuilt } from "../soak/site.ts";
 
 const PREFIX = "k3s://";
-const bundle = new URL("../../dist/plugpool.mjs", import.meta.url).pathname;
 /** client-go's lease duration, which plugpool uses, and a retry period on top. */
 const LEASE_MS = 15_000 + 2_000;
 const GRACE_S = 12;
-
-interface Plugpool {
-  readonly name: string;
-  readonly child: ChildProcess;
-  readonly lines: Record<string, unknown>[];
-  readonly client: CloudProviderClient;
-  /** Log lines from index `from` on with this message. */
-  logged(message: string, from?: number): Record<string, unknown>[];
-}
-
-async function startPlugpool(name: string, config: string, kubeconfig: string): Promise<Plugpool> {
-  const child = spawn(process.execPath, [bundle, "serve", "--config", config, "--kubeconfig", kubeconfig, "--log-level", "debug"], {
-    env: { PATH: process.env.PATH ?? "", POD_NAME: name },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  const lines: Record<string, unknown>[] = [];
-  let stderr = "";
-  child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-  createInterface({ input: child.stdout }).on("line", (line) => {
-    lines.push(JSON.parse(line) as Record<string, unknown>);
-  });
-  const logged = (message: string, from = 0) => lines.slice(from).filter((l) => l.message === message);
-  await eventually(`${name} serving`, () => {
-    assert.ok(logged("serving").length > 0, `${stderr}${lines.map((l) => JSON.stringify(l)).join("\n")}`);
-  }, 30_000);
-  const client = createCloudProviderClient(String(logged("serving")[0]?.grpc));
-  return { name, child, lines, client, logged };
-}
 
 const turnOffs = (plug: EmulatedPlug): number => plug.calls.filter((c) => c.method === "POST" && c.path.includes("turn_off")).length;
 
@@ -63,13 +31,13 @@ describe("two plugpool serve processes (real apiserver, emulated plugs, simulate
   let machines: MachineSimulator;
   let dir: string;
   let config: string;
-  const running: Plugpool[] = [];
+  const running: PlugpoolProcess[] = [];
   /** The instance acting now, and one passive beside it. */
-  let active: Plugpool;
-  let passive: Plugpool;
+  let active: PlugpoolProcess;
+  let passive: PlugpoolProcess;
 
-  const start = async (name: string): Promise<Plugpool> => {
-    const started = await startPlugpool(name, config, plane.kubeconfigPath);
+  const start = async (name: string): Promise<PlugpoolProcess> => {
+    const started = await startPlugpoolProcess({ name, configPath: config, kubeconfigPath: plane.kubeconfigPath });
     running.push(started);
     return started;
   };
@@ -113,13 +81,7 @@ describe("two plugpool serve processes (real apiserver, emulated plugs, simulate
   });
 
   after(async () => {
-    for (const p of running) {
-      if (p.child.exitCode === null && p.child.signalCode === null) {
-        p.child.kill("SIGCONT");
-        p.child.kill("SIGKILL");
-      }
-      p.client.close();
-    }
+    await Promise.all(running.map((p) => p.close()));
     await machines.stop();
     await Promise.all(plugs.map((p) => p.close()));
     await plane.stop();
@@ -148,8 +110,7 @@ describe("two plugpool serve processes (real apiserver, emulated plugs, simulate
 
   it("hands over after SIGKILL of the one acting, once its Lease expired", async () => {
     const killedAt = performance.now();
-    active.child.kill("SIGKILL");
-    await once(active.child, "exit");
+    await active.kill();
     await eventually("plugpool-b acting", () => {
       assert.equal(passive.logged("acting: this plugpool holds its Lease").length, 1);
     }, LEASE_MS + 10_000);

@@ -71,6 +71,8 @@ export interface AutoscalerOptions {
   readonly grpcTimeout?: string;
   /** Flags that replace or add to AUTOSCALER_FLAGS, by name (without the dashes). */
   readonly flags?: Readonly<Record<string, string>>;
+  /** The hostname it runs under (tests/support/autoscaler/autoscaler.ts), its identity when it elects a leader. */
+  readonly hostname?: string;
 }
 
 export interface AutoscalerProcess {
@@ -86,8 +88,14 @@ export interface AutoscalerProcess {
   stop(): Promise<void>;
 }
 
+/** The real cluster-autoscaler's process, which can also die. */
+export interface KillableAutoscaler extends AutoscalerProcess {
+  /** SIGKILL, as a crash ends it: no Cleanup, and its Lease is not given up. Its files stay until stop(). */
+  kill(): Promise<void>;
+}
+
 /** Starts cluster-autoscaler; resolves once its health endpoint answers. */
-export async function startAutoscaler(options: AutoscalerOptions): Promise<AutoscalerProcess> {
+export async function startAutoscaler(options: AutoscalerOptions): Promise<KillableAutoscaler> {
   const missing = autoscalerNotBuilt();
   if (missing !== undefined) throw new Error(missing);
   const dir = createOwnedTempDir("plugpool-autoscaler-");
@@ -105,6 +113,7 @@ export async function startAutoscaler(options: AutoscalerOptions): Promise<Autos
       grpcAddress: options.grpcAddress,
       dir,
       grpcTimeout: options.grpcTimeout ?? example.grpcTimeout,
+      ...(options.hostname !== undefined && { hostname: options.hostname }),
       ...(flags.namespace !== undefined && { namespace: flags.namespace }),
       ...(flags["scan-interval"] !== undefined && { scanInterval: flags["scan-interval"] }),
       // After the connection flags, so these win where both name one.
@@ -125,6 +134,7 @@ export async function startAutoscaler(options: AutoscalerOptions): Promise<Autos
     log: () => readLog(child.logPath),
     logTail: (lines = 60) => child.logTail(lines),
     stop: () => (stopped ??= stop()),
+    kill: () => child.kill(),
   };
 }
 

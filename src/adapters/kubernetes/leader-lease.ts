@@ -37,7 +37,8 @@ export interface LeaderLeaseOptions {
   /**
    * cluster-autoscaler's Lease, when it runs leader-elected: contend only while it is held by `hostname` (the CA
    * in this pod: cluster-autoscaler's identity is its hostname, which the containers of a pod share), and give
-   * plugpool's Lease up when it is not. A missing Lease means a CA that does not elect: contend.
+   * plugpool's Lease up when it is not, reading it all the same. A missing Lease means a CA that does not elect:
+   * contend.
    */
   readonly followAutoscaler?: LeaseRef & { readonly hostname: string };
   readonly timing?: LeaseTiming;
@@ -173,7 +174,7 @@ async function run(e: Elector, onError: (error: unknown) => void, firstDone: () 
   while (!stopped(e)) {
     try {
       if (await autoscalerHere(e)) await acquireOrRenew(e);
-      else await release(e, () => bound(e));
+      else await standAside(e);
     } catch (error) {
       if (!stopped(e)) onError(error);
     }
@@ -208,6 +209,16 @@ async function acquireOrRenew(e: Elector): Promise<void> {
   if (lease?.spec?.holderIdentity !== identity || e.acquiredAt === undefined) e.acquiredAt = new V1MicroTime(wall.getTime());
   observe(e, written);
   renewed(e, sentAt);
+}
+
+/**
+ * Passive while the CA in this pod does not lead: gives plugpool's Lease up if held, and goes on reading it, so
+ * that refusals to CA name the pod that acts, and a holder that stopped renewing is seen to lapse from now on,
+ * not only once this CA leads.
+ */
+async function standAside(e: Elector): Promise<void> {
+  await release(e, () => bound(e));
+  observe(e, await read(e.api, e.options.lease, bound(e)));
 }
 
 /** Gives the Lease up if this process holds it: acting ends first, then the holder is cleared. */

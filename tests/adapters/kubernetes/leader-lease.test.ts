@@ -1,6 +1,7 @@
 // plugpool's leader election against a real kube-apiserver: of two electors one acts; one that can no longer
 // reach the apiserver stops acting before its Lease can pass to the other; a clean stop hands the Lease over at
-// once; and where cluster-autoscaler runs leader-elected, the elector beside the leading CA is the one that acts.
+// once; and where cluster-autoscaler runs leader-elected, the elector beside the leading CA is the one that acts,
+// while the one beside a CA that does not lead still names it and sees its Lease lapse.
 import assert from "node:assert/strict";
 import { createServer, connect, type Server, type Socket } from "node:net";
 import { after, before, describe, it } from "node:test";
@@ -184,8 +185,8 @@ describe("createLeaderLease()", () => {
   });
 
   describe("following cluster-autoscaler's Lease", () => {
-    const caLease = (holder: string, resourceVersion?: string) => ({
-      metadata: { name: "cluster-autoscaler", namespace: "kube-system", ...(resourceVersion && { resourceVersion }) },
+    const caLease = (holder: string, resourceVersion?: string, name = "cluster-autoscaler") => ({
+      metadata: { name, namespace: "kube-system", ...(resourceVersion && { resourceVersion }) },
       spec: { holderIdentity: holder, leaseDurationSeconds: 15, renewTime: new V1MicroTime(Date.now()) },
     });
     const follow = (hostname: string) => ({ followAutoscaler: { namespace: "kube-system", name: "cluster-autoscaler", hostname } });
@@ -197,6 +198,7 @@ describe("createLeaderLease()", () => {
       await eventually("pod-b acting", () => b.it.acting());
       await neverBoth(a.it, b.it, timing.leaseDurationMs);
       assert.equal(a.it.acting(), false, "pod-a's CA does not lead");
+      assert.equal(a.it.holder(), b.identity, "pod-a, passive beside a CA that does not lead, names the one acting");
 
       const current = await leases.readNamespacedLease({ name: "cluster-autoscaler", namespace: "kube-system" });
       await leases.replaceNamespacedLease({
@@ -211,6 +213,36 @@ describe("createLeaderLease()", () => {
       // pod-b gave plugpool's Lease up: pod-a did not wait for it to expire.
       const took = a.changes.find((c) => c.acting)?.at ?? Number.NaN;
       assert.ok(took - changedAt < timing.leaseDurationMs, `handed over ${Math.round(took - changedAt)} ms after CA's leader changed`);
+      assert.equal(b.it.holder(), a.identity, "pod-b, passive now, names the one acting");
+    });
+
+    it("counts a lapse from while its CA did not lead: taken at once when its CA comes to lead", async () => {
+      const relay = await startRelay(new URL(plane.server));
+      try {
+        await leases.createNamespacedLease({ namespace: "kube-system", body: caLease("pod-b", undefined, "lapse-ca") });
+        const followLapse = (hostname: string) => ({ followAutoscaler: { namespace: "kube-system", name: "lapse-ca", hostname } });
+        const b = elector("follow-lapse", "pod-b", { ...followLapse("pod-b"), kc: through(plane.admin(), relay.url) });
+        await eventually("pod-b acting", () => b.it.acting());
+        const a = elector("follow-lapse", "pod-a", followLapse("pod-a"));
+        await eventually("pod-a names pod-b", () => a.it.holder() === b.identity);
+        // pod-b can no longer renew (its pod died with its CA): its Lease runs out while pod-a's CA does not lead.
+        relay.cut();
+        await sleep(timing.leaseDurationMs + 2 * timing.retryPeriodMs);
+        assert.equal(a.it.acting(), false);
+
+        const current = await leases.readNamespacedLease({ name: "lapse-ca", namespace: "kube-system" });
+        await leases.replaceNamespacedLease({
+          name: "lapse-ca",
+          namespace: "kube-system",
+          body: caLease("pod-a", current.metadata?.resourceVersion, "lapse-ca"),
+        });
+        const changedAt = performance.now();
+        await eventually("pod-a acting", () => a.it.acting(), 2 * timing.leaseDurationMs);
+        const took = (a.changes.find((c) => c.acting)?.at ?? Number.NaN) - changedAt;
+        assert.ok(took < timing.leaseDurationMs / 2, `took the lapsed Lease ${Math.round(took)} ms after its CA came to lead`);
+      } finally {
+        await relay.close();
+      }
     });
 
     it("contends as usual where cluster-autoscaler keeps no Lease (it does not elect)", async () => {

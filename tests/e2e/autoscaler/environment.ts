@@ -379,7 +379,7 @@ function plugpoolConfig(grpcPort: number, machines: readonly MachineSpec[], urlO
 }
 
 /** The example ServiceAccount with a token for a week (the sandbox may run that long). */
-async function serviceAccount(plane: ControlPlane, admin: KubeConfig): Promise<KubeConfig> {
+export async function serviceAccount(plane: ControlPlane, admin: KubeConfig): Promise<KubeConfig> {
   const core = admin.makeApiClient(CoreV1Api);
   const request = await core.createNamespacedServiceAccountToken({
     namespace: NAMESPACE,

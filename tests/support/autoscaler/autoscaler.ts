@@ -3,7 +3,7 @@
 import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { toolBinaryDir } from "../control-plane.ts";
-import { startProcess, type ManagedProcess } from "../control-plane/process.ts";
+import { startProcess, withHostname, type ManagedProcess } from "../control-plane/process.ts";
 import { freePorts } from "../control-plane/readiness.ts";
 
 const moduleDir = import.meta.dirname;
@@ -70,6 +70,11 @@ export interface AutoscalerOptions {
   readonly grpcTimeout?: string;
   /** Further flags, e.g. --scale-down-unneeded-time=10s; a later flag overrides an earlier one. */
   readonly extraArgs?: readonly string[];
+  /**
+   * The hostname CA sees, in a UTS namespace of its own: with --leader-elect, CA names its Lease's holder by it, so
+   * two CAs on one machine need two.
+   */
+  readonly hostname?: string;
 }
 
 export interface RunningAutoscaler {
@@ -106,6 +111,7 @@ export async function startAutoscaler(options: AutoscalerOptions): Promise<Runni
     "--v=2",
     ...(options.extraArgs ?? []),
   ];
-  const child = startProcess("cluster-autoscaler", autoscalerBinaryPath(), args, join(options.dir, "cluster-autoscaler.log"));
+  const command = options.hostname === undefined ? { binary: autoscalerBinaryPath(), args } : withHostname(options.hostname, autoscalerBinaryPath(), args);
+  const child = startProcess("cluster-autoscaler", command.binary, command.args, join(options.dir, "cluster-autoscaler.log"));
   return { process: child, metricsUrl: `http://127.0.0.1:${metrics}`, args };
 }

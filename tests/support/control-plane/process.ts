@@ -85,6 +85,14 @@ export function startProcess(name: string, binary: string, args: readonly string
 }
 
 /**
+ * The command that runs `binary` with `args` under a hostname of its own: in a new UTS namespace (root only), as
+ * the containers of a pod share theirs. `exec` keeps the process's pid, so its signals reach `binary` itself.
+ */
+export function withHostname(hostname: string, binary: string, args: readonly string[]): { binary: string; args: string[] } {
+  return { binary: "unshare", args: ["--uts", "sh", "-c", 'hostname "$0" && exec "$@"', hostname, binary, ...args] };
+}
+
+/**
  * Runs `cleanup` synchronously if the test process exits or is signalled before `unregister` is
  * called; children still alive then are SIGKILLed first.
  */
