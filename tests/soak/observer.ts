@@ -134,6 +134,8 @@ export function createObserver(machines: readonly string[], log: (message: strin
   const eventVersions = new Map<string, string>();
   /** Since when each machine has been on without a Node and without a power-on record. */
   const unseenSince = new Map<string, number>();
+  /** When each machine's current spell out of view began, unmoved by pauses: one violation per spell. */
+  const unseenSpell = new Map<string, number>();
   let stats = { powerOns: 0, powerOffs: 0, powerOffPods: 0, leaseHandovers: 0, secondTookLease: 0 };
   let lastHolder = "";
   /** Since when (epoch ms) each machine's plug has been reached through another machine's address. */
@@ -300,13 +302,15 @@ export function createObserver(machines: readonly string[], log: (message: strin
       const unseen = on && claiming(machine).length === 0 && !records.has(machine);
       if (!unseen) {
         unseenSince.delete(machine);
+        unseenSpell.delete(machine);
         continue;
       }
       const since = unseenSince.get(machine) ?? now;
       unseenSince.set(machine, since);
+      if (!unseenSpell.has(machine)) unseenSpell.set(machine, now);
       const reportedAt = poweredOutside.get(machine) ?? 0;
       if (reportedAt < since - EVENT_SLACK_MS && now - since > OUT_OF_VIEW_MS) {
-        violation("machine-out-of-view", `${machine}/${since}`,
+        violation("machine-out-of-view", `${machine}/${String(unseenSpell.get(machine))}`,
           `${machine} on for ${((now - since) / 1000).toFixed(0)} s without a Node, a power-on record or a PoweredOutside Event`);
       }
     }
