@@ -2,12 +2,12 @@
 // keep-alive Agent (one socket per device, kept open across the idle gaps between Refreshes), or with ky over
 // plugpool's undici Agent (src/adapters/http-device/http-client.ts), as ESPHome plugs are described to it.
 import { Agent, get } from "node:http";
+import { MAX_ANSWER_BYTES } from "../src/adapters/esphome/plug-http.ts";
 import { createHttpClient, describeOrigin } from "../src/adapters/http-device/http-client.ts";
 import type { FloorRefresh, FloorRequest } from "./floor.ts";
 
 const agent = new Agent({ keepAlive: true, maxSockets: 1 });
 const ky = createHttpClient();
-const ESPHOME_MAX_ANSWER_BYTES = 4096;
 
 function readHttp(url: string, timeoutMs: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -42,7 +42,7 @@ let request: FloorRequest | undefined;
 process.on("message", (message) => {
   if (request === undefined) {
     request = message as FloorRequest;
-    for (const url of request.urls) describeOrigin(url, { maxBytes: ESPHOME_MAX_ANSWER_BYTES });
+    for (const url of request.urls) describeOrigin(url, { maxBytes: MAX_ANSWER_BYTES });
     process.send?.({ ready: true });
     return;
   }

@@ -1,4 +1,5 @@
-// plugpool's HTTP client: ky (https://github.com/sindresorhus/ky) over one undici Agent for the whole process.
+// plugpool's HTTP client: ky (https://github.com/sindresorhus/ky) over one undici Agent for the whole process
+// (and one more for each private CA a BMC is trusted by, and for requests that must not queue: see `agentFor`).
 //
 // Why undici's own Agent: cluster-autoscaler calls Refresh every 10 s (its --scan-interval), and the pool behind
 // Node's built-in fetch closes idle sockets after 4 s, so every Refresh would connect to every device anew. The
@@ -25,8 +26,8 @@ export interface OriginRules {
   readonly connections?: number;
 }
 
-/** An origin no backend described: the CLI's calls and tests. Prometheus's answer for a pool is well under this. */
-const DEFAULT_RULES: OriginRules = { maxBytes: 16 * 1024 * 1024 };
+/** An origin no caller described gets the smallest cap any caller sets: every caller in plugpool describes its own. */
+const DEFAULT_RULES: OriginRules = { maxBytes: 4096 };
 
 /** Longer than cluster-autoscaler's default scan interval (10 s), so a device's socket outlives the gap between Refreshes. */
 const IDLE_SOCKET_MS = 60_000;
@@ -43,7 +44,7 @@ export function describeOrigin(url: string | URL, rules: OriginRules): void {
 }
 
 /** The largest answer taken from `url`'s origin. */
-export function maxBytesOf(url: string | URL): number {
+function maxBytesOf(url: string | URL): number {
   return (origins.get(new URL(url).origin) ?? DEFAULT_RULES).maxBytes;
 }
 

@@ -17,9 +17,9 @@ import { createHttpClient, describeOrigin, sendRequest } from "../http-device/ht
 import type { Secret } from "../secret.ts";
 
 /** Shelly answers are a few hundred bytes (Switch.GetStatus, Shelly.GetDeviceInfo); more is not worth the memory. */
-export const MAX_ANSWER_BYTES = 4096;
+const MAX_ANSWER_BYTES = 4096;
 
-export const SHELLY_USERNAME = "admin";
+const SHELLY_USERNAME = "admin";
 
 export interface RpcTarget {
   /** Base URL of the device (no trailing slash). */
