@@ -1,6 +1,6 @@
 // What doctor can learn from a plugpool already serving beside it (same pod: `kubectl exec … doctor`): the
 // quarantine lives in that process's memory, so it is read from its /metrics.
-import { createHttpClient, describeOrigin } from "../adapters/http-device/http-client.ts";
+import { createHttpClient, describeOrigin, readAnswer } from "../adapters/http-device/http-client.ts";
 import type { AppConfig } from "./config/index.ts";
 
 export interface RunningRow {
@@ -33,10 +33,11 @@ export async function checkRunningInstance(config: AppConfig, timeoutMs = 1000):
   let text: string;
   describeOrigin(url, { maxBytes: MAX_ANSWER_BYTES });
   try {
-    // The timeout runs on while the body arrives; an answer over the cap fails as none.
+    // The timeout runs on while the body arrives; an answer over the cap counts as none.
     const response = await createHttpClient().get(url, { signal: AbortSignal.timeout(timeoutMs) });
-    if (!response.ok) throw new Error(`HTTP ${response.status}`);
-    text = await response.text();
+    const answer = response.ok ? await readAnswer(response, MAX_ANSWER_BYTES) : undefined;
+    if (answer === undefined) throw new Error(`HTTP ${response.status}, or an answer of more than ${MAX_ANSWER_BYTES} bytes`);
+    text = answer.text;
   } catch {
     return [{ area: "running", subject: url, status: "ok", detail: "no plugpool answers here (quarantines are known only to a running plugpool)" }];
   }

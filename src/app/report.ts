@@ -1,7 +1,7 @@
 // `plugpool report`: per machine, hours powered on, kWh used and kWh avoided, from a running plugpool's
 // /metrics (its counters since it started) or from Prometheus (increase() of those counters over a window).
 import { errorCode } from "../adapters/http-device/device-failure.ts";
-import { createHttpClient, describeOrigin } from "../adapters/http-device/http-client.ts";
+import { createHttpClient, describeOrigin, readAnswer, type HttpAnswer } from "../adapters/http-device/http-client.ts";
 import { messageOf } from "../domain/errors.ts";
 import { renderTable } from "./table.ts";
 
@@ -126,17 +126,21 @@ async function get(url: URL, headers: Endpoint["headers"], timeoutMs: number, wh
   describeOrigin(url, { maxBytes: MAX_ANSWER_BYTES });
   const signal = AbortSignal.timeout(timeoutMs);
   let status: number | undefined;
+  let answer: HttpAnswer | undefined;
   try {
     const response = await createHttpClient().get(url, { headers, signal });
     status = response.status;
-    return { status, text: await response.text() };
+    answer = await readAnswer(response, MAX_ANSWER_BYTES);
   } catch (e) {
-    if (errorCode(e) === "UND_ERR_RES_EXCEEDED_MAX_SIZE") {
-      throw new ReportError(`${what}: ${status === undefined ? "an answer" : `HTTP ${status} with an answer`} of more than ${MAX_ANSWER_BYTES} bytes`);
+    if (errorCode(e) !== "UND_ERR_RES_EXCEEDED_MAX_SIZE") {
+      const late = status === undefined ? `no answer within ${timeoutMs} ms` : `the answer did not arrive whole within ${timeoutMs} ms`;
+      throw new ReportError(`${what}: ${isTimeout(e) ? late : causeOf(e)}`);
     }
-    const late = status === undefined ? `no answer within ${timeoutMs} ms` : `the answer did not arrive whole within ${timeoutMs} ms`;
-    throw new ReportError(`${what}: ${isTimeout(e) ? late : causeOf(e)}`);
   }
+  if (answer === undefined) {
+    throw new ReportError(`${what}: ${status === undefined ? "an answer" : `HTTP ${status} with an answer`} of more than ${MAX_ANSWER_BYTES} bytes`);
+  }
+  return { status: answer.status, text: answer.text };
 }
 
 function isTimeout(e: unknown): boolean {

@@ -10,6 +10,10 @@
 // onRequestStart method"), and undici's fetch refuses the Request that ky builds (a Request of Node's bundled
 // undici, not of this one); the request is handed on as its URL and fields instead.
 //
+// Answers are asked for uncompressed (`accept-encoding: identity`), and read counting their bytes as decoded too:
+// undici's fetch inflates whatever a server sends compressed, asked or not, and the Agent's cap counts the bytes
+// on the wire, so a few KB of gzip could otherwise become any size in memory.
+//
 // ky's defaults are not plugpool's: no retries (`retry: 0`; the one resend a read may get is `resendDroppedGet`'s,
 // and a switch command is never sent twice), no per-attempt timeout (`timeout: false`; each call's signal is its
 // one deadline, and it covers the reading of the body), every status an answer (`throwHttpErrors: false`), and
@@ -107,7 +111,7 @@ export interface HttpClientOptions {
 /** A ky instance with plugpool's rules, over the Agent of its trust roots. */
 export function createHttpClient(options: HttpClientOptions = {}): KyInstance {
   const fetch = options.fetch ?? fetchOver(agentFor(options.ca, options.apart === true));
-  return ky.create({ fetch, retry: 0, timeout: false, throwHttpErrors: false, redirect: "manual" });
+  return ky.create({ fetch, retry: 0, timeout: false, throwHttpErrors: false, redirect: "manual", headers: { "accept-encoding": "identity" } });
 }
 
 export interface HttpRequest {
@@ -141,6 +145,7 @@ export interface HttpAnswer {
  */
 export async function sendRequest(client: KyInstance, request: HttpRequest): Promise<HttpAnswer> {
   const { url, what, until } = request;
+  const maxBytes = maxBytesOf(url);
   let status: number | undefined;
   try {
     const response = await client(url, {
@@ -150,35 +155,48 @@ export async function sendRequest(client: KyInstance, request: HttpRequest): Pro
       ...(request.json !== undefined && { json: request.json }),
     });
     status = response.status;
-    return await readAnswer(response, until);
+    const answer = await readAnswer(response, maxBytes, until);
+    if (answer !== undefined) return answer;
   } catch (error) {
     if (errorCode(error) !== "UND_ERR_RES_EXCEEDED_MAX_SIZE") throw error;
-    const answered = status === undefined ? "answered" : `answered HTTP ${status}`;
-    throw new PlugFailure("plug-bad-answer", `${what} ${answered} with more than ${maxBytesOf(url)} bytes`);
+  }
+  throw new AnswerTooLarge(what, status, maxBytes);
+}
+
+/** An answer refused for its size: "GET /switch/Relay answered HTTP 200 with more than 4096 bytes". */
+export class AnswerTooLarge extends PlugFailure {
+  readonly status: number | undefined;
+  readonly maxBytes: number;
+
+  constructor(what: string, status: number | undefined, maxBytes: number) {
+    super("plug-bad-answer", `${what} ${status === undefined ? "answered" : `answered HTTP ${status}`} with more than ${maxBytes} bytes`);
+    this.status = status;
+    this.maxBytes = maxBytes;
   }
 }
 
-async function readAnswer(response: Response, until: ((body: string) => boolean) | undefined): Promise<HttpAnswer> {
+/**
+ * The answer, or undefined when its body, as decoded, is larger than `maxBytes` (read no further); with `until`,
+ * read only as far as where that holds. The stream is cancelled either way, which closes a connection left unread.
+ */
+export async function readAnswer(response: Response, maxBytes: number, until?: (body: string) => boolean): Promise<HttpAnswer | undefined> {
   const { status, headers } = response;
-  if (until === undefined || response.body === null) {
-    const body = Buffer.from(await response.arrayBuffer());
-    return { status, headers, text: body.toString("utf8"), bytes: body.byteLength };
-  }
+  if (response.body === null) return { status, headers, text: "", bytes: 0 };
   const reader: ReadableStreamDefaultReader<Uint8Array> = response.body.getReader();
   const chunks: Uint8Array[] = [];
   let bytes = 0;
+  const text = (): string => (chunks.length === 1 ? Buffer.from(chunks[0] as Uint8Array).toString("utf8") : Buffer.concat(chunks).toString("utf8"));
   try {
     for (;;) {
       const { done, value } = await reader.read();
-      if (done) break;
-      chunks.push(value);
+      if (done) return { status, headers, text: text(), bytes };
       bytes += value.byteLength;
-      const text = Buffer.concat(chunks).toString("utf8");
-      if (until(text)) return { status, headers, text, bytes };
+      if (bytes > maxBytes) return undefined;
+      chunks.push(value);
+      if (until?.(text()) === true) return { status, headers, text: text(), bytes };
     }
-    return { status, headers, text: Buffer.concat(chunks).toString("utf8"), bytes };
   } finally {
-    // Cancelling closes the connection under a stream that would not end by itself.
+    // Cancelling closes the connection under a stream that would not end by itself, or was refused unread.
     reader.cancel().catch(() => undefined);
   }
 }

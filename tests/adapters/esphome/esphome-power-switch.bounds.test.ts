@@ -2,6 +2,7 @@
 // than the call's timeout, and the device is free for the next request afterwards.
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
+import { gzipSync } from "node:zlib";
 import type { AddressInfo } from "node:net";
 import { describe, it, type TestContext } from "node:test";
 import { createEsphomePowerSwitch } from "../../../src/adapters/esphome/esphome-power-switch.ts";
@@ -76,5 +77,23 @@ describe("createEsphomePowerSwitch() bounds on an answer", () => {
     const larger = addressOf(await answering(t, 4097));
     const { error } = await timed(() => power.read(larger));
     assertPlugError(error, "plug-bad-answer", /answered HTTP 200 with more than 4096 bytes$/);
+  });
+
+  it("asks for answers uncompressed, and refuses a gzip body that inflates past 4 KiB though it is smaller on the wire", async (t) => {
+    const json = '{"value":true}';
+    const bomb = gzipSync(json + " ".repeat(2 ** 20), { level: 9 });
+    const asked: (string | undefined)[] = [];
+    const server = createServer((req, res) => {
+      asked.push(req.headers["accept-encoding"]);
+      res.writeHead(200, { "content-type": "application/json", "content-encoding": "gzip", "content-length": bomb.byteLength });
+      res.end(bomb);
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    t.after(() => new Promise((resolve) => server.close(resolve)));
+    assert.ok(bomb.byteLength < 4096, `${bomb.byteLength} bytes compressed`);
+    const relay = addressOf(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    const { error } = await timed(() => createEsphomePowerSwitch({ timeoutMs: TIMEOUT_MS }).read(relay));
+    assertPlugError(error, "plug-bad-answer", /GET \/switch\/Relay answered HTTP 200 with more than 4096 bytes$/);
+    assert.deepEqual(asked, ["identity"]);
   });
 });
