@@ -1,5 +1,5 @@
 // One gRPC unary call through Connect's router, without I/O, for bench/promotion.ts. A module of its own so that
-// the bench can also load it bundled the way dist/plugpool.mjs is (scripts/native-async-generators.ts).
+// the bench can also load it bundled the way dist/plugpool.mjs is (scripts/bundle.ts).
 import { create } from "@bufbuild/protobuf";
 import { createConnectRouter } from "@connectrpc/connect";
 import type { UniversalServerRequest } from "@connectrpc/connect/protocol";

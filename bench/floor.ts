@@ -1,6 +1,7 @@
-// The floor a Refresh is judged against: the same reads (GET of each plug's relay, JSON parsed, the same
-// timeout) made by a few lines of plain node:http with a keep-alive Agent, in a process of its own, at the
-// same cadence as plugpool's Refreshes. Its CPU per Refresh is the least any Node.js client can spend.
+// The floors a Refresh is judged against: the same reads (GET of each plug's relay, JSON parsed, the same
+// timeout) made by a few lines of client code, in a process of their own, at the same cadence as plugpool's
+// Refreshes. With plain node:http and a keep-alive Agent, its CPU per Refresh is the least any Node.js client can
+// spend; with ky over plugpool's own undici Agent, the least plugpool's HTTP client can.
 import { join } from "node:path";
 import { forkChild } from "./child.ts";
 
@@ -9,6 +10,7 @@ export interface FloorRequest {
   readonly urls: readonly string[];
   readonly path: string;
   readonly timeoutMs: number;
+  readonly client: "node:http" | "ky";
 }
 
 /** Child → parent, once per Refresh. */

@@ -12,16 +12,13 @@
 // Each case runs in a process of its own as the image runs node (the Containerfile's ENV and ENTRYPOINT options)
 // with V8's --trace-gc-nvp, and reports, over its measured iterations, how many scavenges ran and the bytes they
 // promoted. No I/O: the Connect cases call the router's gRPC handler directly with a recorded request, once with
-// Connect as published and once bundled as dist/plugpool.mjs is, its async generators made native
-// (scripts/native-async-generators.ts) and the ones it makes per call moved to module level
-// (scripts/hoist-generator-closures.ts).
+// Connect loaded as modules and once bundled as dist/plugpool.mjs is (as published, in one module).
 //
 //   node bench/promotion.ts
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { build } from "esbuild";
-import { nativeAsyncGeneratorsPlugin } from "../scripts/native-async-generators.ts";
 import { connectUnary, drain, single } from "./connect-unary.ts";
 import { containerfileEnv, containerfileNodeArgs, type ImageRuntime } from "./image-env.ts";
 
@@ -43,7 +40,7 @@ function passStage(source: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array
   return stage();
 }
 
-/** connect-unary.ts bundled as dist/plugpool.mjs is: its dependencies' async generators made native, Connect's per-call ones moved to module level. */
+/** connect-unary.ts bundled as dist/plugpool.mjs is: one module, its dependencies as published. */
 async function bundledConnectUnary(): Promise<() => Promise<number>> {
   const { outputFiles } = await build({
     entryPoints: [join(import.meta.dirname, "connect-unary.ts")],
@@ -52,7 +49,6 @@ async function bundledConnectUnary(): Promise<() => Promise<number>> {
     format: "esm",
     write: false,
     logLevel: "warning",
-    plugins: [nativeAsyncGeneratorsPlugin],
   });
   const [file] = outputFiles;
   if (file === undefined) throw new Error("esbuild wrote nothing for connect-unary.ts");
@@ -63,7 +59,7 @@ async function bundledConnectUnary(): Promise<() => Promise<number>> {
 const frame = new Uint8Array(64);
 const cases = {
   "Connect gRPC unary call, published build": { iterations: 5_000, make: () => Promise.resolve(connectUnary()) },
-  "Connect gRPC unary call, as bundled (generators native and hoisted)": { iterations: 5_000, make: bundledConnectUnary },
+  "Connect gRPC unary call, as bundled": { iterations: 5_000, make: bundledConnectUnary },
   [`${STAGES} async generator stages, functions made per call`]: {
     iterations: 20_000,
     make: () => Promise.resolve(() => {

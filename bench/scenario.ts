@@ -15,7 +15,7 @@ import type { MemoryCgroup } from "./cgroup.ts";
 import { deleteAllNodes, registerNodes } from "./cluster-fixture.ts";
 import type { CountingProxy } from "./counting-proxy.ts";
 import { startFleet, type Fleet } from "./fleet.ts";
-import { startFloor, type Floor } from "./floor.ts";
+import { startFloor, type Floor, type FloorRefresh } from "./floor.ts";
 import { interleaved, summarise, type LatencySummary } from "./latency.ts";
 import { configYaml, layout, PLUG_TIMEOUT_MS, RELAY_PATH, SLOW_PLUG_MS, summary, type Layout } from "./layout.ts";
 import { load, round } from "./machine-info.ts";
@@ -52,6 +52,13 @@ export interface Share {
   readonly max: number;
 }
 
+/** A floor client's Refreshes. */
+export interface FloorResult {
+  readonly refresh: LatencySummary;
+  readonly cpuMs: Share;
+  readonly answered: number;
+}
+
 export interface ConditionResult {
   readonly label: string;
   readonly cgroup?: { readonly where: string; readonly peakBytes: number; readonly oomKills: number };
@@ -81,7 +88,9 @@ export interface ConditionResult {
   readonly loopRpcGarbageBytes: Share;
   /** What young collections moved to the old generation during a Refresh, and during the rest of its loop. */
   readonly promotedBytes: { readonly refresh: Share; readonly rest: Share };
-  readonly floor: { readonly refresh: LatencySummary; readonly cpuMs: Share; readonly answered: number };
+  readonly floor: FloorResult;
+  /** The same reads through ky over plugpool's undici Agent: what plugpool's HTTP client costs at the least. */
+  readonly kyFloor: FloorResult;
   readonly apiserver: { readonly loops: number; readonly perLoop: number; readonly watchStarts: number; readonly seen: readonly string[] };
   readonly rpc: Readonly<Record<BenchedMethod, RpcResult>>;
   /** The bare Connect server with Node.js defaults, its calls taking turns with `rpc`'s: the goal's yardstick. */
@@ -200,7 +209,8 @@ async function measureCondition(run: Run, condition: Condition): Promise<Conditi
   // A floor process per condition, as old as plugpool in it: the floor's CPU per Refresh keeps falling over its
   // first few dozen Refreshes (one measured 102 ms per Refresh over its 3rd to 24th, 73 ms over its 27th to
   // 48th), so one floor for both conditions held the second condition's new plugpool to an older floor.
-  const floor = await startFloor({ urls: fleet.urls, path: RELAY_PATH, timeoutMs: PLUG_TIMEOUT_MS });
+  const floor = await startFloor({ urls: fleet.urls, path: RELAY_PATH, timeoutMs: PLUG_TIMEOUT_MS, client: "node:http" });
+  const kyFloor = await startFloor({ urls: fleet.urls, path: RELAY_PATH, timeoutMs: PLUG_TIMEOUT_MS, client: "ky" });
   const plugpool = await startPlugpool({
     configPath: run.configPath,
     kubeconfigPath: run.kubeconfigPath,
@@ -212,7 +222,7 @@ async function measureCondition(run: Run, condition: Condition): Promise<Conditi
     ...(condition.cgroup !== undefined && { cgroupProcs: condition.cgroup.procs }),
     ...(profileDir !== undefined && { cpuProfileDir: profileDir }),
   }).catch(async (error: unknown) => {
-    await floor.close();
+    await Promise.all([floor.close(), kyFloor.close()]);
     throw error;
   });
   try {
@@ -225,6 +235,7 @@ async function measureCondition(run: Run, condition: Condition): Promise<Conditi
     }, 1000);
     const loops: LoopSample[] = [];
     const floorRefreshes: Awaited<ReturnType<Floor["refresh"]>>[] = [];
+    const kyFloorRefreshes: Awaited<ReturnType<Floor["refresh"]>>[] = [];
     const t0 = performance.now();
     let counted = { cpuMs: 0, requests: proxy.counts() };
     try {
@@ -236,6 +247,9 @@ async function measureCondition(run: Run, condition: Condition): Promise<Conditi
         await sleepUntil(t0 + i * s.cadenceMs + s.cadenceMs / 2);
         const f = await floor.refresh();
         if (i >= s.warmupLoops) floorRefreshes.push(f);
+        await sleepUntil(t0 + i * s.cadenceMs + (s.cadenceMs * 3) / 4);
+        const k = await kyFloor.refresh();
+        if (i >= s.warmupLoops) kyFloorRefreshes.push(k);
       }
       await sleepUntil(t0 + s.loops * s.cadenceMs);
     } finally {
@@ -277,11 +291,8 @@ async function measureCondition(run: Run, condition: Condition): Promise<Conditi
       refreshGcMs: { young: share(loops.map((l) => l.refreshGcMs.young)), old: share(loops.map((l) => l.refreshGcMs.old)) },
       loopRpcGarbageBytes: share(loops.map((l) => l.rpcBytes)),
       promotedBytes: { refresh: share(loops.map((l) => l.promoted.refresh)), rest: share(loops.map((l) => l.promoted.rest)) },
-      floor: {
-        refresh: summarise(floorRefreshes.map((f) => f.ms), 0),
-        cpuMs: share(floorRefreshes.map((f) => f.cpuMs)),
-        answered: Math.min(...floorRefreshes.map((f) => f.answered)),
-      },
+      floor: floorResult(floorRefreshes),
+      kyFloor: floorResult(kyFloorRefreshes),
       apiserver: {
         loops: n,
         perLoop: round((reads + writes) / n, 2),
@@ -298,9 +309,17 @@ async function measureCondition(run: Run, condition: Condition): Promise<Conditi
     try {
       await plugpool.stop();
     } finally {
-      await floor.close();
+      await Promise.all([floor.close(), kyFloor.close()]);
     }
   }
+}
+
+function floorResult(refreshes: readonly FloorRefresh[]): FloorResult {
+  return {
+    refresh: summarise(refreshes.map((f) => f.ms), 0),
+    cpuMs: share(refreshes.map((f) => f.cpuMs)),
+    answered: Math.min(...refreshes.map((f) => f.answered)),
+  };
 }
 
 type Probed = Pick<PlugpoolProcess, "allocatedDuring">;

@@ -2,14 +2,13 @@
 // image runs. Loaded as some 3,000 modules (most of them @kubernetes/client-node's API classes and models, which
 // its KubeConfig pulls in whole), plugpool starts at about 115 MB resident with a 34 MB live heap; as one module
 // it starts at about 90 MB with 14 MB. Whitespace and syntax are minified but names are kept, so stack traces
-// still name functions.
+// still name functions. Dependencies are bundled as published: nothing of theirs is rewritten.
 //
 //   node scripts/bundle.ts [OUTFILE]    (default dist/plugpool.mjs)
 import { isAscii } from "node:buffer";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { build } from "esbuild";
-import { nativeAsyncGeneratorsPlugin } from "./native-async-generators.ts";
 
 const root = join(import.meta.dirname, "..");
 const outfile = process.argv[2] ?? join(root, "dist", "plugpool.mjs");
@@ -29,9 +28,6 @@ await build({
   // at its end: they hold names outside ASCII, which the check below refuses.
   legalComments: "external",
   logLevel: "warning",
-  // Dependencies compiled for ES2017 get their async generators back as native ones (see
-  // native-async-generators.ts for why).
-  plugins: [nativeAsyncGeneratorsPlugin],
 });
 
 // V8 keeps a script's source for lazy compilation, and Node hands it one byte per character only when the file

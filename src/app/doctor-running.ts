@@ -1,5 +1,6 @@
 // What doctor can learn from a plugpool already serving beside it (same pod: `kubectl exec … doctor`): the
 // quarantine lives in that process's memory, so it is read from its /metrics.
+import { createHttpClient, describeOrigin, readAnswer } from "../adapters/http-device/http-client.ts";
 import type { AppConfig } from "./config/index.ts";
 
 export interface RunningRow {
@@ -12,6 +13,9 @@ export interface RunningRow {
 const QUARANTINED = /^plugpool_quarantined_machines\{machine="([^"]+)"\} (\d+)/gm;
 const INSTANCES = /^plugpool_instances\{group="([^"]+)",state="([^"]+)"\} (\d+)/gm;
 const DRY_RUN = /^plugpool_dry_run 1$/m;
+
+/** plugpool's /metrics is a few KB per machine; more is not its answer, and not worth the memory. */
+const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
 
 /** The ops address to ask: a wildcard listen address is reached on loopback. */
 export function opsUrl(config: AppConfig): string {
@@ -27,10 +31,13 @@ export function opsUrl(config: AppConfig): string {
 export async function checkRunningInstance(config: AppConfig, timeoutMs = 1000): Promise<RunningRow[]> {
   const url = opsUrl(config);
   let text: string;
+  describeOrigin(url, { maxBytes: MAX_ANSWER_BYTES });
   try {
-    const response = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
-    if (!response.ok) throw new Error(`HTTP ${response.status}`);
-    text = await response.text();
+    // The timeout runs on while the body arrives; an answer over the cap counts as none.
+    const response = await createHttpClient().get(url, { signal: AbortSignal.timeout(timeoutMs) });
+    const answer = response.ok ? await readAnswer(response, MAX_ANSWER_BYTES) : undefined;
+    if (answer === undefined) throw new Error(`HTTP ${response.status}, or an answer of more than ${MAX_ANSWER_BYTES} bytes`);
+    text = answer.text;
   } catch {
     return [{ area: "running", subject: url, status: "ok", detail: "no plugpool answers here (quarantines are known only to a running plugpool)" }];
   }

@@ -1,5 +1,7 @@
 // `plugpool report`: per machine, hours powered on, kWh used and kWh avoided, from a running plugpool's
 // /metrics (its counters since it started) or from Prometheus (increase() of those counters over a window).
+import { errorCode } from "../adapters/http-device/device-failure.ts";
+import { createHttpClient, describeOrigin, readAnswer, type HttpAnswer } from "../adapters/http-device/http-client.ts";
 import { messageOf } from "../domain/errors.ts";
 import { renderTable } from "./table.ts";
 
@@ -121,41 +123,35 @@ const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
  * MAX_ANSWER_BYTES. `what` names the request in an error (the address as shown, not the query).
  */
 async function get(url: URL, headers: Endpoint["headers"], timeoutMs: number, what: string): Promise<{ status: number; text: string }> {
-  let response: Response;
+  describeOrigin(url, { maxBytes: MAX_ANSWER_BYTES });
+  const signal = AbortSignal.timeout(timeoutMs);
+  let status: number | undefined;
+  let answer: HttpAnswer | undefined;
   try {
-    response = await fetch(url, { headers, signal: AbortSignal.timeout(timeoutMs) });
+    const response = await createHttpClient().get(url, { headers, signal });
+    status = response.status;
+    answer = await readAnswer(response, MAX_ANSWER_BYTES);
   } catch (e) {
-    throw new ReportError(`${what}: ${isTimeout(e) ? `no answer within ${timeoutMs} ms` : causeOf(e)}`);
-  }
-  if (response.body === null) return { status: response.status, text: "" };
-  const reader: ReadableStreamDefaultReader<Uint8Array> = response.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let bytes = 0;
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      bytes += value.byteLength;
-      if (bytes > MAX_ANSWER_BYTES) throw new ReportError(`${what}: HTTP ${response.status} with an answer of more than ${MAX_ANSWER_BYTES} bytes`);
-      chunks.push(value);
+    if (errorCode(e) !== "UND_ERR_RES_EXCEEDED_MAX_SIZE") {
+      const late = status === undefined ? `no answer within ${timeoutMs} ms` : `the answer did not arrive whole within ${timeoutMs} ms`;
+      throw new ReportError(`${what}: ${isTimeout(e) ? late : causeOf(e)}`);
     }
-  } catch (e) {
-    // Cancelling the stream closes the connection under it.
-    reader.cancel().catch(() => undefined);
-    if (e instanceof ReportError) throw e;
-    throw new ReportError(`${what}: ${isTimeout(e) ? `the answer did not arrive whole within ${timeoutMs} ms` : causeOf(e)}`);
   }
-  return { status: response.status, text: new TextDecoder().decode(Buffer.concat(chunks)) };
+  if (answer === undefined) {
+    throw new ReportError(`${what}: ${status === undefined ? "an answer" : `HTTP ${status} with an answer`} of more than ${MAX_ANSWER_BYTES} bytes`);
+  }
+  return { status: answer.status, text: answer.text };
 }
 
 function isTimeout(e: unknown): boolean {
   return e instanceof Error && e.name === "TimeoutError";
 }
 
+/** The innermost cause's message: the network's own words ("connect ECONNREFUSED …"), under ky's and fetch's. */
 function causeOf(e: unknown): string {
-  const cause = e instanceof Error ? e.cause : undefined;
-  if (cause instanceof Error) return cause.message;
-  return messageOf(e);
+  let inner = e;
+  while (inner instanceof Error && inner.cause instanceof Error) inner = inner.cause;
+  return messageOf(inner);
 }
 
 const SAMPLE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)/;

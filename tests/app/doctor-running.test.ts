@@ -2,6 +2,8 @@
 // fakes, with a machine quarantined, behind the real ops server.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { Gauge } from "prom-client";
 import { checkRunningInstance, opsUrl } from "../../src/app/doctor-running.ts";
 import { createMetrics } from "../../src/app/metrics.ts";
@@ -68,5 +70,26 @@ describe("checkRunningInstance()", () => {
     const rows = await checkRunningInstance(configOn(1), 300);
     assert.deepEqual(rows.map((r) => r.status), ["ok"]);
     assert.match(rows[0]?.detail ?? "", /no plugpool answers/);
+  });
+
+  it("stops reading an answer that never ends long before its timeout, without its memory", async () => {
+    const chunk = Buffer.alloc(1024 * 1024, "# filler\n");
+    const endless = createServer((_req, res) => {
+      const more = (): void => {
+        while (res.write(chunk));
+      };
+      res.on("drain", more);
+      more();
+    });
+    await new Promise<void>((resolve) => endless.listen(0, "127.0.0.1", resolve));
+    try {
+      const started = performance.now();
+      const rows = await checkRunningInstance(configOn((endless.address() as AddressInfo).port), 30_000);
+      assert.match(rows[0]?.detail ?? "", /no plugpool answers/);
+      assert.ok(performance.now() - started < 10_000, `took ${performance.now() - started} ms`);
+    } finally {
+      endless.closeAllConnections();
+      await new Promise((resolve) => endless.close(resolve));
+    }
   });
 });

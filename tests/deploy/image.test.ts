@@ -173,20 +173,6 @@ describe("Containerfile (runtime layout rebuilt without an engine)", () => {
     assert.match(readFileSync(join(app, "dist", "plugpool.mjs.LEGAL.txt"), "utf8"), /MIT License/);
   });
 
-  it("ships its dependencies' async generators native, not as tsc's ES2017 helper calls", () => {
-    // Connect's server pipeline is the one that matters: see scripts/native-async-generators.ts.
-    const bundle = readFileSync(join(app, "dist", "plugpool.mjs"), "utf8");
-    assert.doesNotMatch(bundle, /__asyncGenerator\(/);
-    assert.match(bundle, /async function\*pipe\(/);
-  });
-
-  it("ships Connect's generator functions made per call moved to module level", () => {
-    // See scripts/hoist-generator-closures.ts: a stage factory returns an arrow function, not a new generator function.
-    const bundle = readFileSync(join(app, "dist", "plugpool.mjs"), "utf8");
-    assert.doesNotMatch(bundle, /return\s*async\s*function\s*\*/);
-    assert.match(bundle, /async function\*transformSerializeEnvelopeGenerator\(serialization,iterable\)/);
-  });
-
   it("sends the engine exactly what it copies from the build context", () => {
     const allowed = readFileSync(join(root, ".dockerignore"), "utf8").split("\n").filter((l) => l.startsWith("!")).map((l) => l.slice(1).replace(/\/$/, ""));
     const copied = stages.flatMap((s) => s.copies.filter((c) => c.from === undefined).flatMap((c) => c.sources));

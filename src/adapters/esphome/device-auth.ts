@@ -3,7 +3,7 @@
 // without `auth:` never sees them. On a 401 the device is remembered as Digest whenever it offers Digest, as
 // Basic only when Basic is all it offers, and that scheme is then sent up front. A device that once offered
 // Digest never gets Basic, which would hand the password itself to anyone on the path.
-import { createDigestSession, parseDigestChallenge, type DigestSession } from "./digest-auth.ts";
+import { createDigestSession, parseDigestChallenge, type DigestSession } from "../http-device/digest-auth.ts";
 
 export type AuthScheme = "none" | "basic" | "digest";
 

@@ -1,11 +1,17 @@
 // HTTP exchanges with ESPHome devices: one device at a time per slot of its queue, authenticated the way the
-// device asked for (see device-auth.ts), each answer read within its bounds (see plug-transport.ts), and a GET
-// re-sent once when its connection was dropped under it.
+// device asked for (see device-auth.ts), each answer read within its bounds (see ../http-device/http-client.ts),
+// and a GET re-sent once when its connection was dropped under it.
+//
+// One connection per device, kept between Refreshes: requests to a device are serialised by the device queue
+// anyway, and ESPHome devices accept only a handful of sockets (https://github.com/esphome/esphome/pull/14067).
+// ESP-IDF keeps idle sockets open and may purge one when it runs short
+// (https://github.com/esphome/esphome/pull/12481), which the GET resend covers; ESP8266 devices close after
+// each answer.
+import { mediaType } from "../http-device/answer.ts";
 import { PlugFailure } from "../http-device/device-failure.ts";
 import { createDeviceQueue } from "../http-device/device-queue.ts";
-import { mayResend } from "../http-device/device-request.ts";
+import { createHttpClient, describeOrigin, mayResend, sendRequest, type HttpAnswer } from "../http-device/http-client.ts";
 import { createDeviceAuth, type AuthScheme, type Credentials } from "./device-auth.ts";
-import { createFetchTransport, createHttpTransport, type Transport, type TransportAnswer, type TransportRequest } from "./plug-transport.ts";
 
 export type { AuthScheme, Credentials } from "./device-auth.ts";
 
@@ -17,13 +23,22 @@ export interface PlugTarget {
   readonly credentials: Credentials | undefined;
 }
 
-export type PlugAnswer = Omit<TransportAnswer, "challenge">;
+export interface PlugAnswer {
+  readonly status: number;
+  readonly body: string;
+  /** The declared media type when it looks like one, else "" (see `mediaType`). */
+  readonly contentType: string;
+  readonly bytes: number;
+}
+
+/** ESPHome answers are about 100 bytes; anything much larger is not a web_server answer (a captive portal, a proxy). */
+export const MAX_ANSWER_BYTES = 4096;
 
 export interface PlugRequest {
   readonly method: "GET" | "POST";
   readonly path: string;
   /**
-   * Awaited right before each sending of the request is handed to the transport (a 401 makes a second one);
+   * Awaited right before each sending of the request is handed to the HTTP client (a 401 makes a second one);
    * nothing else is awaited in between. A rejection sends nothing and ends the exchange with it.
    */
   readonly beforeSend?: () => Promise<void>;
@@ -49,13 +64,13 @@ export interface PlugHttp {
 
 const MAX_AUTH_ROUNDS = 3; // none, then what the device asked for, then Digest with a renewed (stale) nonce
 
-/** `fetch`: tests hand one in to play the device; plugpool itself uses node:http (see plug-transport.ts). */
+/** `fetch`: tests hand one in to play the device; plugpool itself uses the shared Agent. */
 export function createPlugHttp(opts: { fetch?: typeof fetch }): PlugHttp {
   // At most one request in flight per ESPHome device: the IDF httpd serves one request at a time and the
   // ESP8266 stack has crashed under parallel requests (esphome/issues#5676).
   const queue = createDeviceQueue();
   const auth = createDeviceAuth();
-  const transport: Transport = opts.fetch ? createFetchTransport(opts.fetch) : createHttpTransport();
+  const client = createHttpClient({ fetch: opts.fetch });
   // Each device has a handful of URLs (its entities, in either spelling, and their actions), asked for at every
   // Refresh: each is parsed once, and found again by the base URL and path the caller already holds.
   const urls = new Map<string, Map<string, { readonly url: URL; readonly uri: string }>>();
@@ -68,6 +83,7 @@ export function createPlugHttp(opts: { fetch?: typeof fetch }): PlugHttp {
     let known = paths.get(path);
     if (known === undefined) {
       const url = new URL(base + path);
+      if (paths.size === 0) describeOrigin(url, { maxBytes: MAX_ANSWER_BYTES });
       known = { url, uri: url.pathname + url.search };
       paths.set(path, known);
     }
@@ -87,16 +103,19 @@ export function createPlugHttp(opts: { fetch?: typeof fetch }): PlugHttp {
       if (request.beforeSend !== undefined) await request.beforeSend();
       const sent = credentials ? auth.scheme(target.device) : "none";
       // Each sending gets a fresh Authorization: a Digest nonce count may be used once.
-      const outgoing = (): TransportRequest => ({ url, method, authorization: credentials && auth.authorization(target.device, credentials, method, uri), signal, path, until: request.until });
-      let answer: TransportAnswer;
+      const send = (): Promise<HttpAnswer> => {
+        const authorization = credentials && auth.authorization(target.device, credentials, method, uri);
+        return sendRequest(client, { url, method, signal, what: `${method} ${path}`, until: request.until, ...(authorization !== undefined && { headers: { authorization } }) });
+      };
+      let answer: HttpAnswer;
       try {
-        answer = await transport(outgoing());
+        answer = await send();
       } catch (error) {
         if (!mayResend(method, signal, error)) throw error;
-        answer = await transport(outgoing());
+        answer = await send();
       }
-      if (answer.status !== 401) return answer;
-      const { challenge } = answer;
+      if (answer.status !== 401) return { status: answer.status, body: answer.text, contentType: mediaType(answer.headers.get("content-type")), bytes: answer.bytes };
+      const challenge = answer.headers.get("www-authenticate");
       if (!credentials) {
         throw new PlugFailure("plug-unauthorized", "the plug asks for credentials and none are configured", { refused: true });
       }

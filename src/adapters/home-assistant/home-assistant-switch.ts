@@ -2,20 +2,23 @@
 // read a switch entity's state, call switch.turn_on/turn_off, read it back until it shows the result.
 import type { PlugReading } from "../../domain/model.ts";
 import type { CallOptions, CutGuard } from "../../domain/ports.ts";
-import { parseObject, sizeOf } from "../http-device/answer.ts";
+import { mediaType, parseObject, sizeOf } from "../http-device/answer.ts";
 import { createBoundedCall, readyToSend, type DeviceCall } from "../http-device/device-call.ts";
 import { describeFailure, neverConnected, PlugFailure } from "../http-device/device-failure.ts";
 import { createDeviceQueue } from "../http-device/device-queue.ts";
-import { resendDroppedGet } from "../http-device/device-request.ts";
+import { createHttpClient, describeOrigin, resendDroppedGet, sendRequest } from "../http-device/http-client.ts";
 import type { BackendProbe, BackendSwitch } from "../power-backend.ts";
 import type { HomeAssistantEntity } from "./entity.ts";
-import { createHubTransport, type HubAnswer, type HubTransport } from "./http.ts";
 import { pause } from "../cut-guard.ts";
 
-/** A state answer is about 400 bytes, a service call's list of changed states a few of those. */
-export const MAX_ANSWER_BYTES = 16 * 1024;
-/** GET /api/config lists every loaded integration: larger on a large installation. Read by `probe` only. */
-const MAX_CONFIG_BYTES = 256 * 1024;
+/**
+ * A state answer is about 400 bytes, a service call's list of changed states a few of those; GET /api/config,
+ * read by `probe` only, lists every loaded integration, and is the largest answer taken.
+ */
+export const MAX_ANSWER_BYTES = 256 * 1024;
+
+// A few connections per instance: calls are serialised per entity, and one instance serves every machine's.
+const CONNECTIONS = 4;
 
 // After a service call the entity is read back this often until it shows the result. Home Assistant answers a
 // service call once the call is done, so a helper or a local switch shows it at the first read; a switch of a
@@ -34,11 +37,25 @@ type Call = DeviceCall<string>;
 export interface HomeAssistantSwitchOptions {
   /** Bound on each call, including its wait behind other calls to the same entity. */
   readonly timeoutMs: number;
-  readonly transport?: HubTransport;
+}
+
+/** What plugpool takes of an answer: its status, and its body for the adapter alone. */
+interface HubAnswer {
+  readonly status: number;
+  readonly body: string;
+  /** The declared media type when it looks like one, else "". */
+  readonly contentType: string;
+  readonly bytes: number;
 }
 
 export function createHomeAssistantSwitch(opts: HomeAssistantSwitchOptions): BackendSwitch<HomeAssistantEntity> {
-  const transport = opts.transport ?? createHubTransport();
+  const reads = createHttpClient();
+  // A command's requests (its read first, the service call, the read-backs) take connections of their own: with
+  // the pool's connections all busy with reads (a Refresh reads every entity at once), a switch-off would wait for
+  // one after the safety check said yes.
+  const commandClient = createHttpClient({ apart: true });
+  /** The calls that switch. */
+  const commands = new WeakSet<Call>();
   // One call at a time per entity: a read-back and the next command of the same machine never cross. The
   // instance itself serves many requests at once.
   const queue = createDeviceQueue();
@@ -56,12 +73,14 @@ export function createHomeAssistantSwitch(opts: HomeAssistantSwitchOptions): Bac
     return calls(address, action, options, (call) => queue.run(call.target, call.signal, () => work(call)));
   }
 
-  /** The calls that switch (see HubRequest.command). */
-  const commands = new WeakSet<Call>();
-
-  async function send(address: HomeAssistantEntity, call: Call, method: "GET" | "POST", path: string, body?: unknown, maxBytes = MAX_ANSWER_BYTES): Promise<HubAnswer> {
-    const request = { method, path, body, signal: call.signal, maxBytes, command: commands.has(call) };
-    return resendDroppedGet(method, call.signal, () => transport(address.url, address.token.reveal(), request));
+  async function send(address: HomeAssistantEntity, call: Call, method: "GET" | "POST", path: string, json?: unknown): Promise<HubAnswer> {
+    const url = new URL(path, address.url);
+    describeOrigin(url, { maxBytes: MAX_ANSWER_BYTES, connections: CONNECTIONS });
+    const command = commands.has(call);
+    const headers = { authorization: `Bearer ${address.token.reveal()}`, accept: "application/json", ...(command && { connection: "close" }) };
+    const request = { url, method, headers, json, signal: call.signal, what: `${method} ${path}` };
+    const answer = await resendDroppedGet(method, call.signal, () => sendRequest(command ? commandClient : reads, request));
+    return { status: answer.status, body: answer.text, contentType: mediaType(answer.headers.get("content-type")), bytes: answer.bytes };
   }
 
   /** The state object of an entity; throws for any answer but 200 with one. */
@@ -165,7 +184,7 @@ export function createHomeAssistantSwitch(opts: HomeAssistantSwitchOptions): Bac
   /** Home Assistant's version from GET /api/config, when it answers one that looks like a version. */
   async function version(address: HomeAssistantEntity, call: Call): Promise<string | undefined> {
     try {
-      const answer = await send(address, call, "GET", "/api/config", undefined, MAX_CONFIG_BYTES);
+      const answer = await send(address, call, "GET", "/api/config");
       const found = answer.status === 200 ? parseObject(answer.body)?.version : undefined;
       return typeof found === "string" && /^\d{4}\.\d{1,2}\.\d{1,3}(?:[a-z]{1,5}\d{0,3})?$/u.test(found) ? found : undefined;
     } catch (error) {

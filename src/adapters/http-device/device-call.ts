@@ -13,7 +13,7 @@ export interface DeviceCall<Target> extends FailureContext {
   readonly signal: AbortSignal;
   /** What the backend's client needs to reach the device, made once per call. */
   readonly target: Target;
-  /** A command was handed to the transport and not refused: from here on its outcome may be unknown. */
+  /** A command was handed to the HTTP client and not refused: from here on its outcome may be unknown. */
   commandSent: boolean;
 }
 
@@ -41,7 +41,7 @@ export type BoundedCall<Control, Target> = <T>(
 /**
  * The reason of every deadline's abort. A device that does not answer is the expected case at every Refresh, so
  * its path builds no other error: the deadline aborts with this one reason (not the DOMException
- * AbortSignal.timeout makes each time), which the transport hands on as the request's error.
+ * AbortSignal.timeout makes each time), which the HTTP client hands on as the request's error.
  */
 const TIMED_OUT: Error = new DOMException("the device call timed out", "TimeoutError");
 
@@ -183,7 +183,7 @@ export type DeviceConfirmation = DeviceQuestion | "address is identity";
 
 /**
  * Awaited right before each sending of a command's request, with the device's slot held and nothing else awaited
- * until the request is handed to the transport: hears the device say what it is and asks the device check, then
+ * until the request is handed to the HTTP client: hears the device say what it is and asks the device check, then
  * asks `mayCut`, when given, last, so nothing reaches the device between their yes and the request; and counts the
  * command as sent once nothing more can stop it.
  */

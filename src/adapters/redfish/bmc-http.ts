@@ -7,16 +7,15 @@
 // a dropped connection or a timeout, since a Reset may have been carried out; switching is retried by the
 // domain.
 //
-// No keep-alive: a command written onto an idle socket the BMC had just closed would leave its outcome unknown
-// (a Reset then counts as unconfirmed), and BMCs close idle connections on their own schedules. Each BMC has
-// its own Agent, holding its CA and caching TLS sessions, so that a new connection resumes the last one's TLS
-// session instead of a full handshake, which costs a BMC's small CPU most.
-import { Agent as HttpAgent } from "node:http";
-import { Agent as HttpsAgent } from "node:https";
+// No keep-alive (`connection: close`): a command written onto an idle socket the BMC had just closed would leave
+// its outcome unknown (a Reset then counts as unconfirmed), and BMCs close idle connections on their own
+// schedules. The Agent trusting the BMC's CA caches TLS sessions, so that a new connection resumes
+// the last one's TLS session instead of a full handshake, which costs a BMC's small CPU most.
+import type { KyInstance } from "ky";
 import { parseObject } from "../http-device/answer.ts";
 import { PlugFailure } from "../http-device/device-failure.ts";
 import { createDeviceQueue } from "../http-device/device-queue.ts";
-import { answerTooLarge, requestOnce } from "../http-device/device-request.ts";
+import { createHttpClient, describeOrigin, sendRequest } from "../http-device/http-client.ts";
 
 /** A System resource is a few KB (iDRAC's, with its Oem section, under 20 KB); more is not a Redfish answer worth the memory. */
 export const MAX_ANSWER_BYTES = 128 * 1024;
@@ -76,25 +75,12 @@ const TOKEN = /^[\x21-\x7e]{1,1024}$/u;
 export function createBmcHttp(): BmcHttp {
   const queue = createDeviceQueue();
   const tokens = new Map<string, string>();
-  const agents = new Map<string, HttpAgent>();
-
-  function agentFor(target: BmcTarget): HttpAgent {
-    const key = `${target.url}\n${target.ca ?? ""}`;
-    let agent = agents.get(key);
-    if (agent === undefined) {
-      agent = target.url.startsWith("https:")
-        ? new HttpsAgent({ keepAlive: false, ...(target.ca !== undefined && { ca: target.ca }) })
-        : new HttpAgent({ keepAlive: false });
-      agents.set(key, agent);
-    }
-    return agent;
-  }
 
   const sessionKey = (target: BmcTarget): string => `${target.device}\n${target.username.reveal()}`;
 
   async function login(target: BmcTarget, signal: AbortSignal): Promise<string> {
     const body = { UserName: target.username.reveal(), Password: target.password.reveal() };
-    const answer = await transport(target, agentFor(target), { method: "POST", path: SESSIONS_PATH, body }, {}, signal);
+    const answer = await transport(target, { method: "POST", path: SESSIONS_PATH, body }, {}, signal);
     const where = `the session login (POST ${SESSIONS_PATH})`;
     if (answer.status === 401 || answer.status === 403) {
       // A BMC that guards every path with Basic and has no session service answers so too (sushy-emulator).
@@ -125,7 +111,7 @@ export function createBmcHttp(): BmcHttp {
       }
       await request.beforeSend?.();
       signal.throwIfAborted();
-      const { status, json, bytes } = await transport(target, agentFor(target), request, headers, signal);
+      const { status, json, bytes } = await transport(target, request, headers, signal);
       if (status !== 401) return { status, json, bytes };
       if (kept && round === 1) {
         // The session this token named has ended (timed out, or deleted on the BMC): log in again, once.
@@ -145,24 +131,29 @@ interface RawAnswer extends BmcAnswer {
   readonly token: string | undefined;
 }
 
+/** The clients by the CA they trust ("": the system's trust roots). */
+const clients = new Map<string, KyInstance>();
+
+function clientFor(ca: string | undefined): KyInstance {
+  let client = clients.get(ca ?? "");
+  if (client === undefined) {
+    client = createHttpClient({ ca });
+    clients.set(ca ?? "", client);
+  }
+  return client;
+}
+
 /**
  * Sends one request and reads its whole answer (at most MAX_ANSWER_BYTES). Rejects with the network error, the
  * signal's reason, or `plug-bad-answer` for a larger body; redirects are answers like any other (never followed).
  */
-async function transport(target: BmcTarget, agent: HttpAgent, request: BmcRequest, auth: Record<string, string>, signal: AbortSignal): Promise<RawAnswer> {
-  const what = `${request.method} ${request.path}`;
+async function transport(target: BmcTarget, request: BmcRequest, auth: Record<string, string>, signal: AbortSignal): Promise<RawAnswer> {
+  const url = new URL(target.url + request.path);
+  describeOrigin(url, { maxBytes: MAX_ANSWER_BYTES });
   // OData-Version: clients should send it (DSP0266, "Request headers").
-  const headers = { accept: "application/json", "odata-version": "4.0", ...auth };
-  const answer = await requestOnce({
-    url: new URL(target.url + request.path),
-    method: request.method,
-    headers,
-    json: request.body,
-    agent,
-    signal,
-    maxBytes: MAX_ANSWER_BYTES,
-    tooLarge: (status) => answerTooLarge(what, status, MAX_ANSWER_BYTES),
-  });
-  const token = answer.headers["x-auth-token"];
-  return { status: answer.status, json: parseObject(answer.text), bytes: answer.bytes, token: typeof token === "string" ? token : undefined };
+  const headers = { accept: "application/json", "odata-version": "4.0", connection: "close", ...auth };
+  const what = `${request.method} ${request.path}`;
+  const answer = await sendRequest(clientFor(target.ca), { url, method: request.method, headers, json: request.body, signal, what });
+  const token = answer.headers.get("x-auth-token");
+  return { status: answer.status, json: parseObject(answer.text), bytes: answer.bytes, token: token ?? undefined };
 }

@@ -1,6 +1,10 @@
 // JSON-RPC 2.0 calls to Shelly Gen2+ devices over HTTP (`POST /rpc`, one frame per request:
 // https://shelly-api-docs.shelly.cloud/gen2/General/RPCProtocol), one call at a time per device, each answer
-// read within a bound on size, and Digest auth answered as the device asks (see shelly-digest.ts).
+// read within a bound on size, and Digest auth answered as the device asks
+// (https://shelly-api-docs.shelly.cloud/gen2/General/Authentication): RFC 7616 with SHA-256 only, qop "auth", the
+// realm is the device id and the user is always "admin". Firmware 2.0 and later take one nonce for many requests
+// with an increasing nc; older firmware wants a new challenge per request, which a reused nonce simply gets (one
+// more round trip), so the client always tries the nonce it holds first.
 //
 // Retries have one owner: this client sends a request again only after the device refused it for its
 // credentials (401); it never re-sends after a dropped connection or a timeout, since a Switch.Set may have
@@ -8,12 +12,14 @@
 import { isObject, parseObject } from "../http-device/answer.ts";
 import { PlugFailure } from "../http-device/device-failure.ts";
 import { createDeviceQueue } from "../http-device/device-queue.ts";
-import { requestOnce } from "../http-device/device-request.ts";
+import { createDigestSession, parseDigestChallenge, type DigestSession } from "../http-device/digest-auth.ts";
+import { createHttpClient, describeOrigin, sendRequest } from "../http-device/http-client.ts";
 import type { Secret } from "../secret.ts";
-import { createShellyDigestSession, parseShellyChallenge, type ShellyDigestSession } from "./shelly-digest.ts";
 
 /** Shelly answers are a few hundred bytes (Switch.GetStatus, Shelly.GetDeviceInfo); more is not worth the memory. */
-export const MAX_ANSWER_BYTES = 4096;
+const MAX_ANSWER_BYTES = 4096;
+
+const SHELLY_USERNAME = "admin";
 
 export interface RpcTarget {
   /** Base URL of the device (no trailing slash). */
@@ -53,20 +59,15 @@ interface Answer {
 
 const MAX_AUTH_ROUNDS = 3; // none, then the challenge's nonce, then a new nonce after an old one was refused
 
+const client = createHttpClient();
+
 /** One POST of one frame and its whole answer (at most MAX_ANSWER_BYTES). */
 async function post(url: URL, frame: Readonly<Record<string, unknown>>, authorization: string | undefined, signal: AbortSignal): Promise<Answer> {
-  const answer = await requestOnce({
-    url,
-    method: "POST",
-    headers: authorization === undefined ? {} : { authorization },
-    json: frame,
-    // The device closes every connection after its answer: there is no socket worth keeping.
-    agent: false,
-    signal,
-    maxBytes: MAX_ANSWER_BYTES,
-    tooLarge: () => new PlugFailure("plug-bad-answer", `the answer to POST /rpc was larger than ${MAX_ANSWER_BYTES} bytes`),
-  });
-  return { status: answer.status, body: answer.text, challenge: answer.headers["www-authenticate"] ?? null };
+  // `connection: close`: the device closes every connection after its answer, and a command is never written
+  // onto a kept socket the device may have closed meanwhile.
+  const headers: Record<string, string> = authorization === undefined ? { connection: "close" } : { connection: "close", authorization };
+  const answer = await sendRequest(client, { url, method: "POST", headers, json: frame, signal, what: "POST /rpc" });
+  return { status: answer.status, body: answer.text, challenge: answer.headers.get("www-authenticate") };
 }
 
 /** An RPC error code fit for a message: a small integer, as Shelly's are (-103, -105, 404…). */
@@ -96,7 +97,7 @@ function resultOf(answer: Answer, id: number, method: string): unknown {
 
 export function createShellyRpc(): ShellyRpc {
   const queue = createDeviceQueue();
-  const sessions = new Map<string, ShellyDigestSession>();
+  const sessions = new Map<string, DigestSession>();
   const asked = new Set<string>();
   let nextId = 1;
 
@@ -104,24 +105,26 @@ export function createShellyRpc(): ShellyRpc {
     const id = nextId++;
     const frame = { jsonrpc: "2.0", id, src: "plugpool", method: request.method, params: request.params };
     const url = new URL(`${target.url}/rpc`);
+    describeOrigin(url, { maxBytes: MAX_ANSWER_BYTES });
     let freshNonce = false;
     for (let round = 1; round <= MAX_AUTH_ROUNDS; round++) {
       await request.beforeSend?.((inner) => exchange(target, inner, signal));
       // Looked up after beforeSend: a call it made may have renewed the session.
       const session = target.password === undefined ? undefined : sessions.get(target.device);
-      const answer = await post(url, frame, session?.authorization(target.password?.reveal() ?? "", "POST", url.pathname), signal);
+      const credentials = { username: SHELLY_USERNAME, password: target.password?.reveal() ?? "" };
+      const answer = await post(url, frame, session?.authorization(credentials, "POST", url.pathname), signal);
       if (answer.status !== 401) return resultOf(answer, id, request.method);
       asked.add(target.device);
       if (target.password === undefined) {
         throw new PlugFailure("plug-unauthorized", "the device asks for a password and none is configured", { refused: true });
       }
-      const challenge = parseShellyChallenge(answer.challenge);
-      if (challenge === undefined) {
+      const challenge = parseDigestChallenge(answer.challenge);
+      if (challenge?.algorithm !== "SHA-256") {
         throw new PlugFailure("plug-unauthorized", "the device asks for credentials in a way plugpool does not answer (not Digest with SHA-256)", { refused: true });
       }
       // A nonce just handed out and refused means the password is wrong; an older one may just have expired.
       if (session !== undefined && freshNonce) break;
-      sessions.set(target.device, createShellyDigestSession(challenge));
+      sessions.set(target.device, createDigestSession(challenge));
       freshNonce = true;
     }
     sessions.delete(target.device);

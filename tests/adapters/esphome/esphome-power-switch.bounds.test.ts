@@ -1,6 +1,9 @@
 // Answers are read within a bound on size and on time: a huge or endless body costs neither memory nor more
 // than the call's timeout, and the device is free for the next request afterwards.
 import assert from "node:assert/strict";
+import { createServer } from "node:http";
+import { gzipSync } from "node:zlib";
+import type { AddressInfo } from "node:net";
 import { describe, it, type TestContext } from "node:test";
 import { createEsphomePowerSwitch } from "../../../src/adapters/esphome/esphome-power-switch.ts";
 import type { Fault } from "../../support/plug-emulator/index.ts";
@@ -20,10 +23,13 @@ async function setup(t: TestContext) {
   return { plug, power, relay };
 }
 
-/** A fetch answering every request with `body` as the relay's state JSON, padded with spaces to `bytes`. */
-function answering(bytes: number): typeof fetch {
+/** A device answering every request with the relay's state JSON, padded with spaces to `bytes`; its base URL. */
+async function answering(t: TestContext, bytes: number): Promise<string> {
   const json = '{"value":true}';
-  return () => Promise.resolve(new Response(json + " ".repeat(bytes - json.length)));
+  const server = createServer((_req, res) => res.end(json + " ".repeat(bytes - json.length)));
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  t.after(() => new Promise((resolve) => server.close(resolve)));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
 describe("createEsphomePowerSwitch() bounds on an answer", () => {
@@ -65,10 +71,29 @@ describe("createEsphomePowerSwitch() bounds on an answer", () => {
     assert.ok(ms < TIMEOUT_MS + SLACK_MS, `took ${ms} ms`);
   });
 
-  it("reads a body of exactly 4 KiB and refuses one byte more", async () => {
-    const relay = addressOf("http://10.0.0.5");
-    assert.deepEqual(await createEsphomePowerSwitch({ timeoutMs: TIMEOUT_MS, fetch: answering(4096) }).read(relay), { on: true });
-    const { error } = await timed(() => createEsphomePowerSwitch({ timeoutMs: TIMEOUT_MS, fetch: answering(4097) }).read(relay));
+  it("reads a body of exactly 4 KiB and refuses one byte more", async (t) => {
+    const power = createEsphomePowerSwitch({ timeoutMs: TIMEOUT_MS });
+    assert.deepEqual(await power.read(addressOf(await answering(t, 4096))), { on: true });
+    const larger = addressOf(await answering(t, 4097));
+    const { error } = await timed(() => power.read(larger));
     assertPlugError(error, "plug-bad-answer", /answered HTTP 200 with more than 4096 bytes$/);
+  });
+
+  it("asks for answers uncompressed, and refuses a gzip body that inflates past 4 KiB though it is smaller on the wire", async (t) => {
+    const json = '{"value":true}';
+    const bomb = gzipSync(json + " ".repeat(2 ** 20), { level: 9 });
+    const asked: (string | undefined)[] = [];
+    const server = createServer((req, res) => {
+      asked.push(req.headers["accept-encoding"]);
+      res.writeHead(200, { "content-type": "application/json", "content-encoding": "gzip", "content-length": bomb.byteLength });
+      res.end(bomb);
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    t.after(() => new Promise((resolve) => server.close(resolve)));
+    assert.ok(bomb.byteLength < 4096, `${bomb.byteLength} bytes compressed`);
+    const relay = addressOf(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    const { error } = await timed(() => createEsphomePowerSwitch({ timeoutMs: TIMEOUT_MS }).read(relay));
+    assertPlugError(error, "plug-bad-answer", /GET \/switch\/Relay answered HTTP 200 with more than 4096 bytes$/);
+    assert.deepEqual(asked, ["identity"]);
   });
 });

@@ -134,7 +134,7 @@ describe("createShellyPowerSwitch() failures", () => {
   it("a larger answer than any Shelly's is plug-bad-answer, unread", async (t) => {
     const address = await serve(t, (_req, res) => { res.end("x".repeat(64 * 1024)); });
     const { error } = await timed(() => createShellyPowerSwitch({ timeoutMs: 1000 }).read(address));
-    assertPlugError(error, "plug-bad-answer", /larger than 4096 bytes$/u);
+    assertPlugError(error, "plug-bad-answer", /POST \/rpc answered HTTP 200 with more than 4096 bytes$/u);
   });
 
   it("never repeats what a device (or a proxy in front of it) sends back, credentials included", async (t) => {

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import fc from "fast-check";
-import { createDigestSession, digestResponse, parseDigestChallenge } from "../../../src/adapters/esphome/digest-auth.ts";
+import { createDigestSession, digestResponse, parseDigestChallenge } from "../../../src/adapters/http-device/digest-auth.ts";
 
 describe("digestResponse()", () => {
   it("matches the qop=auth example of RFC 2617 §3.5", () => {
