@@ -43,8 +43,15 @@ type Halt =
 export async function revive(ctx: PoolContext, machine: Machine, job: PowerOffJob, options?: CallOptions): Promise<number | undefined> {
   const { revival } = job;
   const asked = job.facts.shutdownRequested;
-  if (revival === undefined || asked === undefined || job.facts.plugOff !== undefined || job.facts.cutUnconfirmed !== undefined) return undefined;
+  if (revival === undefined || asked === undefined || job.facts.plugOff !== undefined) return undefined;
   const now = ctx.deps.clock.now();
+  if (job.facts.cutUnconfirmed !== undefined) {
+    // Called off (a device answering as another, the taint gone) while a switch-off's answer was lost: the cut may or
+    // may not have happened, and nothing plugpool may read settles it. Told, never cycled.
+    const detail = "a switch-off whose answer was lost came before the power-off was called off: if the machine is halted with power on, switch it off and on by hand";
+    ctx.deps.reporter.report({ type: "stranded", machine: machine.name, node: job.node, detail });
+    return undefined;
+  }
   if (job.facts.onAfterUnconfirmedCut !== undefined) {
     // It may run again, switched on by someone after a cut whose answer was lost: told, never cycled.
     const detail = "a switch-off whose answer was lost was followed by the plug reading on: if the machine is halted, switch it off and on by hand";
