@@ -254,6 +254,22 @@ describe("safety reproductions, round 3b", () => {
       assert.deepEqual(w.reporter.of("revived").map((e) => e.how), ["power-on"]);
     });
 
+    it("is reported, never cycled, when its power-off is called off after a switch-off whose answer was lost", async () => {
+      // The answer is lost, then the address reaches another device: the read that would settle the cut is refused,
+      // and the power-off is called off with the cut in doubt. Found by the property test (seed 924983108).
+      const w = await halted();
+      w.clock.advance(120_000);
+      w.power.loseNextAnswer("turnOff");
+      await w.pool.reconcile();
+      const one = w.machine("worker-1").power;
+      w.power.replaceDevice(one, "device replacement");
+      w.power.set(one, true);
+      const seen = arrivals(w);
+      await w.drive(100);
+      assert.deepEqual(seen, [], "nothing switched");
+      assert.match(w.reporter.of("stranded")[0]?.detail ?? "", /a switch-off whose answer was lost came before the power-off was called off/);
+    });
+
     it("a held machine is not cycled but reported, until the hold goes", async () => {
       const w = await halted();
       const seen = arrivals(w);

@@ -74,6 +74,18 @@ describe("plugpool serve (real apiserver, emulated plugs, simulated machines)", 
     syncedToFirstAnswerMs = performance.now() - synced;
   });
 
+  /** As CA scales a node down: its ToBeDeleted taint, then DeleteNodes, accepted once the view sees the taint. */
+  async function deleteTainted(name: string): Promise<void> {
+    await core.patchNode(
+      { name, body: { spec: { taints: [{ key: "ToBeDeletedByClusterAutoscaler", value: "1700000000", effect: "NoSchedule" }] } } },
+      callOptions({ contentType: "application/merge-patch+json" }),
+    );
+    await eventually("the view sees the taint", async () => {
+      const { error } = await client.call("nodeGroupDeleteNodes", { id: "workers", nodes: [{ name, providerID: `${PREFIX}${name}` }] });
+      assert.equal(error, undefined);
+    });
+  }
+
   after(async () => {
     client.close();
     await served.stop();
@@ -123,20 +135,7 @@ describe("plugpool serve (real apiserver, emulated plugs, simulated machines)", 
   });
 
   it("runs the whole power-off for the tainted node: pod, NotReady, grace, plug off, Node deleted", async () => {
-    await core.patchNode(
-      {
-        name: "worker-1",
-        body: { spec: { taints: [{ key: "ToBeDeletedByClusterAutoscaler", value: "1700000000", effect: "NoSchedule" }] } },
-      },
-      callOptions({ contentType: "application/merge-patch+json" }),
-    );
-    await eventually("the view sees the taint", async () => {
-      const { error } = await client.call("nodeGroupDeleteNodes", {
-        id: "workers",
-        nodes: [{ name: "worker-1", providerID: `${PREFIX}worker-1` }],
-      });
-      assert.equal(error, undefined);
-    });
+    await deleteTainted("worker-1");
     const nodes = await client.call("nodeGroupNodes", { id: "workers" });
     assert.equal(nodes.response?.instances[0]?.status?.instanceState, InstanceStatus_InstanceState.instanceDeleting);
     await eventually(
@@ -203,20 +202,7 @@ describe("plugpool serve (real apiserver, emulated plugs, simulated machines)", 
       { name: "plugpool-records", namespace: "plugpool", body: { data: { "power-on.elsewhere": JSON.stringify({ at: 1, why: "scale-up" }) } } },
       callOptions({ contentType: "application/merge-patch+json" }),
     );
-    await core.patchNode(
-      {
-        name: "worker-1",
-        body: { spec: { taints: [{ key: "ToBeDeletedByClusterAutoscaler", value: "1700000000", effect: "NoSchedule" }] } },
-      },
-      callOptions({ contentType: "application/merge-patch+json" }),
-    );
-    await eventually("the view sees the taint", async () => {
-      const { error } = await client.call("nodeGroupDeleteNodes", {
-        id: "workers",
-        nodes: [{ name: "worker-1", providerID: `${PREFIX}worker-1` }],
-      });
-      assert.equal(error, undefined);
-    });
+    await deleteTainted("worker-1");
     // The power-off writes plugpool's records (the end of worker-1's power-on, if nothing before it): the first such
     // write is at the resourceVersion read before the other's.
     await eventually("the conflict counted", async () => {

@@ -10,7 +10,7 @@
 import { mediaType } from "../http-device/answer.ts";
 import { PlugFailure } from "../http-device/device-failure.ts";
 import { createDeviceQueue } from "../http-device/device-queue.ts";
-import { createHttpClient, describeOrigin, mayResend, sendRequest, type HttpAnswer } from "../http-device/http-client.ts";
+import { createHttpClient, describeOrigin, resendDroppedGet, sendRequest, type HttpAnswer } from "../http-device/http-client.ts";
 import { createDeviceAuth, type AuthScheme, type Credentials } from "./device-auth.ts";
 
 export type { AuthScheme, Credentials } from "./device-auth.ts";
@@ -107,13 +107,7 @@ export function createPlugHttp(opts: { fetch?: typeof fetch }): PlugHttp {
         const authorization = credentials && auth.authorization(target.device, credentials, method, uri);
         return sendRequest(client, { url, method, signal, what: `${method} ${path}`, until: request.until, ...(authorization !== undefined && { headers: { authorization } }) });
       };
-      let answer: HttpAnswer;
-      try {
-        answer = await send();
-      } catch (error) {
-        if (!mayResend(method, signal, error)) throw error;
-        answer = await send();
-      }
+      const answer = await resendDroppedGet(method, signal, send);
       if (answer.status !== 401) return { status: answer.status, body: answer.text, contentType: mediaType(answer.headers.get("content-type")), bytes: answer.bytes };
       const challenge = answer.headers.get("www-authenticate");
       if (!credentials) {

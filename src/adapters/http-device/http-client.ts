@@ -203,22 +203,13 @@ export async function readAnswer(response: Response, maxBytes: number, until?: (
 
 /**
  * `send()`, and once more when a GET's connection was dropped under it (a kept-alive socket the device closed
- * meanwhile): see `mayResend`.
+ * meanwhile). A read may be repeated, a command never, and nothing is re-sent once `signal` aborted.
  */
 export async function resendDroppedGet<T>(method: "GET" | "POST", signal: AbortSignal, send: () => Promise<T>): Promise<T> {
   try {
     return await send();
   } catch (error) {
-    if (!mayResend(method, signal, error)) throw error;
+    if (method !== "GET" || signal.aborted || !isDroppedConnection(error)) throw error;
     return send();
   }
-}
-
-/**
- * Whether a request that failed with `error` is sent once more: a GET whose connection was dropped under it (a
- * kept-alive socket the device closed meanwhile). A read may be repeated, a command never, and nothing is re-sent
- * once `signal` aborted.
- */
-export function mayResend(method: "GET" | "POST", signal: AbortSignal, error: unknown): boolean {
-  return method === "GET" && !signal.aborted && isDroppedConnection(error);
 }
