@@ -15,12 +15,33 @@ cd "$(dirname "$0")/.."
 
 setup() {
   packages
-  bash tests/support/control-plane/build.sh
+  # The Python installs are mostly downloads: they run beside the Go builds, which keep both cores busy.
+  beside bash tests/support/home-assistant/install.sh
+  beside bash tests/support/redfish/install.sh
+  bash tests/support/control-plane/build.sh >/dev/null
+  autoscaler
   bash tests/support/helm/build.sh >/dev/null
   bash tests/support/prometheus/build.sh >/dev/null
-  bash tests/support/home-assistant/install.sh >/dev/null
-  bash tests/support/redfish/install.sh >/dev/null
-  autoscaler
+  await_beside
+}
+
+# `beside CMD...` starts CMD in the background (its messages still reach the terminal); `await_beside` waits for
+# every one and fails the setup if any failed.
+besides=()
+beside() {
+  "$@" >/dev/null &
+  besides+=("$!:$*")
+}
+await_beside() {
+  local entry failed=0
+  for entry in "${besides[@]}"; do
+    if ! wait "${entry%%:*}"; then
+      echo "error: ${entry#*:} failed (see above)" >&2
+      failed=1
+    fi
+  done
+  besides=()
+  return "$failed"
 }
 
 packages() {
@@ -33,12 +54,13 @@ packages() {
 # (its other devices are emulated in-process): someone trying plugpool waits for nothing else.
 sandbox_setup() {
   packages
-  bash tests/support/control-plane/build.sh
-  autoscaler
   local arg
   for arg in "$@"; do
-    if [ "$arg" = "--backends" ]; then bash tests/support/redfish/install.sh >/dev/null; fi
+    if [ "$arg" = "--backends" ]; then beside bash tests/support/redfish/install.sh; fi
   done
+  bash tests/support/control-plane/build.sh etcd kube-apiserver kube-controller-manager kube-scheduler >/dev/null
+  autoscaler
+  await_beside
 }
 
 autoscaler() {

@@ -4,6 +4,9 @@
 # into ${PLUGPOOL_CACHE:-$HOME/.cache/plugpool}/bin/<key>/, outside the repo. The key hashes
 # go.mod and go.sum, so a version bump builds into a new folder; binaries already there are kept.
 # Needs only Go and the module proxy. Prints the binaries' folder as its last line.
+#
+#   build.sh                 all five
+#   build.sh NAME...         only these (the sandbox starts no kubectl, so it does not wait for one)
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -22,12 +25,17 @@ kube_ldflags="$kube_ldflags -X $version_pkg.gitMinor=$minor -X $version_pkg.gitT
 
 echo "control plane: kubernetes $kube_version, etcd $etcd_version -> $out" >&2
 
+# kubectl: the tests' walkthrough of the README runs the commands a user types.
+wanted=("$@")
+[ ${#wanted[@]} -gt 0 ] || wanted=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl)
 total_started=$SECONDS
-build_tool "$out" etcd go.etcd.io/etcd/server/v3 "-s -w"
-build_tool "$out" kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$kube_ldflags"
-build_tool "$out" kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager "$kube_ldflags"
-build_tool "$out" kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler "$kube_ldflags"
-# The tests' walkthrough of the README runs the commands a user types.
-build_tool "$out" kubectl k8s.io/kubernetes/cmd/kubectl "$kube_ldflags"
+for name in "${wanted[@]}"; do
+  case "$name" in
+    etcd) build_tool "$out" etcd go.etcd.io/etcd/server/v3 "-s -w" ;;
+    kube-apiserver | kube-controller-manager | kube-scheduler | kubectl)
+      build_tool "$out" "$name" "k8s.io/kubernetes/cmd/$name" "$kube_ldflags" ;;
+    *) echo "control plane: no binary named $name (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl)" >&2; exit 2 ;;
+  esac
+done
 echo "control plane: ready in $((SECONDS - total_started))s" >&2
 echo "$out"
