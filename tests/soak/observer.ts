@@ -307,10 +307,13 @@ export function createObserver(machines: readonly string[], log: (message: strin
       }
       const since = unseenSince.get(machine) ?? now;
       unseenSince.set(machine, since);
-      if (!unseenSpell.has(machine)) unseenSpell.set(machine, now);
+      const spell = unseenSpell.get(machine) ?? now;
+      unseenSpell.set(machine, spell);
+      // A report counts from the spell's true start: `since` moves with every pause, and an Event seen right as the
+      // spell began would otherwise fall out of the slack once plugpool was frozen for longer than it.
       const reportedAt = poweredOutside.get(machine) ?? 0;
-      if (reportedAt < since - EVENT_SLACK_MS && now - since > OUT_OF_VIEW_MS) {
-        violation("machine-out-of-view", `${machine}/${String(unseenSpell.get(machine))}`,
+      if (reportedAt < spell - EVENT_SLACK_MS && now - since > OUT_OF_VIEW_MS) {
+        violation("machine-out-of-view", `${machine}/${String(spell)}`,
           `${machine} on for ${((now - since) / 1000).toFixed(0)} s without a Node, a power-on record or a PoweredOutside Event`);
       }
     }
