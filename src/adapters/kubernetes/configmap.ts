@@ -71,7 +71,11 @@ export interface ConfigMapWriter {
    * replaces them (for a versioned writer, also another writer's value).
    */
   later(data: ConfigMapUpdate): void;
-  /** Writes the keys once, after the request in flight, replacing what waits to be written for them. */
+  /**
+   * Writes the keys once, after the request in flight, replacing what waits to be written for them. Calls made
+   * while the same request is in flight share one request after it: the first contact with a few hundred devices
+   * writes their identities in a few requests, not one each (each call still ends by its own bound).
+   */
   now(data: ConfigMapUpdate, bound: CallBound): Promise<void>;
   /**
    * Writes what waits to be written for these keys once, after the request in flight; resolves at once when
@@ -210,6 +214,58 @@ export function createVersionedConfigMapWriter(core: CoreV1Api, ref: ConfigMapRe
  */
 type Write = (data: ConfigMapUpdate, bound: CallBound, drop: (key: string) => void) => Promise<readonly string[]>;
 
+/** A now() call: what it writes, its own bound, and how it is answered. */
+interface Joiner {
+  readonly data: ConfigMapUpdate;
+  readonly bound: CallBound;
+  readonly settle: (error?: unknown) => void;
+}
+
+/** now() calls that share one request. */
+interface Group {
+  /** Aborts once every caller in the group has given up: the request is then no one's. */
+  readonly signal: AbortSignal;
+  join(joiner: Joiner): void;
+  /** The callers still waiting for an answer. */
+  live(): Joiner[];
+  /** Answers a caller, once; later answers to it are ignored. */
+  answer(joiner: Joiner, error?: unknown): void;
+  failAll(error: unknown): void;
+}
+
+/**
+ * A caller whose bound ends is answered at once, by its bound: its keys are not sent if the request has not
+ * started, and may land if it has (a caller treats such an end as a write that may have landed).
+ */
+function createGroup(action: string): Group {
+  const waiting = new Map<Joiner, () => void>();
+  const everyoneGone = new AbortController();
+  const group: Group = {
+    signal: everyoneGone.signal,
+    join(joiner) {
+      const onAbort = (): void => {
+        group.answer(joiner, joiner.bound.error(action, joiner.bound.signal.reason));
+        if (waiting.size === 0) everyoneGone.abort(joiner.bound.signal.reason);
+      };
+      waiting.set(joiner, onAbort);
+      if (joiner.bound.signal.aborted) onAbort();
+      else joiner.bound.signal.addEventListener("abort", onAbort, { once: true });
+    },
+    live: () => [...waiting.keys()],
+    answer(joiner, error) {
+      const onAbort = waiting.get(joiner);
+      if (onAbort === undefined) return;
+      waiting.delete(joiner);
+      joiner.bound.signal.removeEventListener("abort", onAbort);
+      joiner.settle(error);
+    },
+    failAll(error) {
+      for (const joiner of group.live()) group.answer(joiner, error);
+    },
+  };
+  return group;
+}
+
 function createQueue(ref: ConfigMapRef, options: ConfigMapWriterOptions, write: Write): ConfigMapWriter {
   const lock = createLock();
   const pending = new Map<string, string | null>();
@@ -262,6 +318,47 @@ function createQueue(ref: ConfigMapRef, options: ConfigMapWriterOptions, write: 
     }
   }
 
+  // The now() calls waiting for their turn together; a call made while none waits starts one.
+  let gathering: Group | undefined;
+
+  function startGroup(first: Joiner): void {
+    const group = createGroup(`writing ConfigMap ${ref.namespace}/${ref.name}`);
+    group.join(first);
+    gathering = group;
+    lock(async () => {
+      if (gathering === group) gathering = undefined;
+      await writeGroup(group);
+    }, group.signal).catch((error: unknown) => {
+      if (gathering === group) gathering = undefined;
+      // The wait for the request in flight ended: every caller had given up already.
+      group.failAll(error);
+    });
+  }
+
+  /** One request for the keys of every caller still waiting; each learns whether its own keys landed. */
+  async function writeGroup(group: Group): Promise<void> {
+    const joiners = group.live();
+    if (joiners.length === 0) return;
+    // In call order, so a key two callers set ends with the later value, as two requests in turn would leave it.
+    const data = Object.assign({}, ...joiners.map((j) => j.data)) as Record<string, string | null>;
+    for (const key of Object.keys(data)) pending.delete(key);
+    let lost: readonly string[];
+    try {
+      lost = await write(data, callBound(options.writeTimeoutMs, group.signal), drop);
+    } catch (error) {
+      group.failAll(error);
+      return;
+    }
+    for (const joiner of joiners) {
+      const mine = Object.keys(joiner.data).filter((key) => lost.includes(key));
+      if (mine.length === 0) group.answer(joiner);
+      else {
+        const keys = mine.map((key) => `"${key}"`).join(", ");
+        group.answer(joiner, new PlugpoolError("cluster-refused", `writing ConfigMap ${ref.namespace}/${ref.name} was refused: another writer changed ${keys} meanwhile, and its value stands`));
+      }
+    }
+  }
+
   // Started again when it ends: a key set just as the last attempt finished would otherwise wait for the next one.
   function kick(): void {
     if (draining !== undefined || pending.size === 0 || stopped()) return;
@@ -277,13 +374,11 @@ function createQueue(ref: ConfigMapRef, options: ConfigMapWriterOptions, write: 
       kick();
     },
     now(data, bound) {
-      return locked(bound, async () => {
-        for (const key of Object.keys(data)) pending.delete(key);
-        const lost = await write(data, bound, drop);
-        if (lost.length > 0) {
-          const keys = lost.map((key) => `"${key}"`).join(", ");
-          throw new PlugpoolError("cluster-refused", `writing ConfigMap ${ref.namespace}/${ref.name} was refused: another writer changed ${keys} meanwhile, and its value stands`);
-        }
+      return new Promise<void>((resolve, reject) => {
+        const joiner: Joiner = { data, bound, settle: (error) => { if (error === undefined) resolve(); else reject(error); } };
+        // A group every caller has left is about to end unsent: it takes no one new.
+        if (gathering !== undefined && !gathering.signal.aborted) gathering.join(joiner);
+        else startGroup(joiner);
       });
     },
     land(keys, bound) {

@@ -325,6 +325,8 @@ class FakeRecordsApiserver {
   readonly data = new Map<string, string>();
   /** Patches refused for their resourceVersion. */
   refused = 0;
+  /** Patches received. */
+  patches = 0;
   swallowNext = false;
   readonly #held = new Set<ServerResponse>();
   #hold: { readonly arrived: () => void; readonly released: Promise<void> } | undefined;
@@ -374,6 +376,7 @@ class FakeRecordsApiserver {
     this.resourceVersion += 1;
     this.data.clear();
     this.refused = 0;
+    this.patches = 0;
   }
 
   #answer(req: IncomingMessage, res: ServerResponse, body: string): void {
@@ -397,6 +400,7 @@ class FakeRecordsApiserver {
       return { ...this.#configMap(), code: 201 };
     }
     if (method !== "PATCH") return status(405, "MethodNotAllowed");
+    this.patches += 1;
     if (!this.exists) return status(404, "NotFound");
     const precondition = sent.metadata?.resourceVersion;
     if (precondition !== undefined && precondition !== String(this.resourceVersion)) {
@@ -571,6 +575,40 @@ describe("createKubernetesPowerRecords() against an apiserver that checks resour
     await b.recordPowerOn("worker-2", { at: 2, why: "scale-up" });
     assert.deepEqual(b.conflicts, [["power-on.worker-1"]]);
     assert.deepEqual([...apiserver.data.keys()].sort(), ["power-on.worker-1", "power-on.worker-2"]);
+  });
+
+  it("writes what many callers ask while one write is in flight in one request after it: first contact with a site's devices", async () => {
+    const records = await store();
+    const held = apiserver.holdNextPatch();
+    const first = records.recordDeviceIdentity("worker-1", "plug-1");
+    await held.arrived;
+    // Each with its own short deadline, as a device call gives it: one request each would queue past it.
+    const rest = ["worker-2", "worker-3", longName].map((name, i) =>
+      records.recordDeviceIdentity(name, `plug-${i + 2}`, { signal: AbortSignal.timeout(5_000) }));
+    held.release();
+    await Promise.all([first, ...rest]);
+    assert.equal(apiserver.patches, 2, "the held write, then one for the three that waited");
+    assert.deepEqual([1, 2, 3, 4].map((n) => records.deviceIdentity(machines[n - 1]?.name ?? "")), ["plug-1", "plug-2", "plug-3", "plug-4"]);
+    assert.deepEqual(storedJson(recordKey("device", longName)), { id: "plug-4" });
+    assert.deepEqual(storedJson("device.worker-2"), { id: "plug-2" });
+  });
+
+  it("leaves out of a shared write the keys of a caller that gave up while waiting, and lands the others'", async () => {
+    const records = await store();
+    const held = apiserver.holdNextPatch();
+    const first = records.recordPowerOn("worker-1", { at: 1, why: "scale-up" });
+    await held.arrived;
+    const giveUp = new AbortController();
+    const leaving = records.recordPowerOn("worker-2", { at: 2, why: "scale-up" }, { signal: giveUp.signal });
+    const staying = records.recordPowerOn("worker-3", { at: 3, why: "scale-up" });
+    giveUp.abort(new Error("the RPC's deadline"));
+    await assert.rejects(leaving, (error: unknown) => isPlugpoolError(error) && error.code === "cancelled");
+    held.release();
+    await Promise.all([first, staying]);
+    await records.stored("worker-2");
+    assert.equal(apiserver.data.get("power-on.worker-2"), undefined, "never sent");
+    assert.equal(records.powerOn("worker-2"), undefined);
+    assert.deepEqual(storedJson("power-on.worker-3"), { at: 3, why: "scale-up" });
   });
 
   it("fails a power-on whose answer is lost, shows none, and takes the stored record back before stored() resolves", async () => {
