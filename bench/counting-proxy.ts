@@ -18,6 +18,11 @@ export interface RequestCounts {
   readonly reads: number;
   /** POST, PUT, PATCH, DELETE. */
   readonly writes: number;
+  /**
+   * Reads and writes of Leases, counted apart from the others: holding plugpool's own Lease and following
+   * cluster-autoscaler's take a few requests every renewal period, whatever CA does.
+   */
+  readonly leases: number;
   /** "METHOD path" of every request that was not a watch, in order (for the report when it is not zero). */
   readonly others: readonly string[];
 }
@@ -44,6 +49,7 @@ export async function startCountingProxy(upstream: string, caPem: string): Promi
   let watches = 0;
   let reads = 0;
   let writes = 0;
+  let leases = 0;
   const others: string[] = [];
 
   function count(req: IncomingMessage): void {
@@ -51,6 +57,10 @@ export async function startCountingProxy(upstream: string, caPem: string): Promi
     const watch = url.searchParams.get("watch");
     if (req.method === "GET" && (watch === "true" || watch === "1")) {
       watches += 1;
+      return;
+    }
+    if (/^\/apis\/coordination\.k8s\.io\/v1\/namespaces\/[^/]+\/leases\//.test(url.pathname)) {
+      leases += 1;
       return;
     }
     if (req.method === "GET") reads += 1;
@@ -95,7 +105,7 @@ export async function startCountingProxy(upstream: string, caPem: string): Promi
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
-    counts: () => ({ watches, reads, writes, others: [...others] }),
+    counts: () => ({ watches, reads, writes, leases, others: [...others] }),
     close: async () => {
       const closed = new Promise<void>((resolve) => server.close(() => { resolve(); }));
       server.closeAllConnections();

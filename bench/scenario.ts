@@ -91,7 +91,8 @@ export interface ConditionResult {
   readonly floor: FloorResult;
   /** The same reads through ky over plugpool's undici Agent: what plugpool's HTTP client costs at the least. */
   readonly kyFloor: FloorResult;
-  readonly apiserver: { readonly loops: number; readonly perLoop: number; readonly watchStarts: number; readonly seen: readonly string[] };
+  /** Requests per CA loop besides the Leases', the Leases' (renewing plugpool's own, following CA's), watch starts. */
+  readonly apiserver: { readonly loops: number; readonly perLoop: number; readonly leasePerLoop: number; readonly watchStarts: number; readonly seen: readonly string[] };
   readonly rpc: Readonly<Record<BenchedMethod, RpcResult>>;
   /** The bare Connect server with Node.js defaults, its calls taking turns with `rpc`'s: the goal's yardstick. */
   readonly baseline: Readonly<Record<BenchedMethod, RpcResult>>;
@@ -297,6 +298,7 @@ async function measureCondition(run: Run, condition: Condition): Promise<Conditi
         loops: n,
         perLoop: round((reads + writes) / n, 2),
         watchStarts: requests.watches - counted.requests.watches,
+        leasePerLoop: round((requests.leases - counted.requests.leases) / n, 2),
         seen: requests.others.slice(counted.requests.others.length).slice(0, 10),
       },
       rpc,
