@@ -73,10 +73,11 @@ const firstLoopMs = 90_000;
 
 // Where the source archive ships, every scenario with the real CA must run: an unbuilt binary fails here,
 // by name, rather than skipping them quietly.
-it("cluster-autoscaler is built wherever its source archive ships", {
+it("cluster-autoscaler is built wherever its source archive ships, as released and with dra-template.patch", {
   skip: autoscalerArchive() === undefined && "no cluster-autoscaler source archive here (shared/vendor beside the repository)",
 }, () => {
-  assert.equal(autoscalerNotBuilt(), undefined);
+  assert.equal(autoscalerNotBuilt("release"), undefined);
+  assert.equal(autoscalerNotBuilt("dra-template"), undefined);
 });
 
 describe("cluster-autoscaler built by tests/support/autoscaler/build.sh", { skip: autoscalerMissing() }, () => {

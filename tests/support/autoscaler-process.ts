@@ -4,7 +4,7 @@
 import { readFileSync, rmSync } from "node:fs";
 import type { V1ConfigMap, V1Deployment } from "@kubernetes/client-node";
 import { exampleManifest } from "../adapters/kubernetes/support.ts";
-import { autoscalerNotBuilt, startAutoscaler as startAutoscalerBinary, type RunningAutoscaler } from "./autoscaler/autoscaler.ts";
+import { autoscalerNotBuilt, startAutoscaler as startAutoscalerBinary, type AutoscalerBuild, type RunningAutoscaler } from "./autoscaler/autoscaler.ts";
 import { createOwnedTempDir, onAbruptExit } from "./control-plane/process.ts";
 import { answersOk, waitUntilReady } from "./control-plane/readiness.ts";
 
@@ -63,6 +63,8 @@ export const SPEED_OVERRIDES: Readonly<Record<string, string>> = {
 export const AUTOSCALER_FLAGS: Readonly<Record<string, string>> = { ...example.flags, ...SPEED_OVERRIDES };
 
 export interface AutoscalerOptions {
+  /** Which binary (default: the release). */
+  readonly build?: AutoscalerBuild;
   /** kubeconfig file of the identity CA acts as. */
   readonly kubeconfigPath: string;
   /** plugpool's gRPC address, host:port. */
@@ -96,7 +98,7 @@ export interface KillableAutoscaler extends AutoscalerProcess {
 
 /** Starts cluster-autoscaler; resolves once its health endpoint answers. */
 export async function startAutoscaler(options: AutoscalerOptions): Promise<KillableAutoscaler> {
-  const missing = autoscalerNotBuilt();
+  const missing = autoscalerNotBuilt(options.build);
   if (missing !== undefined) throw new Error(missing);
   const dir = createOwnedTempDir("plugpool-autoscaler-");
   const unregister = onAbruptExit(() => { rmSync(dir, { recursive: true, force: true }); });
@@ -109,6 +111,7 @@ export async function startAutoscaler(options: AutoscalerOptions): Promise<Killa
   };
   try {
     started = await startAutoscalerBinary({
+      ...(options.build !== undefined && { build: options.build }),
       kubeconfigPath: options.kubeconfigPath,
       grpcAddress: options.grpcAddress,
       dir,

@@ -11,7 +11,10 @@
  *   while it is up is removed at once (its containers stopped), as the kubelet finishes a graceful deletion;
  * - plugpool's power-off pod bound to it → the OS shuts down: after `shutdownDelayMs` the pod Succeeded,
  *   heartbeats stop and the Node is reported NotReady; the draw falls to standby;
- * - relay off → the machine is gone at once (no heartbeats; the Node stays until someone deletes it).
+ * - relay off → the machine is gone at once (no heartbeats; the Node stays until someone deletes it);
+ * - with a DRA driver (`dra`), once its Node is registered, the driver's kubelet plugin publishes the machine's
+ *   devices as one ResourceSlice (pool named for the Node, owned by the Node, so the garbage collector removes it
+ *   with the Node), and publishes them again when they change (`publishDevices`).
  * Faults: `neverBoots` (power on, nothing registers), `hangsAtPowerOff` (the OS halts but the board keeps
  * drawing power, so a sensor never sees standby), `nodeName` (a kubelet configured with another name), and
  * `pressPowerButton` (boots without being asked, when its relay is on and it is off).
@@ -22,9 +25,11 @@ import {
   CoordinationV1Api,
   CoreV1Api,
   PatchStrategy,
+  ResourceV1Api,
   setHeaderOptions,
   Watch,
   type KubeConfig,
+  type V1Device,
   type V1Pod,
 } from "@kubernetes/client-node";
 import type { AttachedMachine, EmulatedPlug } from "./plug-emulator/index.ts";
@@ -97,6 +102,8 @@ export type SimulatedMachineSpec = PowerSource & {
   readonly hangsAtPowerOff?: boolean;
   /** The name its kubelet registers the Node under (default: the machine's name), e.g. a typo in its config. */
   readonly nodeName?: string;
+  /** A DRA driver on the machine, and the devices it publishes. */
+  readonly dra?: { readonly driver: string; readonly devices: readonly V1Device[] };
 };
 
 export interface MachineSimulatorOptions {
@@ -118,6 +125,11 @@ export interface MachineSimulator {
   pressPowerButton(machine: string): void;
   /** The kubelet of a running machine restarts: it registers its Node again (if deleted) and heartbeats. */
   restartKubelet(machine: string): void;
+  /**
+   * The machine's DRA driver publishes `devices` from now on (a driver upgraded, a device swapped): at once, in the
+   * next generation of its pool, if the machine is running; else once it registers.
+   */
+  publishDevices(machine: string, devices: readonly V1Device[]): void;
   /** Calls to the apiserver that failed (a test can assert there were none). */
   failures(): readonly unknown[];
   stop(): Promise<void>;
@@ -137,11 +149,17 @@ interface Sim {
   hung: boolean;
   /** When the Node last became Ready: a condition's lastTransitionTime moves only when its status does. */
   readySince: Date;
+  /** The uid of the Node it last registered, which owns its ResourceSlice. */
+  nodeUid: string | undefined;
+  /** What its DRA driver publishes, and the generation of its pool. */
+  devices: readonly V1Device[];
+  poolGeneration: number;
 }
 
 export function startMachineSimulator(options: MachineSimulatorOptions): MachineSimulator {
   const core = options.kubeConfig.makeApiClient(CoreV1Api);
   const leases = options.kubeConfig.makeApiClient(CoordinationV1Api);
+  const resource = options.kubeConfig.makeApiClient(ResourceV1Api);
   const bootDelayMs = options.bootDelayMs ?? 2000;
   const shutdownDelayMs = options.shutdownDelayMs ?? 1000;
   const heartbeatMs = options.heartbeatMs ?? 2000;
@@ -191,11 +209,11 @@ export function startMachineSimulator(options: MachineSimulatorOptions): Machine
     const body = nodeBody(name, true);
     try {
       try {
-        await core.createNode({ body });
+        sim.nodeUid = (await core.createNode({ body })).metadata?.uid;
       } catch (error) {
         if (!(error instanceof ApiException && error.code === 409)) throw error;
         // Re-registering after a reboot: the Node may still be there, so refresh its status instead.
-        await core.patchNodeStatus({ name, body: { status: body.status } }, MERGE);
+        sim.nodeUid = (await core.patchNodeStatus({ name, body: { status: body.status } }, MERGE)).metadata?.uid;
       }
     } catch (error) {
       // The apiserver may be restarting: the kubelet tries again shortly.
@@ -203,7 +221,36 @@ export function startMachineSimulator(options: MachineSimulatorOptions): Machine
       later(sim, heartbeatMs, () => register(sim));
       return;
     }
+    await publish(sim);
     await heartbeat(sim);
+  }
+
+  // The DRA driver's kubelet plugin: all the machine's devices in one ResourceSlice, its pool named for the Node.
+  // A slice left from the Node's previous registration is taken over (its owner is the old Node).
+  async function publish(sim: Sim): Promise<void> {
+    const dra = sim.spec.dra;
+    if (dra === undefined || sim.state !== "running" || sim.nodeUid === undefined) return;
+    const name = `${sim.node}-${dra.driver}`;
+    const body = {
+      metadata: { name, ownerReferences: [{ apiVersion: "v1", kind: "Node", name: sim.node, uid: sim.nodeUid, controller: true }] },
+      spec: {
+        driver: dra.driver,
+        nodeName: sim.node,
+        pool: { name: sim.node, generation: sim.poolGeneration, resourceSliceCount: 1 },
+        devices: [...sim.devices],
+      },
+    };
+    try {
+      try {
+        await resource.createResourceSlice({ body });
+      } catch (error) {
+        if (!(error instanceof ApiException && error.code === 409)) throw error;
+        await resource.patchResourceSlice({ name, body }, MERGE);
+      }
+    } catch (error) {
+      failures.push(error);
+      later(sim, heartbeatMs, () => publish(sim));
+    }
   }
 
   async function heartbeat(sim: Sim): Promise<void> {
@@ -296,7 +343,10 @@ export function startMachineSimulator(options: MachineSimulatorOptions): Machine
   }
 
   for (const spec of options.machines) {
-    const sim: Sim = { spec, outlet: outletOf(spec), node: spec.nodeName ?? spec.name, state: "off", timers: new Set(), hung: false, readySince: new Date() };
+    const sim: Sim = {
+      spec, outlet: outletOf(spec), node: spec.nodeName ?? spec.name, state: "off", timers: new Set(), hung: false, readySince: new Date(),
+      nodeUid: undefined, devices: spec.dra?.devices ?? [], poolGeneration: 1,
+    };
     sims.set(spec.name, sim);
     byNode.set(sim.node, sim);
     sim.outlet.attach({
@@ -368,6 +418,13 @@ export function startMachineSimulator(options: MachineSimulatorOptions): Machine
       if (sim?.state !== "running") return;
       cancel(sim);
       register(sim).catch((e: unknown) => failures.push(e));
+    },
+    publishDevices: (machine, devices) => {
+      const sim = sims.get(machine);
+      if (sim === undefined) throw new Error(`no simulated machine ${machine}`);
+      sim.devices = devices;
+      sim.poolGeneration += 1;
+      publish(sim).catch((e: unknown) => failures.push(e));
     },
     failures: () => failures,
     stop: async () => {

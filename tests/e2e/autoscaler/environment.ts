@@ -5,15 +5,13 @@
 // deploy/examples/rbac.yaml; the simulated kubelets act as admin.
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
+import { CoreV1Api, type KubeConfig, type V1Device } from "@kubernetes/client-node";
 import { loadConfig, type AppConfig } from "../../../src/app/config/index.ts";
 import { serve, type Served } from "../../../src/app/serve.ts";
-import { TEMPLATE_SLICES_CONFIGMAP } from "../../../src/adapters/kubernetes/template-slices.ts";
-import type { DeviceSlice } from "../../../src/domain/model.ts";
 import { parseDuration } from "../../../src/app/config/duration.ts";
 import { AUTOSCALER_FLAGS, startAutoscaler, type AutoscalerProcess } from "../../support/autoscaler-process.ts";
 import { startAutoscalerStandIn } from "../../support/autoscaler-standin.ts";
-import { autoscalerMissing, autoscalerNotBuilt } from "../../support/autoscaler/autoscaler.ts";
+import { autoscalerMissing, autoscalerNotBuilt, type AutoscalerBuild } from "../../support/autoscaler/autoscaler.ts";
 import { startControlPlane, type ControlPlane } from "../../support/control-plane.ts";
 import { tokenKubeConfig } from "../../support/control-plane/credentials.ts";
 import { createOwnedTempDir, onAbruptExit } from "../../support/control-plane/process.ts";
@@ -51,6 +49,8 @@ export interface MachineSpec {
   readonly neverBoots?: boolean;
   /** The Node name (and providerID suffix) its kubelet registers, when not the machine's name. */
   readonly nodeName?: string;
+  /** A DRA driver on the machine: the devices it publishes in a ResourceSlice once the Node registers. */
+  readonly dra?: { readonly driver: string; readonly devices: readonly V1Device[] };
 }
 
 export interface EnvironmentOptions {
@@ -60,13 +60,13 @@ export interface EnvironmentOptions {
    * runs tests/support/autoscaler-standin.ts, which is not CA; "auto" takes the real one when it is built.
    */
   readonly autoscaler?: "real" | "stand-in" | "auto";
+  /** Which build of the real cluster-autoscaler (default: the release). */
+  readonly autoscalerBuild?: AutoscalerBuild;
   /**
    * Overrides of tests/support/autoscaler-process.ts AUTOSCALER_FLAGS. The stand-in honours scan-interval,
    * scale-down-unneeded-time and max-node-provision-time of the result.
    */
   readonly autoscalerFlags?: Readonly<Record<string, string>>;
-  /** DRA slices per machine, stored in plugpool's ConfigMap before it starts. */
-  readonly templateSlices?: Readonly<Record<string, readonly DeviceSlice[]>>;
   /** plugpool runs with `serve --dry-run`: it observes only. */
   readonly dryRun?: boolean;
   /** How long a machine's OS takes to shut down once its power-off pod runs (default 500 ms). */
@@ -115,7 +115,7 @@ export async function startEnvironment(options: EnvironmentOptions): Promise<Env
   // the stand-in only where CA cannot be built; where its source ships, an unbuilt CA is an error.
   const mode = options.autoscaler ?? "real";
   const kind = mode === "stand-in" || (mode === "auto" && autoscalerMissing() !== undefined) ? "stand-in" : "real";
-  const notBuilt = autoscalerNotBuilt();
+  const notBuilt = autoscalerNotBuilt(options.autoscalerBuild);
   if (kind === "real" && notBuilt !== undefined) throw new Error(notBuilt);
   const cleanups: (() => Promise<void> | void)[] = [];
   const stop = async (): Promise<void> => {
@@ -145,10 +145,6 @@ async function start(
   const core = admin.makeApiClient(CoreV1Api);
   await apply(admin, [...exampleManifest("namespace.yaml"), ...exampleManifest("rbac.yaml")]);
   const identity = await serviceAccount(plane, admin);
-  if (options.templateSlices !== undefined) {
-    const data = Object.fromEntries(Object.entries(options.templateSlices).map(([m, slices]) => [m, JSON.stringify(slices)]));
-    await core.createNamespacedConfigMap({ namespace: NAMESPACE, body: { metadata: { name: TEMPLATE_SLICES_CONFIGMAP }, data } });
-  }
 
   const plugs = new Map<string, EmulatedPlug>();
   const shellies = new Map<string, EmulatedShelly>();
@@ -238,6 +234,7 @@ async function start(
       ...powerOf(m),
       neverBoots: m.neverBoots === true,
       ...(m.nodeName !== undefined && { nodeName: m.nodeName }),
+      ...(m.dra !== undefined && { dra: m.dra }),
     })),
     capacity: { cpu: "4", memory: "8Gi", pods: "110" },
     labels: POOL_LABEL,
@@ -287,7 +284,12 @@ async function start(
       unneededMs: ms("scale-down-unneeded-time"),
       provisionMs: ms("max-node-provision-time"),
     })
-    : await startAutoscaler({ kubeconfigPath, grpcAddress, ...(options.autoscalerFlags && { flags: options.autoscalerFlags }) });
+    : await startAutoscaler({
+      kubeconfigPath,
+      grpcAddress,
+      ...(options.autoscalerBuild !== undefined && { build: options.autoscalerBuild }),
+      ...(options.autoscalerFlags && { flags: options.autoscalerFlags }),
+    });
   // Stopped before plugpool, which answers its Cleanup.
   cleanups.push(() => autoscaler.stop());
   const client = createCloudProviderClient(grpcAddress);

@@ -24,8 +24,11 @@ export function scenario(name: string, diagnostics: () => string, body: () => Pr
   };
 }
 
-/** A pod of 1 CPU that only the pool's machines can run (nodeSelector on the template label). */
-export async function createPoolPod(core: CoreV1Api, name: string): Promise<void> {
+/**
+ * A pod of 1 CPU (or `cpu`) that only the pool's machines can run (nodeSelector on the template label); with
+ * `claim`, its container uses the devices of that ResourceClaim (in namespace default).
+ */
+export async function createPoolPod(core: CoreV1Api, name: string, options: { readonly cpu?: string; readonly claim?: string } = {}): Promise<void> {
   await core.createNamespacedPod({
     namespace: "default",
     body: {
@@ -33,7 +36,12 @@ export async function createPoolPod(core: CoreV1Api, name: string): Promise<void
       spec: {
         nodeSelector: { ...POOL_LABEL },
         terminationGracePeriodSeconds: 0,
-        containers: [{ name: "app", image: "registry.k8s.io/pause:3.10", resources: { requests: { cpu: "1", memory: "1Gi" } } }],
+        ...(options.claim !== undefined && { resourceClaims: [{ name: "devices", resourceClaimName: options.claim }] }),
+        containers: [{
+          name: "app",
+          image: "registry.k8s.io/pause:3.10",
+          resources: { requests: { cpu: options.cpu ?? "1", memory: "1Gi" }, ...(options.claim !== undefined && { claims: [{ name: "devices" }] }) },
+        }],
       },
     },
   });
@@ -68,6 +76,11 @@ export async function readPod(core: CoreV1Api, name: string): Promise<V1Pod> {
 /** Names of the Nodes that exist now. */
 export async function nodeNames(core: CoreV1Api): Promise<string[]> {
   return (await core.listNode()).items.map((n) => n.metadata?.name ?? "").sort();
+}
+
+/** Every switch-on request that reached the plug (whatever the answer): `/switch/<relay>/turn_on`. */
+export function turnOnRequests(plug: EmulatedPlug): readonly CallRecord[] {
+  return plug.calls.filter((c) => /^\/switch\/[^/?]+\/turn_on(\?|$)/.test(c.path));
 }
 
 /** Every switch-off request that reached the plug (whatever the answer): `/switch/<relay>/turn_off`. */

@@ -1,6 +1,7 @@
-// The real cluster-autoscaler for cluster-facing tests: the binary built by build.sh beside this
+// The real cluster-autoscaler for cluster-facing tests: a binary built by build.sh beside this
 // file, started with the externalgrpc cloud provider against a kubeconfig and a gRPC address.
-import { existsSync, readdirSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { toolBinaryDir } from "../control-plane.ts";
 import { startProcess, withHostname, type ManagedProcess } from "../control-plane/process.ts";
@@ -11,9 +12,21 @@ const moduleDir = import.meta.dirname;
 const vendorDir = join(moduleDir, "..", "..", "..", "..", "shared", "vendor");
 const archiveName = /^cluster-autoscaler-.+-externalgrpc-src\.tar\.gz$/;
 
-/** Where build.sh puts the binary pinned by the current go.mod and go.sum (whether or not it is built). */
-export function autoscalerBinaryPath(): string {
-  return join(toolBinaryDir(moduleDir), "cluster-autoscaler");
+/**
+ * Which cluster-autoscaler: the release go.mod pins, or the same with dra-template.patch applied, which reads the
+ * DRA ResourceSlices that a provider sends with a template (https://github.com/kubernetes/autoscaler/pull/10303).
+ */
+export type AutoscalerBuild = "release" | "dra-template";
+
+/**
+ * Where build.sh puts the binary pinned by the current go.mod and go.sum (whether or not it is built); the patched
+ * one is named for the patch's hash, as build.sh names it.
+ */
+export function autoscalerBinaryPath(build: AutoscalerBuild = "release"): string {
+  const name = build === "release"
+    ? "cluster-autoscaler"
+    : `cluster-autoscaler-dra-${createHash("sha256").update(readFileSync(join(moduleDir, "dra-template.patch"))).digest("hex").slice(0, 16)}`;
+  return join(toolBinaryDir(moduleDir), name);
 }
 
 /**
@@ -34,14 +47,14 @@ export function autoscalerArchive(): string | undefined {
 }
 
 /** Undefined when the binary is there; otherwise why not, and how to build it. */
-export function autoscalerNotBuilt(): string | undefined {
-  const path = autoscalerBinaryPath();
+export function autoscalerNotBuilt(build: AutoscalerBuild = "release"): string | undefined {
+  const path = autoscalerBinaryPath(build);
   if (existsSync(path)) return undefined;
   const archive = autoscalerArchive();
   return archive !== undefined
-    ? `cluster-autoscaler is not built at ${path}, although its source ships at ${archive}: ` +
+    ? `cluster-autoscaler (${build}) is not built at ${path}, although its source ships at ${archive}: ` +
         "build it with bash tests/support/autoscaler/build.sh (bash scripts/dev.sh setup does)"
-    : `cluster-autoscaler is not built at ${path}: the Go module proxy refuses its module and no source archive ` +
+    : `cluster-autoscaler (${build}) is not built at ${path}: the Go module proxy refuses its module and no source archive ` +
         `ships in ${vendorDir}, so build it from a clone of kubernetes/autoscaler with ` +
         "PLUGPOOL_AUTOSCALER_GIT=<clone> bash tests/support/autoscaler/build.sh";
 }
@@ -51,11 +64,13 @@ export function autoscalerNotBuilt(): string | undefined {
  * skipped only where the binary cannot be built: where its source archive ships, a missing binary is a
  * failure of those tests (startAutoscaler says why), never a skip.
  */
-export function autoscalerMissing(): string | undefined {
-  return autoscalerArchive() === undefined ? autoscalerNotBuilt() : undefined;
+export function autoscalerMissing(build: AutoscalerBuild = "release"): string | undefined {
+  return autoscalerArchive() === undefined ? autoscalerNotBuilt(build) : undefined;
 }
 
 export interface AutoscalerOptions {
+  /** Which binary (default: the release). */
+  readonly build?: AutoscalerBuild;
   /** A kubeconfig whose identity may read the cluster and write in `namespace` (status ConfigMap). */
   readonly kubeconfigPath: string;
   /** host:port of the externalgrpc server; plaintext h2c, as with no `cert` in the cloud-config. */
@@ -91,7 +106,7 @@ export interface RunningAutoscaler {
  * delete its status ConfigMap and call Cleanup.
  */
 export async function startAutoscaler(options: AutoscalerOptions): Promise<RunningAutoscaler> {
-  const missing = autoscalerNotBuilt();
+  const missing = autoscalerNotBuilt(options.build);
   if (missing !== undefined) throw new Error(missing);
   const cloudConfig = join(options.dir, "cloud-config.yaml");
   const lines = [`address: "${options.grpcAddress}"`];
@@ -111,7 +126,8 @@ export async function startAutoscaler(options: AutoscalerOptions): Promise<Runni
     "--v=2",
     ...(options.extraArgs ?? []),
   ];
-  const command = options.hostname === undefined ? { binary: autoscalerBinaryPath(), args } : withHostname(options.hostname, autoscalerBinaryPath(), args);
+  const binary = autoscalerBinaryPath(options.build);
+  const command = options.hostname === undefined ? { binary, args } : withHostname(options.hostname, binary, args);
   const child = startProcess("cluster-autoscaler", command.binary, command.args, join(options.dir, "cluster-autoscaler.log"));
   return { process: child, metricsUrl: `http://127.0.0.1:${metrics}`, args };
 }

@@ -1,0 +1,218 @@
+// GPUs from zero. A pool of two GPU machines, each up once (its DRA driver published a ResourceSlice, which
+// plugpool recorded) and off again, and pods that ask for a GPU through a ResourceClaim. plugpool sends the recorded
+// slices with the group's template, in field 3 of NodeGroupTemplateNodeInfoResponse (resourceSliceBytes).
+// cluster-autoscaler 1.36.1 as released ignores that field, so such a pod stays Pending; the same CA with
+// tests/support/autoscaler/dra-template.patch reads it, as https://github.com/kubernetes/autoscaler/pull/10303
+// proposes, and scales the pool up from zero, and the scheduler binds the pod to the new machine's GPU.
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { fromBinary } from "@bufbuild/protobuf";
+import { ResourceV1Api, type ResourceV1ResourceClaim, type V1Device } from "@kubernetes/client-node";
+import { NodeSchema } from "../../../gen/k8s.io/api/core/v1/generated_pb.ts";
+import { ResourceSliceSchema, type ResourceSlice } from "../../../gen/k8s.io/api/resource/v1/generated_pb.ts";
+import { TEMPLATE_SLICES_CONFIGMAP } from "../../../src/adapters/kubernetes/template-slices.ts";
+import { autoscalerMissing, type AutoscalerBuild } from "../../support/autoscaler/autoscaler.ts";
+import { eventually } from "../../support/eventually.ts";
+import { NAMESPACE, startEnvironment, type Environment } from "./environment.ts";
+import { createPoolPod, deleteAllPods, nodeNames, readPod, runPoolPod, scenario, turnOnRequests, warningsAbout } from "./scenario.ts";
+
+const DRIVER = "gpu.example.com";
+const MACHINES = ["worker-1", "worker-2"];
+
+/** The one GPU each machine's driver publishes. */
+function gpu(driverVersion: string): V1Device {
+  return { name: "gpu-0", attributes: { model: { string: "A100" }, driverVersion: { version: driverVersion } }, capacity: { memory: { value: "80Gi" } } };
+}
+
+/** A claim for one device of the GPU class, of `model` when given. */
+function claim(name: string, model?: string): ResourceV1ResourceClaim {
+  const selectors = model === undefined ? [] : [{ cel: { expression: `device.attributes["${DRIVER}"].model == "${model}"` } }];
+  return { metadata: { name }, spec: { devices: { requests: [{ name: "gpu", exactly: { deviceClassName: DRIVER, selectors } }] } } };
+}
+
+/** The two machines, off, with the class of their GPUs in the cluster, and CA of `build` beside plugpool. */
+async function startGpuPool(build: AutoscalerBuild): Promise<{ env: Environment; resource: ResourceV1Api }> {
+  const env = await startEnvironment({
+    machines: MACHINES.map((name) => ({ name, dra: { driver: DRIVER, devices: [gpu("580.82.7")] } })),
+    autoscalerBuild: build,
+  });
+  const resource = env.plane.admin().makeApiClient(ResourceV1Api);
+  await resource.createDeviceClass({
+    body: { metadata: { name: DRIVER }, spec: { selectors: [{ cel: { expression: `device.driver == "${DRIVER}"` } }] } },
+  });
+  return { env, resource };
+}
+
+/**
+ * Each machine up once and off again, as a pool's machines are after a day's work: two pods of 3 CPU bring both
+ * up, their drivers publish their slices and plugpool records them; once the pods are gone, CA scales the pool down
+ * to zero, plugpool powers the machines off and deletes their Nodes, and the garbage collector their slices. They
+ * are up for well under a minute, so CA builds no template of its own from their Nodes (it keeps one of a Node Ready
+ * for a minute: https://github.com/kubernetes/autoscaler/blob/cluster-autoscaler-1.36.1/cluster-autoscaler/processors/nodeinfosprovider/mixed_nodeinfos_processor.go):
+ * a scale-up from zero afterwards rests on plugpool's template alone.
+ */
+async function upOnce(env: Environment, resource: ResourceV1Api): Promise<void> {
+  for (const n of [1, 2]) await createPoolPod(env.core, `day-${n}`, { cpu: "3" });
+  await eventually("both machines up, each running a pod", async () => {
+    const nodes = await Promise.all([1, 2].map(async (n) => (await readPod(env.core, `day-${n}`)).spec?.nodeName));
+    assert.deepEqual(nodes.toSorted(), MACHINES);
+  }, 60_000, 250);
+  await eventually("both machines' devices recorded by plugpool", async () => {
+    const stored = await env.core.readNamespacedConfigMap({ namespace: NAMESPACE, name: TEMPLATE_SLICES_CONFIGMAP });
+    assert.deepEqual(Object.keys(stored.data ?? {}).toSorted(), MACHINES);
+  }, 30_000, 250);
+  await deleteAllPods(env.core);
+  await eventually("both machines off, their Nodes and slices gone", async () => {
+    for (const m of MACHINES) assert.equal(env.powered(m), false, m);
+    assert.deepEqual(await nodeNames(env.core), []);
+    assert.deepEqual((await resource.listResourceSlice()).items.map((s) => s.metadata?.name), []);
+  }, 90_000, 250);
+}
+
+/** The messages of CA's NotTriggerScaleUp Events about the pod. */
+async function notTriggered(env: Environment, pod: string): Promise<string[]> {
+  const { items } = await env.core.listNamespacedEvent({ namespace: "default", fieldSelector: `involvedObject.name=${pod},reason=NotTriggerScaleUp` });
+  return items.map((e) => e.message ?? "");
+}
+
+/** Every switch-on request so far, over both machines' plugs. */
+const switchOns = (env: Environment): number => MACHINES.reduce((sum, m) => sum + turnOnRequests(env.plug(m)).length, 0);
+
+/**
+ * Creates `pod` with `claimName`, waits for CA to say the pod triggers no scale-up, and three CA loops more; then
+ * the pool is still at zero: no plug switched on, target size 0, the pod unbound. Resolves with CA's reason.
+ */
+async function assertNoScaleUp(env: Environment, pod: string, claimName: string): Promise<string> {
+  const before = { switchOns: switchOns(env), scaleUps: env.caLog(/Scale-up: setting group/).length };
+  await createPoolPod(env.core, pod, { claim: claimName });
+  let reasons: string[] = [];
+  await eventually(`CA's NotTriggerScaleUp for ${pod}`, async () => {
+    reasons = await notTriggered(env, pod);
+    assert.notDeepEqual(reasons, []);
+  }, 30_000, 250);
+  const loops = (): number => env.caLog(/Autoscaler loop triggered/).length;
+  const loopsBefore = loops();
+  await eventually("three more CA loops", () => {
+    assert.ok(loops() >= loopsBefore + 3, `${loops() - loopsBefore} loops`);
+  }, 30_000, 250);
+  assert.equal(switchOns(env), before.switchOns, "no plug switched on");
+  assert.equal(env.caLog(/Scale-up: setting group/).length, before.scaleUps);
+  const target = await env.client.call("nodeGroupTargetSize", { id: "workers" });
+  assert.equal(target.response?.targetSize, 0);
+  const waiting = await readPod(env.core, pod);
+  assert.equal(waiting.status?.phase, "Pending");
+  assert.equal(waiting.spec?.nodeName, undefined);
+  return reasons.join("; ");
+}
+
+/** Waits until `pod` runs on `node` with its claim's GPU allocated there, reserved for it. */
+async function assertBoundToGpu(env: Environment, resource: ResourceV1Api, pod: string, claimName: string, node: string): Promise<void> {
+  await eventually(`${pod} Running on ${node}, its claim allocated there`, async () => {
+    const bound = await readPod(env.core, pod);
+    assert.equal(bound.spec?.nodeName, node);
+    assert.equal(bound.status?.phase, "Running");
+    const { status } = await resource.readNamespacedResourceClaim({ namespace: "default", name: claimName });
+    assert.deepEqual(
+      status?.allocation?.devices?.results?.map((r) => ({ driver: r.driver, pool: r.pool, device: r.device })),
+      [{ driver: DRIVER, pool: node, device: "gpu-0" }],
+    );
+    assert.deepEqual(status.reservedFor?.map((r) => r.uid), [bound.metadata?.uid]);
+  }, 60_000, 250);
+}
+
+/** The template plugpool answers with now: its Node's name and its ResourceSlices. */
+async function template(env: Environment): Promise<{ node: string; slices: ResourceSlice[] }> {
+  const { response, error } = await env.client.call("nodeGroupTemplateNodeInfo", { id: "workers" });
+  assert.equal(error, undefined);
+  return {
+    node: fromBinary(NodeSchema, response?.nodeBytes ?? new Uint8Array()).metadata?.name ?? "",
+    slices: (response?.resourceSliceBytes ?? []).map((bytes) => fromBinary(ResourceSliceSchema, bytes)),
+  };
+}
+
+// Skipped, with the reason, where cluster-autoscaler cannot be built (tests/support/autoscaler/build.sh).
+describe("GPUs from zero with cluster-autoscaler 1.36.1 as released", { skip: autoscalerMissing("release") }, () => {
+  let env: Environment;
+  let resource: ResourceV1Api;
+  const diagnostics = (): string => env.diagnostics();
+
+  before(async () => {
+    ({ env, resource } = await startGpuPool("release"));
+    await upOnce(env, resource);
+  });
+  after(async () => {
+    await env.stop();
+  });
+
+  it("sends the devices worker-1 published with the template, node-local to the template node", scenario("DRA template", diagnostics, async () => {
+    const { node, slices } = await template(env);
+    assert.equal(slices.length, 1);
+    const spec = slices[0]?.spec;
+    assert.ok(spec !== undefined);
+    assert.equal(spec.driver, DRIVER);
+    assert.equal(spec.nodeName, node);
+    assert.equal(spec.pool?.name, node, "the pool named for worker-1 renamed with it");
+    assert.deepEqual(spec.devices.map((d) => [d.name, d.attributes.model?.string]), [["gpu-0", "A100"]]);
+  }));
+
+  it("leaves a pod whose ResourceClaim asks for a GPU Pending: no scale-up from zero", scenario("claim, CA as released", diagnostics, async () => {
+    await resource.createNamespacedResourceClaim({ namespace: "default", body: claim("gpu") });
+    const reason = await assertNoScaleUp(env, "gpu-pod", "gpu");
+    assert.match(reason, /claim/, "what the template lacks is the claim's device");
+    assert.deepEqual(env.caLog(/^E.*[Tt]emplate/), [], "CA took the template, field 3 and all");
+  }));
+
+  it("scales up from zero for a pod without a claim; the claim's pod then runs on that machine's GPU", scenario("no claim, CA as released", diagnostics, async () => {
+    assert.equal(await runPoolPod(env.core, "no-claim"), "worker-1");
+    await assertBoundToGpu(env, resource, "gpu-pod", "gpu", "worker-1");
+  }));
+});
+
+describe("GPUs from zero with cluster-autoscaler 1.36.1 and dra-template.patch", { skip: autoscalerMissing("dra-template") }, () => {
+  let env: Environment;
+  let resource: ResourceV1Api;
+  const diagnostics = (): string => env.diagnostics();
+
+  before(async () => {
+    ({ env, resource } = await startGpuPool("dra-template"));
+    await upOnce(env, resource);
+  });
+  after(async () => {
+    await env.stop();
+  });
+
+  it("leaves the pool at zero for a pod whose claim asks for a GPU no machine has", scenario("claim no machine meets", diagnostics, async () => {
+    await resource.createNamespacedResourceClaim({ namespace: "default", body: claim("h100", "H100") });
+    const reason = await assertNoScaleUp(env, "h100-pod", "h100");
+    assert.match(reason, /claim/);
+  }));
+
+  it("scales the pool up from zero for a pod whose claim asks for a GPU, and the scheduler binds it to the machine's GPU", scenario("claim, patched CA", diagnostics, async () => {
+    const scaleUps = env.caLog(/Scale-up: setting group workers size to 1/).length;
+    await resource.createNamespacedResourceClaim({ namespace: "default", body: claim("gpu") });
+    await createPoolPod(env.core, "gpu-pod", { claim: "gpu" });
+    await assertBoundToGpu(env, resource, "gpu-pod", "gpu", "worker-1");
+    assert.equal(env.caLog(/Scale-up: setting group workers size to 1/).length, scaleUps + 1);
+    assert.equal(env.powered("worker-2"), false, "one GPU asked for, one machine on");
+    assert.equal((await readPod(env.core, "h100-pod")).spec?.nodeName, undefined);
+  }));
+
+  it("warns, in its log and on worker-1's Node, once the pool's machines publish different devices", scenario("devices differ", diagnostics, async () => {
+    const differ = (): readonly Record<string, unknown>[] => env.events("template-slices-differ");
+    assert.deepEqual(differ(), [], "alike so far");
+    // worker-1's driver is upgraded; worker-2, off, is remembered with the devices of the older one.
+    env.machines.publishDevices("worker-1", [gpu("590.10.1")]);
+    await eventually("the template with worker-1's new devices", async () => {
+      const { slices } = await template(env);
+      assert.equal(slices[0]?.spec?.devices[0]?.attributes.driverVersion?.version, "590.10.1");
+    }, 30_000, 250);
+    assert.deepEqual(differ().map((e) => [e.machine, e.differing]), [["worker-1", JSON.stringify(["worker-2"])]]);
+    const logged = readFileSync(env.plugpoolLog.path, "utf8").split("\n").filter((l) => l.includes('"event":"template-slices-differ"'));
+    assert.deepEqual(logged.map((l) => (JSON.parse(l) as { level: string }).level), ["warn"]);
+    await eventually("the TemplateSlicesDiffer Warning on worker-1", async () => {
+      const [warning] = await warningsAbout(env.core, "TemplateSlicesDiffer", "worker-1");
+      assert.match(warning?.message ?? "", /worker-2/);
+    }, 10_000, 250);
+  }));
+});
