@@ -218,7 +218,7 @@ type Write = (data: ConfigMapUpdate, bound: CallBound, drop: (key: string) => vo
 interface Joiner {
   readonly data: ConfigMapUpdate;
   readonly bound: CallBound;
-  readonly settle: (error?: unknown) => void;
+  readonly settle: (error?: Error) => void;
 }
 
 /** now() calls that share one request. */
@@ -229,7 +229,7 @@ interface Group {
   /** The callers still waiting for an answer. */
   live(): Joiner[];
   /** Answers a caller, once; later answers to it are ignored. */
-  answer(joiner: Joiner, error?: unknown): void;
+  answer(joiner: Joiner, error?: Error): void;
   failAll(error: unknown): void;
 }
 
@@ -260,7 +260,8 @@ function createGroup(action: string): Group {
       joiner.settle(error);
     },
     failAll(error) {
-      for (const joiner of group.live()) group.answer(joiner, error);
+      const failure = error instanceof Error ? error : new PlugpoolError("internal", `${action} failed`, { cause: error });
+      for (const joiner of group.live()) group.answer(joiner, failure);
     },
   };
   return group;
