@@ -327,6 +327,8 @@ class FakeRecordsApiserver {
   refused = 0;
   /** Patches received. */
   patches = 0;
+  /** The keys each patch received set to a value (not removals), in order. */
+  readonly setKeys: string[] = [];
   swallowNext = false;
   readonly #held = new Set<ServerResponse>();
   #hold: { readonly arrived: () => void; readonly released: Promise<void> } | undefined;
@@ -377,6 +379,7 @@ class FakeRecordsApiserver {
     this.data.clear();
     this.refused = 0;
     this.patches = 0;
+    this.setKeys.length = 0;
   }
 
   #answer(req: IncomingMessage, res: ServerResponse, body: string): void {
@@ -401,6 +404,7 @@ class FakeRecordsApiserver {
     }
     if (method !== "PATCH") return status(405, "MethodNotAllowed");
     this.patches += 1;
+    for (const [key, value] of Object.entries(sent.data ?? {})) if (value !== null) this.setKeys.push(key);
     if (!this.exists) return status(404, "NotFound");
     const precondition = sent.metadata?.resourceVersion;
     if (precondition !== undefined && precondition !== String(this.resourceVersion)) {
@@ -606,7 +610,8 @@ describe("createKubernetesPowerRecords() against an apiserver that checks resour
     held.release();
     await Promise.all([first, staying]);
     await records.stored("worker-2");
-    assert.equal(apiserver.data.get("power-on.worker-2"), undefined, "never sent");
+    assert.ok(!apiserver.setKeys.includes("power-on.worker-2"), "never sent");
+    assert.equal(apiserver.data.get("power-on.worker-2"), undefined);
     assert.equal(records.powerOn("worker-2"), undefined);
     assert.deepEqual(storedJson("power-on.worker-3"), { at: 3, why: "scale-up" });
   });

@@ -131,22 +131,25 @@ async function template(env: Environment): Promise<{ node: string; slices: Resou
   };
 }
 
-// Skipped, with the reason, where cluster-autoscaler cannot be built (tests/support/autoscaler/build.sh).
-describe("GPUs from zero with cluster-autoscaler 1.36.1 as released", { skip: autoscalerMissing("release") }, () => {
-  let env: Environment;
-  let resource: ResourceV1Api;
-  const diagnostics = (): string => env.diagnostics();
-
+/** A pool started with CA of `build` before the suite's tests, each machine up once, and stopped after them. */
+function useGpuPool(build: AutoscalerBuild): { pool: { env: Environment; resource: ResourceV1Api }; diagnostics: () => string } {
+  const pool = {} as { env: Environment; resource: ResourceV1Api };
   before(async () => {
-    ({ env, resource } = await startGpuPool("release"));
-    await upOnce(env, resource);
+    Object.assign(pool, await startGpuPool(build));
+    await upOnce(pool.env, pool.resource);
   });
   after(async () => {
-    await env.stop();
+    await pool.env.stop();
   });
+  return { pool, diagnostics: () => pool.env.diagnostics() };
+}
+
+// Skipped, with the reason, where cluster-autoscaler cannot be built (tests/support/autoscaler/build.sh).
+describe("GPUs from zero with cluster-autoscaler 1.36.1 as released", { skip: autoscalerMissing("release") }, () => {
+  const { pool, diagnostics } = useGpuPool("release");
 
   it("sends the devices worker-1 published with the template, node-local to the template node", scenario("DRA template", diagnostics, async () => {
-    const { node, slices } = await template(env);
+    const { node, slices } = await template(pool.env);
     assert.equal(slices.length, 1);
     const spec = slices[0]?.spec;
     assert.ok(spec !== undefined);
@@ -157,61 +160,51 @@ describe("GPUs from zero with cluster-autoscaler 1.36.1 as released", { skip: au
   }));
 
   it("leaves a pod whose ResourceClaim asks for a GPU Pending: no scale-up from zero", scenario("claim, CA as released", diagnostics, async () => {
-    await resource.createNamespacedResourceClaim({ namespace: "default", body: claim("gpu") });
-    const reason = await assertNoScaleUp(env, "gpu-pod", "gpu");
+    await pool.resource.createNamespacedResourceClaim({ namespace: "default", body: claim("gpu") });
+    const reason = await assertNoScaleUp(pool.env, "gpu-pod", "gpu");
     assert.match(reason, /claim/, "what the template lacks is the claim's device");
-    assert.deepEqual(env.caLog(/^E.*[Tt]emplate/), [], "CA took the template, field 3 and all");
+    assert.deepEqual(pool.env.caLog(/^E.*[Tt]emplate/), [], "CA took the template, field 3 and all");
   }));
 
   it("scales up from zero for a pod without a claim; the claim's pod then runs on that machine's GPU", scenario("no claim, CA as released", diagnostics, async () => {
-    assert.equal(await runPoolPod(env.core, "no-claim"), "worker-1");
-    await assertBoundToGpu(env, resource, "gpu-pod", "gpu", "worker-1");
+    assert.equal(await runPoolPod(pool.env.core, "no-claim"), "worker-1");
+    await assertBoundToGpu(pool.env, pool.resource, "gpu-pod", "gpu", "worker-1");
   }));
 });
 
 describe("GPUs from zero with cluster-autoscaler 1.36.1 and dra-template.patch", { skip: autoscalerMissing("dra-template") }, () => {
-  let env: Environment;
-  let resource: ResourceV1Api;
-  const diagnostics = (): string => env.diagnostics();
-
-  before(async () => {
-    ({ env, resource } = await startGpuPool("dra-template"));
-    await upOnce(env, resource);
-  });
-  after(async () => {
-    await env.stop();
-  });
+  const { pool, diagnostics } = useGpuPool("dra-template");
 
   it("leaves the pool at zero for a pod whose claim asks for a GPU no machine has", scenario("claim no machine meets", diagnostics, async () => {
-    await resource.createNamespacedResourceClaim({ namespace: "default", body: claim("h100", "H100") });
-    const reason = await assertNoScaleUp(env, "h100-pod", "h100");
+    await pool.resource.createNamespacedResourceClaim({ namespace: "default", body: claim("h100", "H100") });
+    const reason = await assertNoScaleUp(pool.env, "h100-pod", "h100");
     assert.match(reason, /claim/);
   }));
 
   it("scales the pool up from zero for a pod whose claim asks for a GPU, and the scheduler binds it to the machine's GPU", scenario("claim, patched CA", diagnostics, async () => {
-    const scaleUps = env.caLog(/Scale-up: setting group workers size to 1/).length;
-    await resource.createNamespacedResourceClaim({ namespace: "default", body: claim("gpu") });
-    await createPoolPod(env.core, "gpu-pod", { claim: "gpu" });
-    await assertBoundToGpu(env, resource, "gpu-pod", "gpu", "worker-1");
-    assert.equal(env.caLog(/Scale-up: setting group workers size to 1/).length, scaleUps + 1);
-    assert.equal(env.powered("worker-2"), false, "one GPU asked for, one machine on");
-    assert.equal((await readPod(env.core, "h100-pod")).spec?.nodeName, undefined);
+    const scaleUps = pool.env.caLog(/Scale-up: setting group workers size to 1/).length;
+    await pool.resource.createNamespacedResourceClaim({ namespace: "default", body: claim("gpu") });
+    await createPoolPod(pool.env.core, "gpu-pod", { claim: "gpu" });
+    await assertBoundToGpu(pool.env, pool.resource, "gpu-pod", "gpu", "worker-1");
+    assert.equal(pool.env.caLog(/Scale-up: setting group workers size to 1/).length, scaleUps + 1);
+    assert.equal(pool.env.powered("worker-2"), false, "one GPU asked for, one machine on");
+    assert.equal((await readPod(pool.env.core, "h100-pod")).spec?.nodeName, undefined);
   }));
 
   it("warns, in its log and on worker-1's Node, once the pool's machines publish different devices", scenario("devices differ", diagnostics, async () => {
-    const differ = (): readonly Record<string, unknown>[] => env.events("template-slices-differ");
+    const differ = (): readonly Record<string, unknown>[] => pool.env.events("template-slices-differ");
     assert.deepEqual(differ(), [], "alike so far");
     // worker-1's driver is upgraded; worker-2, off, is remembered with the devices of the older one.
-    env.machines.publishDevices("worker-1", [gpu("590.10.1")]);
+    pool.env.machines.publishDevices("worker-1", [gpu("590.10.1")]);
     await eventually("the template with worker-1's new devices", async () => {
-      const { slices } = await template(env);
+      const { slices } = await template(pool.env);
       assert.equal(slices[0]?.spec?.devices[0]?.attributes.driverVersion?.version, "590.10.1");
     }, 30_000, 250);
     assert.deepEqual(differ().map((e) => [e.machine, e.differing]), [["worker-1", JSON.stringify(["worker-2"])]]);
-    const logged = readFileSync(env.plugpoolLog.path, "utf8").split("\n").filter((l) => l.includes('"event":"template-slices-differ"'));
+    const logged = readFileSync(pool.env.plugpoolLog.path, "utf8").split("\n").filter((l) => l.includes('"event":"template-slices-differ"'));
     assert.deepEqual(logged.map((l) => (JSON.parse(l) as { level: string }).level), ["warn"]);
     await eventually("the TemplateSlicesDiffer Warning on worker-1", async () => {
-      const [warning] = await warningsAbout(env.core, "TemplateSlicesDiffer", "worker-1");
+      const [warning] = await warningsAbout(pool.env.core, "TemplateSlicesDiffer", "worker-1");
       assert.match(warning?.message ?? "", /worker-2/);
     }, 10_000, 250);
   }));
