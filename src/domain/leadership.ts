@@ -91,8 +91,11 @@ function actingRecords(records: PowerRecords, leadership: Leadership): PowerReco
       ensureActing(leadership, `recording the power-on of ${machine}`);
       return records.recordPowerOn(machine, record, options);
     },
+    // Not refused: an end only takes a licence to cut away, and the records' versioned writes never overwrite a
+    // record another instance wrote since. A power-on whose switch was refused for a leadership lost after its
+    // record was written must end that record, or the next instance inherits a licence for a machine plugpool
+    // never powered.
     endPowerOn: (machine) => {
-      ensureActing(leadership, `ending the power-on record of ${machine}`);
       records.endPowerOn(machine);
     },
     setQuarantine: (machine, record) => {

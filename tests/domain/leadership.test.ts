@@ -128,8 +128,21 @@ describe("a pool with a Leadership", () => {
     });
   });
 
+  it("ends the power-on record of a switch-on refused because the leadership was lost after the record was written", async () => {
+    const leadership = new FakeLeadership();
+    const w = new World({ leadership });
+    await w.pool.refresh();
+    const seen = arrivals(w);
+    w.records.onWrite = (op) => {
+      if (op === "recordPowerOn") leadership.lose(OTHER);
+    };
+    await assert.rejects(w.pool.increaseSize("workers", 1), /worker-1: switching on plug of worker-1: refused, this plugpool is not the acting one/);
+    assert.deepEqual(seen, [], "nothing switched");
+    assert.equal(w.records.powerOn("worker-1"), undefined, "no licence left for the next instance");
+  });
+
   describe("actingOnly()", () => {
-    it("refuses every cluster write and record write while not acting, and lets reads through", async () => {
+    it("refuses every cluster write and record write but an end of a power-on while not acting, and lets reads through", async () => {
       const w = new World({ on: ["worker-1"] });
       w.registerTainted("worker-1");
       const leadership = new FakeLeadership(false, OTHER);
@@ -144,9 +157,6 @@ describe("a pool with a Leadership", () => {
       await rejectsWith(deps.teardown.deletePowerOffPod(machine), "not-leader");
       await rejectsWith(deps.teardown.deleteNode("worker-1", "uid-1"), "not-leader");
       await rejectsWith(deps.records.recordPowerOn("worker-1", { at: 1, why: "scale-up" }), "not-leader");
-      throwsWith(() => {
-        deps.records.endPowerOn("worker-1");
-      }, "not-leader");
       throwsWith(() => {
         deps.records.setQuarantine("worker-1", { until: 2, failures: 1 });
       }, "not-leader");

@@ -650,7 +650,8 @@ export class Model {
         quarantine: (machine) => records.quarantine(machine),
         deviceIdentity: (machine) => records.deviceIdentity(machine),
         recordPowerOn: (machine, record, options) => acting(`recording ${machine}'s power-on`, () => records.recordPowerOn(machine, record, options)),
-        endPowerOn: (machine) => { acting(`ending ${machine}'s power-on record`, () => { records.endPowerOn(machine); }); },
+        // Any instance may end a record: that only takes a licence away.
+        endPowerOn: (machine) => { records.endPowerOn(machine); },
         setQuarantine: (machine, record) => { acting(`recording ${machine}'s quarantine`, () => { records.setQuarantine(machine, record); }); },
         recordDeviceIdentity: (machine, id, options) => acting(`recording ${machine}'s device`, () => records.recordDeviceIdentity(machine, id, options)),
         stored: (machine, options) => acting(`storing ${machine}'s records`, () => records.stored(machine, options)),
