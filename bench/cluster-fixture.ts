@@ -50,6 +50,67 @@ export async function registerNodes(plane: ControlPlane, nodes: readonly Registe
   await Promise.all(Array.from({ length: PARALLEL }, worker));
 }
 
+/**
+ * Creates `count` Nodes that match no machine, each about the size a kubelet makes one (labels and annotations,
+ * its addresses, node info and images in the status, the managedFields the apiserver adds: about 10 KB as JSON),
+ * `PARALLEL` at a time. Returns the size of one as the apiserver answers it.
+ */
+export async function registerForeignNodes(plane: ControlPlane, count: number): Promise<number> {
+  const core = plane.admin().makeApiClient(CoreV1Api);
+  let sizeBytes = 0;
+  const images = Array.from({ length: 40 }, (_, i) => ({
+    names: [
+      `registry.example.com/team-${i % 7}/service-${i}@sha256:${String(i).padStart(2, "0").repeat(32)}`,
+      `registry.example.com/team-${i % 7}/service-${i}:v1.${i}.0`,
+    ],
+    sizeBytes: 50_000_000 + i * 1_000_003,
+  }));
+  const labels = Object.fromEntries(Array.from({ length: 16 }, (_, i) => [`example.com/label-${i}`, `value-${i}`]));
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    for (let i = next++; i < count; i = next++) {
+      const name = `foreign-${String(i).padStart(5, "0")}`;
+      const now = new Date();
+      await core.createNode({
+        body: {
+          metadata: {
+            name,
+            labels: { ...labels, "kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64" },
+            annotations: { "node.alpha.kubernetes.io/ttl": "0", "volumes.kubernetes.io/controller-managed-attach-detach": "true" },
+          },
+          spec: { providerID: `aws:///eu-west-1a/i-${String(i).padStart(17, "0")}`, podCIDR: `10.${i >> 8}.${i & 255}.0/24` },
+        },
+      });
+      const patched = await core.patchNodeStatus(
+        {
+          name,
+          body: {
+            status: {
+              capacity: { cpu: "16", memory: "64Gi", pods: "110", "ephemeral-storage": "200Gi" },
+              allocatable: { cpu: "15800m", memory: "63Gi", pods: "110", "ephemeral-storage": "190Gi" },
+              conditions: ["MemoryPressure", "DiskPressure", "PIDPressure"].map((type) => ({
+                type, status: "False", reason: `KubeletHas${type === "PIDPressure" ? "SufficientPID" : `No${type}`}`,
+                message: "kubelet has no pressure", lastHeartbeatTime: now, lastTransitionTime: now,
+              })).concat([{ type: "Ready", status: "True", reason: "KubeletReady", message: "kubelet is posting ready status", lastHeartbeatTime: now, lastTransitionTime: now }]),
+              addresses: [{ type: "InternalIP", address: `10.0.${i >> 8}.${i & 255}` }, { type: "Hostname", address: name }],
+              nodeInfo: {
+                machineID: "0".repeat(32), systemUUID: "00000000-0000-0000-0000-000000000000", bootID: "0".repeat(32),
+                kernelVersion: "6.12.0", osImage: "Debian GNU/Linux 13", containerRuntimeVersion: "containerd://2.1.0",
+                kubeletVersion: "v1.36.0", kubeProxyVersion: "", operatingSystem: "linux", architecture: "amd64",
+              },
+              images,
+            },
+          },
+        },
+        MERGE,
+      );
+      sizeBytes = JSON.stringify(patched).length;
+    }
+  };
+  await Promise.all(Array.from({ length: PARALLEL }, worker));
+  return sizeBytes;
+}
+
 export async function deleteAllNodes(plane: ControlPlane): Promise<void> {
   await plane.admin().makeApiClient(CoreV1Api).deleteCollectionNode();
 }

@@ -38,12 +38,18 @@ function rpcRatio(c: ConditionResult, m: BenchedMethod): number {
   return c.rpc[m].latency.p99Ms / c.baseline[m].latency.p99Ms;
 }
 
+/** The machines, and the Nodes that match none when there are any. */
+function sizeText(r: SizeResult): string {
+  const { count, bytesEach } = r.foreignNodes;
+  return count === 0 ? String(r.site.machines) : `${r.site.machines} + ${count} other Nodes of ${(bytesEach / 1024).toFixed(1)} KB`;
+}
+
 export function formatResults(results: readonly SizeResult[]): string {
   const each = results.flatMap((r) => r.conditions.map((c) => ({ r, c })));
   const overview = table(
     ["machines", "memory", "spawn→RPC ms", "RSS start", "RSS plateau median / max (anon)", "peak RSS", "cgroup peak", "CPU ms/loop", "RPCs/loop", "apiserver req/loop", "Lease req/loop"],
     each.map(({ r, c }) => [
-      String(r.site.machines),
+      sizeText(r),
       c.label,
       String(c.startup.firstRpcMs),
       mb(c.rssAtStartBytes),
@@ -61,7 +67,7 @@ export function formatResults(results: readonly SizeResult[]): string {
     each.map(({ r, c }) => {
       const { anonBytes, heap } = c.memoryAtEnd;
       return [
-        String(r.site.machines),
+        sizeText(r),
         c.label,
         mb(anonBytes),
         mb(heap.totalBytes),

@@ -3,7 +3,7 @@
 // Deployment's memory limit and once without — against a real kube-apiserver and emulated plugs on loopback.
 // Prints tables and the goals, and writes .bench/results.json.
 //
-//   node bench/run.ts [--sizes 500] [--loops 24] [--quick] [--limit 512Mi|none] [--commit REV] [--cpu-prof] [--node-arg=--max-old-space-size=64 …]
+//   node bench/run.ts [--sizes 500] [--loops 24] [--quick] [--limit 512Mi|none] [--commit REV] [--cpu-prof] [--foreign-nodes 5000] [--node-arg=--max-old-space-size=64 …]
 //
 // plugpool runs with the variables the Containerfile's runtime stage sets (NODE_OPTIONS: heap flags), as in the image.
 // --limit: the cgroup's memory limit (default: the plugpool container's limits.memory in
@@ -11,6 +11,8 @@
 // samples (a smoke run). --commit builds and measures a committed revision (with its Containerfile and
 // example Deployment) instead of the working tree.
 // --cpu-prof runs plugpool with `node --cpu-prof` and prints where the profiles are.
+// --foreign-nodes adds that many Nodes of a kubelet's size (about 10 KB each) that match no machine: the heap
+// plugpool needs for a large cluster, under the image's heap cap.
 // --node-arg passes an option to plugpool's Node.js process. Needs the control-plane binaries
 // (tests/support/control-plane/build.sh) and about 10 minutes per size with the defaults.
 import { mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
@@ -37,6 +39,7 @@ const { values } = parseArgs({
     limit: { type: "string" },
     commit: { type: "string" },
     "cpu-prof": { type: "boolean", default: false },
+    "foreign-nodes": { type: "string", default: "0" },
     "node-arg": { type: "string", multiple: true, default: [] },
   },
 });
@@ -106,6 +109,8 @@ const env = containerfileEnv(containerfile);
 const imageNodeArgs = containerfileNodeArgs(containerfile);
 
 const loops = values.quick ? 6 : Number(values.loops);
+const foreignNodes = Number(values["foreign-nodes"]);
+if (!Number.isInteger(foreignNodes) || foreignNodes < 0) throw new Error(`--foreign-nodes: a whole number expected, got ${values["foreign-nodes"]}`);
 const settings: BenchSettings = {
   loops,
   warmupLoops: 2,
@@ -117,6 +122,7 @@ const settings: BenchSettings = {
   cpuProfile: values["cpu-prof"],
   nodeArgs: values["node-arg"],
   image: { env, nodeArgs: imageNodeArgs },
+  foreignNodes,
 };
 if (!Number.isInteger(loops) || loops <= settings.warmupLoops + 1) throw new Error(`--loops: more than ${settings.warmupLoops + 1} expected`);
 
@@ -129,6 +135,7 @@ const machine = machineInfo();
 console.log(describeMachine(machine));
 console.log(`plugpool: ${values.commit === undefined ? "the working tree" : `commit ${values.commit}`}, compiled; runs as: ${Object.entries(env).map(([k, v]) => `${k}="${v}"`).join(" ")} (the Containerfile's ENV) node ${[...imageNodeArgs, ...settings.nodeArgs, relative(process.cwd(), entry)].join(" ")} serve (the ENTRYPOINT's options, then --node-arg)`);
 console.log(`plugs: one emulated device per machine, timeout ${PLUG_TIMEOUT}; one in ten faulty (dead: never answers; slow: ${SLOW_PLUG_MS} ms)`);
+if (foreignNodes > 0) console.log(`cluster: besides the machines' Nodes, ${foreignNodes} Nodes of a kubelet's size that match no machine`);
 console.log(`cadence: one CA loop every ${settings.cadenceMs / 1000} s, ${settings.loops} loops (${settings.warmupLoops} not counted)`);
 
 const limitText = values.limit ?? exampleLimit(values.commit);

@@ -12,7 +12,7 @@ import type { ControlPlane } from "../tests/support/control-plane.ts";
 import type { ImageRuntime } from "./image-env.ts";
 import { BENCHED, recordAnswers, startBaseline, type BaselineServer, type BenchedMethod } from "./baseline.ts";
 import type { MemoryCgroup } from "./cgroup.ts";
-import { deleteAllNodes, registerNodes } from "./cluster-fixture.ts";
+import { deleteAllNodes, registerForeignNodes, registerNodes } from "./cluster-fixture.ts";
 import type { CountingProxy } from "./counting-proxy.ts";
 import { startFleet, type Fleet } from "./fleet.ts";
 import { startFloor, type Floor, type FloorRefresh } from "./floor.ts";
@@ -39,6 +39,8 @@ export interface BenchSettings {
   readonly nodeArgs: readonly string[];
   /** How the container image runs node. */
   readonly image: ImageRuntime;
+  /** Nodes of realistic size, matching no machine, in the cluster besides the machines' (0: none). */
+  readonly foreignNodes: number;
 }
 
 /** Where plugpool runs: inside a memory-limited cgroup, or not. */
@@ -119,6 +121,8 @@ export interface RpcResult {
 
 export interface SizeResult {
   readonly site: ReturnType<typeof summary>;
+  /** The Nodes that match no machine: how many, and the size of one as JSON. */
+  readonly foreignNodes: { readonly count: number; readonly bytesEach: number };
   readonly conditions: readonly ConditionResult[];
   readonly loadAverage: { readonly start: readonly number[]; readonly end: readonly number[] };
 }
@@ -404,6 +408,11 @@ export async function runSize(
   });
   try {
     await registerNodes(plane, registeredNodes(site));
+    let bytesEach = 0;
+    if (s.foreignNodes > 0) {
+      say(`${s.foreignNodes} Nodes that match no machine`);
+      bytesEach = await registerForeignNodes(plane, s.foreignNodes);
+    }
     const configPath = join(s.workDir, `config-${count}.yaml`);
     const yaml = configYaml(site, fleet.urls);
     loadConfig(yaml, {}); // fails here, with its message, rather than in the child
@@ -411,7 +420,7 @@ export async function runSize(
     const run: Run = { site, configPath, kubeconfigPath, proxy, fleet, s, say };
     const results: ConditionResult[] = [];
     for (const condition of conditions) results.push(await measureCondition(run, condition));
-    return { site: summary(site), conditions: results, loadAverage: { start: loadAtStart, end: load() } };
+    return { site: summary(site), foreignNodes: { count: s.foreignNodes, bytesEach }, conditions: results, loadAverage: { start: loadAtStart, end: load() } };
   } finally {
     await fleet.close();
     await deleteAllNodes(plane);

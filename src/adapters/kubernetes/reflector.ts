@@ -1,4 +1,4 @@
-// One collection of the API kept in memory: list once, then watch from the list's resourceVersion.
+// One collection of the API kept in memory: list once (in pages), then watch from the list's resourceVersion.
 // A watch that ends normally (server timeout, the client's 30 s idle timeout) resumes from the last
 // resourceVersion seen, without a list. A watch whose resourceVersion expired (410) relists at once.
 // Any other failure (apiserver gone, refused) relists after a backoff that doubles up to a limit, so an
@@ -15,10 +15,35 @@ export interface RetrySettings {
 
 export const defaultRetry: RetrySettings = { initialMs: 500, maxMs: 30_000 };
 
-/** Longest wait for a list; one that hangs would otherwise stop the reflector for good. */
+/** Longest wait for a whole list, every page; one that hangs would otherwise stop the reflector for good. */
 const listTimeoutMs = 60_000;
 
-/** Requests made so far: lists and watch starts. */
+/**
+ * Objects per page of a list, as kubectl's --chunk-size. A cluster's Nodes in one answer can be tens of MB (each
+ * carries its images and managedFields); in pages, only one page is held as parsed objects at a time. The pages
+ * of one list are one snapshot: the apiserver serves them all at the first page's resourceVersion
+ * (https://kubernetes.io/docs/reference/using-api/api-concepts/#retrieving-large-results-sets-in-chunks).
+ */
+export const LIST_PAGE_SIZE = 500;
+
+/** Which page of a list to answer. */
+export interface ListPage {
+  readonly limit: number;
+  /** The token from the page before; absent for the first page. */
+  readonly continue?: string;
+}
+
+/** A page as client-node's list parameters. */
+export function listPage(page: ListPage): { limit: number; _continue?: string } {
+  return page.continue === undefined ? { limit: page.limit } : { limit: page.limit, _continue: page.continue };
+}
+
+export interface ListAnswer {
+  readonly items: readonly unknown[];
+  readonly metadata?: { readonly resourceVersion?: string; readonly _continue?: string };
+}
+
+/** Requests made so far: list requests (one a page) and watch starts. */
 export interface RequestStats {
   lists: number;
   watches: number;
@@ -29,8 +54,8 @@ export interface ReflectorSource<V> {
   readonly path: string;
   readonly labelSelector?: string;
   readonly fieldSelector?: string;
-  /** Lists the collection (with the same selectors), aborting when `signal` does. */
-  list(signal: AbortSignal): Promise<{ readonly items: readonly unknown[]; readonly metadata?: { readonly resourceVersion?: string } }>;
+  /** Lists one page of the collection (with the same selectors), aborting when `signal` does. */
+  list(page: ListPage, signal: AbortSignal): Promise<ListAnswer>;
   /** The view kept for an object; undefined drops the object. */
   convert(object: unknown): V | undefined;
 }
@@ -97,22 +122,32 @@ export function createReflector<V>(source: ReflectorSource<V>, deps: ReflectorDe
   let lastContact: number | undefined;
   const heard = (): void => { lastContact = deps.now(); };
 
-  function put(object: unknown): void {
+  function put(into: Map<string, V>, object: unknown): void {
     const meta = metaOf(object);
     if (meta === undefined) return;
     const key = objectKey(meta.namespace, meta.name);
     const view = source.convert(object);
-    if (view === undefined) items.delete(key);
-    else items.set(key, view);
+    if (view === undefined) into.delete(key);
+    else into.set(key, view);
   }
 
   async function list(signal: AbortSignal): Promise<void> {
-    deps.stats.lists += 1;
-    const answer = await source.list(AbortSignal.any([signal, AbortSignal.timeout(listTimeoutMs)]));
-    heard();
-    items = new Map<string, V>();
-    for (const object of answer.items) put(object);
-    resourceVersion = answer.metadata?.resourceVersion ?? "";
+    const bounded = AbortSignal.any([signal, AbortSignal.timeout(listTimeoutMs)]);
+    // Filled apart and swapped in whole: a list cut short (a page failed, its token expired) leaves the items as
+    // they were, and the run loop lists again from the first page.
+    const listed = new Map<string, V>();
+    let next: string | undefined;
+    let version: string;
+    do {
+      deps.stats.lists += 1;
+      const answer = await source.list({ limit: LIST_PAGE_SIZE, ...(next !== undefined && { continue: next }) }, bounded);
+      heard();
+      for (const object of answer.items) put(listed, object);
+      version = answer.metadata?.resourceVersion ?? "";
+      next = answer.metadata?._continue || undefined;
+    } while (next !== undefined);
+    items = listed;
+    resourceVersion = version;
     synced = true;
     deps.onChange();
     advanced();
@@ -131,7 +166,7 @@ export function createReflector<V>(source: ReflectorSource<V>, deps: ReflectorDe
           end = code === 410 ? { kind: "expired" } : { kind: "failed", error: new Error(text(record(object)?.message) ?? "watch error") };
           return;
         }
-        if (type === "ADDED" || type === "MODIFIED") put(object);
+        if (type === "ADDED" || type === "MODIFIED") put(items, object);
         if (type === "DELETED") {
           const meta = metaOf(object);
           if (meta !== undefined) items.delete(objectKey(meta.namespace, meta.name));

@@ -10,6 +10,7 @@ import {
   type KubernetesClusterView,
 } from "../../../src/adapters/kubernetes/cluster-view.ts";
 import { powerOffPodManifest } from "../../../src/adapters/kubernetes/power-off-pod.ts";
+import { LIST_PAGE_SIZE } from "../../../src/adapters/kubernetes/reflector.ts";
 import { POWER_OFF_ANNOTATION, TO_BE_DELETED_TAINT } from "../../../src/domain/model.ts";
 import { startControlPlane, type ControlPlane } from "../../support/control-plane.ts";
 import { createNamespace, delayingProxy, eventually, fastRetry, machine, nodeBody, throughPort } from "./support.ts";
@@ -304,6 +305,31 @@ describe("createKubernetesClusterView()", () => {
     assert.deepEqual(late.powerOffPod("worker-1"), watchedPod);
     await late.stop();
     await core.deleteNamespacedPod({ name: pod.metadata?.name ?? "", namespace, gracePeriodSeconds: 0 });
+  });
+
+  it("lists a cluster larger than a page in pages, and shows every Node of it", async () => {
+    // Two full pages and one more Node: the third page is the last.
+    const count = 2 * LIST_PAGE_SIZE + 1;
+    const names = Array.from({ length: count }, (_, i) => `paged-${String(i).padStart(4, "0")}`);
+    const eachOf = async (act: (name: string) => Promise<unknown>): Promise<void> => {
+      const queue = [...names];
+      await Promise.all(Array.from({ length: 16 }, async () => {
+        for (let name = queue.shift(); name !== undefined; name = queue.shift()) await act(name);
+      }));
+    };
+    await eachOf((name) => core.createNode({ body: nodeBody({ name, providerID: `k3s://${name}` }) }));
+    const present = (await core.listNode({})).items.length;
+    const late = createKubernetesClusterView(plane.admin(), { powerOffNamespace: namespace, machines: [] });
+    try {
+      late.start();
+      await late.whenSynced(AbortSignal.timeout(60_000));
+      const pages = Math.ceil(present / LIST_PAGE_SIZE);
+      assert.equal(late.stats().lists, pages + 3, `${pages} pages of ${present} Nodes, then the pods, ResourceSlices and ConfigMap`);
+      for (const name of names) assert.equal(late.nodeNamed(name)?.providerID, `k3s://${name}`, name);
+    } finally {
+      await late.stop();
+      await eachOf((name) => core.deleteNode({ name }));
+    }
   });
 
   it("rejects whenSynced() when its signal aborts first", async () => {
