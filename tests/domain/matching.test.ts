@@ -2,7 +2,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import type { Machine } from "../../src/domain/model.ts";
-import { createMachineIndex, foreignProviderID, matchedNode, resolveRef, safetyNodes } from "../../src/domain/matching.ts";
+import { claimsNoMachine, createMachineIndex, foreignProviderID, matchedNode, resolveRef, safetyNodes } from "../../src/domain/matching.ts";
 import { PREFIX, World } from "../fakes/world.ts";
 
 describe("matching", () => {
@@ -24,6 +24,35 @@ describe("matching", () => {
       w.cluster.addNode({ name: "worker-1", providerID: "aws:///eu-west-1a/i-1" });
       assert.equal(matchedNode(w.cluster, PREFIX, w.machine("worker-1")), undefined);
       assert.equal(foreignProviderID(w.cluster, PREFIX, w.machine("worker-1")), "aws:///eu-west-1a/i-1");
+    });
+  });
+
+  describe("foreignProviderID()", () => {
+    it("names nothing when no Node carries the machine's name, or the one that does has no providerID or the machine's own", () => {
+      const w = new World();
+      assert.equal(foreignProviderID(w.cluster, PREFIX, w.machine("worker-1")), undefined, "no Node");
+      w.cluster.addNode({ name: "worker-1" });
+      assert.equal(foreignProviderID(w.cluster, PREFIX, w.machine("worker-1")), undefined, "no providerID");
+      w.cluster.addNode({ name: "worker-2", providerID: PREFIX + "worker-2" });
+      assert.equal(foreignProviderID(w.cluster, PREFIX, w.machine("worker-2")), undefined, "the machine's own providerID");
+    });
+  });
+
+  describe("claimsNoMachine()", () => {
+    const w = new World();
+    const machines = w.machines();
+    const node = (name: string, providerID: string) => w.cluster.addNode({ name, providerID });
+
+    it("takes a Node carrying a machine's name as claiming it, whatever its providerID", () => {
+      assert.equal(claimsNoMachine(node("worker-1", "aws:///eu-west-1a/i-1"), machines, PREFIX), false);
+    });
+
+    it("takes a Node carrying a machine's instance id as claiming it, whatever its name", () => {
+      assert.equal(claimsNoMachine(node("renamed-host", PREFIX + "worker-2"), machines, PREFIX), false);
+    });
+
+    it("finds a Node with another name and another providerID claiming no machine", () => {
+      assert.equal(claimsNoMachine(node("stranger", PREFIX + "stranger"), machines, PREFIX), true);
     });
   });
 
