@@ -3,13 +3,14 @@
 // Deployment's memory limit and once without — against a real kube-apiserver and emulated plugs on loopback.
 // Prints tables and the goals, and writes .bench/results.json.
 //
-//   node bench/run.ts [--sizes 500] [--loops 24] [--quick] [--limit 512Mi|none] [--commit REV] [--cpu-prof] [--foreign-nodes 5000] [--node-arg=--max-old-space-size=64 …]
+//   node bench/run.ts [--sizes 500] [--loops 24] [--quick] [--limit 512Mi|none] [--commit REV] [--before REV] [--cpu-prof] [--foreign-nodes 5000] [--node-arg=--max-old-space-size=64 …]
 //
 // plugpool runs with the variables the Containerfile's runtime stage sets (NODE_OPTIONS: heap flags), as in the image.
 // --limit: the cgroup's memory limit (default: the plugpool container's limits.memory in
 // deploy/examples/deployment.yaml; "none" measures without a limit only). --quick takes fewer loops and
 // samples (a smoke run). --commit builds and measures a committed revision (with its Containerfile and
-// example Deployment) instead of the working tree.
+// example Deployment) instead of the working tree. --before also builds REV and measures it in the same run,
+// taking turns with the other in each memory condition, beside the same floors: a before/after table.
 // --cpu-prof runs plugpool with `node --cpu-prof` and prints where the profiles are.
 // --foreign-nodes adds that many Nodes of a kubelet's size (about 10 KB each) that match no machine: the heap
 // plugpool needs for a large cluster, under the image's heap cap.
@@ -28,7 +29,7 @@ import { startCountingProxy } from "./counting-proxy.ts";
 import { PLUG_TIMEOUT, SLOW_PLUG_MS } from "./layout.ts";
 import { describeMachine, load, machineInfo } from "./machine-info.ts";
 import { formatGoals, formatResults, goals } from "./report.ts";
-import { runSize, type BenchSettings, type Condition, type SizeResult } from "./scenario.ts";
+import { runSize, type BenchSettings, type Build, type Condition, type SizeResult } from "./scenario.ts";
 
 const root = join(import.meta.dirname, "..");
 const { values } = parseArgs({
@@ -38,6 +39,7 @@ const { values } = parseArgs({
     quick: { type: "boolean", default: false },
     limit: { type: "string" },
     commit: { type: "string" },
+    before: { type: "string" },
     "cpu-prof": { type: "boolean", default: false },
     "foreign-nodes": { type: "string", default: "0" },
     "node-arg": { type: "string", multiple: true, default: [] },
@@ -75,18 +77,19 @@ mkdirSync(workDir, { recursive: true });
 
 /**
  * What users run: the module the container image runs (`npm run bundle`) of the working tree, made aside so that a
- * rebuild of dist/ during the run changes nothing; or, with --commit, what that revision's image ran (its bundle,
- * or before bundles existed its `tsc` build), for before/after tables.
+ * rebuild of dist/ during the run changes nothing; or what a revision's image ran (its bundle, or before bundles
+ * existed its `tsc` build), for before/after tables. Each build has its own directory.
  */
 function build(commit: string | undefined): string {
-  const buildDir = join(outDir, "dist");
+  const name = commit ?? "tree";
+  const buildDir = join(outDir, `dist-${name}`);
   rmSync(buildDir, { recursive: true, force: true });
   const bundle = join(buildDir, "plugpool.mjs");
   if (commit === undefined) {
     execFileSync(process.execPath, [join(root, "scripts", "bundle.ts"), bundle], { cwd: root, stdio: ["ignore", "inherit", "inherit"] });
     return bundle;
   }
-  const tree = join(outDir, "tree");
+  const tree = join(outDir, `tree-${name}`);
   rmSync(tree, { recursive: true, force: true });
   mkdirSync(tree, { recursive: true });
   const bundled = execFileSync("git", ["ls-tree", "--name-only", commit, "scripts/bundle.ts"], { cwd: root, encoding: "utf8" }).trim() !== "";
@@ -102,11 +105,16 @@ function build(commit: string | undefined): string {
   execFileSync(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.build.json", "--outDir", buildDir], { cwd: tree, stdio: ["ignore", "inherit", "inherit"] });
   return join(buildDir, "src", "app", "main.js");
 }
-const entry = build(values.commit);
-
-const containerfile = fileAt(values.commit, "Containerfile");
-const env = containerfileEnv(containerfile);
-const imageNodeArgs = containerfileNodeArgs(containerfile);
+/** A build of `commit` (the working tree when undefined), run as that revision's image runs node. */
+function buildOf(commit: string | undefined, label: string): Build & { readonly label: string } {
+  const containerfile = fileAt(commit, "Containerfile");
+  const image = { env: containerfileEnv(containerfile), nodeArgs: containerfileNodeArgs(containerfile) };
+  return { name: commit ?? "tree", label, entry: build(commit), image };
+}
+const builds = [
+  ...(values.before === undefined ? [] : [buildOf(values.before, `before (${values.before})`)]),
+  buildOf(values.commit, values.before === undefined ? "" : `after (${values.commit ?? "the working tree"})`),
+];
 
 const loops = values.quick ? 6 : Number(values.loops);
 const foreignNodes = Number(values["foreign-nodes"]);
@@ -118,10 +126,8 @@ const settings: BenchSettings = {
   rpcSamples: values.quick ? 200 : 1000,
   rpcWarmup: values.quick ? 50 : 100,
   workDir,
-  entry,
   cpuProfile: values["cpu-prof"],
   nodeArgs: values["node-arg"],
-  image: { env, nodeArgs: imageNodeArgs },
   foreignNodes,
 };
 if (!Number.isInteger(loops) || loops <= settings.warmupLoops + 1) throw new Error(`--loops: more than ${settings.warmupLoops + 1} expected`);
@@ -133,7 +139,10 @@ const say = (text: string): void => {
 
 const machine = machineInfo();
 console.log(describeMachine(machine));
-console.log(`plugpool: ${values.commit === undefined ? "the working tree" : `commit ${values.commit}`}, compiled; runs as: ${Object.entries(env).map(([k, v]) => `${k}="${v}"`).join(" ")} (the Containerfile's ENV) node ${[...imageNodeArgs, ...settings.nodeArgs, relative(process.cwd(), entry)].join(" ")} serve (the ENTRYPOINT's options, then --node-arg)`);
+for (const b of builds) {
+  const which = b.name === "tree" ? "the working tree" : `commit ${b.name}`;
+  console.log(`plugpool${b.label === "" ? "" : ` ${b.label}`}: ${which}, compiled; runs as: ${Object.entries(b.image.env).map(([k, v]) => `${k}="${v}"`).join(" ")} (the Containerfile's ENV) node ${[...b.image.nodeArgs, ...settings.nodeArgs, relative(process.cwd(), b.entry)].join(" ")} serve (the ENTRYPOINT's options, then --node-arg)`);
+}
 console.log(`plugs: one emulated device per machine, timeout ${PLUG_TIMEOUT}; one in ten faulty (dead: never answers; slow: ${SLOW_PLUG_MS} ms)`);
 if (foreignNodes > 0) console.log(`cluster: besides the machines' Nodes, ${foreignNodes} Nodes of a kubelet's size that match no machine`);
 console.log(`cadence: one CA loop every ${settings.cadenceMs / 1000} s, ${settings.loops} loops (${settings.warmupLoops} not counted)`);
@@ -147,10 +156,12 @@ if (limitText !== "none") {
     console.log(`memory limit ${limitText}: ${(error as Error).message}; measuring without it`);
   }
 }
-const conditions: Condition[] = [
-  ...(cgroup === undefined ? [] : [{ label: `limit ${limitText}`, cgroup }]),
-  { label: "no limit" },
-];
+const places = [...(cgroup === undefined ? [] : [{ label: `limit ${limitText}`, cgroup }]), { label: "no limit" }];
+const conditions: Condition[] = places.flatMap((place) => builds.map((b) => ({
+  ...place,
+  label: b.label === "" ? place.label : `${b.label}, ${place.label}`,
+  build: b,
+})));
 console.log("");
 
 say("starting the control plane");

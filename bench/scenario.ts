@@ -32,20 +32,27 @@ export interface BenchSettings {
   readonly rpcWarmup: number;
   /** Where configs, plugpool logs (and CPU profiles) go. */
   readonly workDir: string;
-  /** The module to run (see build() in run.ts). */
-  readonly entry: string;
   readonly cpuProfile: boolean;
   /** Extra Node.js options for plugpool's process, after the image's (experiments: heap limits, flags). */
   readonly nodeArgs: readonly string[];
-  /** How the container image runs node. */
-  readonly image: ImageRuntime;
   /** Nodes of realistic size, matching no machine, in the cluster besides the machines' (0: none). */
   readonly foreignNodes: number;
 }
 
-/** Where plugpool runs: inside a memory-limited cgroup, or not. */
+/** A plugpool to measure: the working tree's, or a revision's (see build() in run.ts). */
+export interface Build {
+  /** Short, for file names: "tree", or the revision. */
+  readonly name: string;
+  /** The module to run. */
+  readonly entry: string;
+  /** How that revision's container image runs node. */
+  readonly image: ImageRuntime;
+}
+
+/** Which plugpool runs, and where: inside a memory-limited cgroup, or not. */
 export interface Condition {
   readonly label: string;
+  readonly build: Build;
   readonly cgroup?: MemoryCgroup;
 }
 
@@ -207,7 +214,7 @@ interface Run {
 async function measureCondition(run: Run, condition: Condition): Promise<ConditionResult> {
   const { site, proxy, fleet, s, say } = run;
   const count = site.machines.length;
-  const tag = `${count}-${condition.cgroup === undefined ? "unlimited" : "limited"}`;
+  const tag = `${count}-${condition.build.name}-${condition.cgroup === undefined ? "unlimited" : "limited"}`;
   const profileDir = s.cpuProfile ? join(s.workDir, `cpu-profile-${tag}`) : undefined;
   if (profileDir !== undefined) rmSync(profileDir, { recursive: true, force: true });
   say(`  ${condition.label}: start-up`);
@@ -220,9 +227,9 @@ async function measureCondition(run: Run, condition: Condition): Promise<Conditi
     configPath: run.configPath,
     kubeconfigPath: run.kubeconfigPath,
     logPath: join(s.workDir, `plugpool-${tag}.log`),
-    entry: s.entry,
-    nodeArgs: [...s.image.nodeArgs, ...s.nodeArgs],
-    env: s.image.env,
+    entry: condition.build.entry,
+    nodeArgs: [...condition.build.image.nodeArgs, ...s.nodeArgs],
+    env: condition.build.image.env,
     workDir: s.workDir,
     ...(condition.cgroup !== undefined && { cgroupProcs: condition.cgroup.procs }),
     ...(profileDir !== undefined && { cpuProfileDir: profileDir }),
@@ -270,7 +277,7 @@ async function measureCondition(run: Run, condition: Condition): Promise<Conditi
     const plateau = plateauSamples.map((r) => r.bytes);
     const memoryAtEnd = { anonBytes: plugpool.memory().anonBytes, heap: await plugpool.heap() };
     say(`  ${condition.label}: RPC latency and garbage, taking turns with the baselines`);
-    const { rpc, baseline, baselineImageEnv, alone } = await measureRpcs(plugpool, site, s);
+    const { rpc, baseline, baselineImageEnv, alone } = await measureRpcs(plugpool, site, s, condition.build.image);
     return {
       label: condition.label,
       ...(condition.cgroup !== undefined && {
@@ -348,6 +355,7 @@ async function measureRpcs(
   plugpool: PlugpoolProcess,
   site: Layout,
   s: BenchSettings,
+  image: ImageRuntime,
 ): Promise<Pick<ConditionResult, "rpc" | "baseline" | "baselineImageEnv" | "alone">> {
   const [group] = site.groups;
   const [node] = registeredNodes(site);
@@ -357,7 +365,7 @@ async function measureRpcs(
   const bare = await startBaseline(answers, gcProbe);
   const started: { server: BaselineServer; client: CloudProviderClient }[] = [{ server: bare, client: createCloudProviderClient(bare.address) }];
   try {
-    const imageEnv = await startBaseline(answers, gcProbe, s.image);
+    const imageEnv = await startBaseline(answers, gcProbe, image);
     started.push({ server: imageEnv, client: createCloudProviderClient(imageEnv.address) });
     const servers = [{ probed: plugpool, client: plugpool.client }, ...started.map((b) => ({ probed: b.server, client: b.client }))];
     const out = servers.map((): Partial<Record<BenchedMethod, RpcResult>> => ({}));
