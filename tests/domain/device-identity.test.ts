@@ -2,7 +2,15 @@
 // in the command's own slot, and a device that answers as another gets nothing.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { createContext, type PoolContext } from "../../src/domain/state.ts";
+import { deviceCheck, deviceMismatchOf } from "../../src/domain/device-identity.ts";
 import { World } from "../fakes/world.ts";
+
+/** A domain context over a world's fakes, to ask a machine's device check directly. */
+function contextOf(w: World): PoolContext {
+  const deps = { clock: w.clock, power: w.power, cluster: w.cluster, lookup: w.cluster, teardown: w.cluster, records: w.records, reporter: w.reporter };
+  return createContext(deps, w.config);
+}
 
 /** worker-1 and worker-2, both switched on once by plugpool (so both devices are known), neither registered. */
 async function bothKnown(): Promise<World> {
@@ -159,5 +167,45 @@ describe("device identity", () => {
     await w.pool.refresh();
     assert.equal(w.power.callsOf("read").filter((c) => c.control.key === two.key).length, 2, "asked at each read");
     assert.equal(w.reporter.of("device-duplicate").length, 1);
+  });
+
+  describe("the check itself", () => {
+    it("refuses a device met for the first time that answers as another machine's, and says which", async () => {
+      const w = new World();
+      const ctx = contextOf(w);
+      await w.records.recordDeviceIdentity("worker-1", "plug-a");
+      const check = deviceCheck(ctx, w.machine("worker-2"));
+      assert.equal(await check({ id: "plug-a" }), false);
+      assert.deepEqual(deviceMismatchOf(ctx, w.machine("worker-2")), { expected: "a device of its own (worker-1's answers as plug-a)", seen: "plug-a" });
+      assert.equal(w.records.deviceIdentity("worker-2"), undefined, "not learned");
+    });
+
+    it("refuses a known device that answers as another, tells it once per identity seen, and remembers what it saw", async () => {
+      const w = new World();
+      const ctx = contextOf(w);
+      await w.records.recordDeviceIdentity("worker-1", "plug-a");
+      const check = deviceCheck(ctx, w.machine("worker-1"));
+      assert.equal(await check({ id: "plug-b" }), false);
+      assert.equal(await check({ id: "plug-b" }), false);
+      assert.deepEqual(deviceMismatchOf(ctx, w.machine("worker-1")), { expected: "plug-a", seen: "plug-b" });
+      assert.equal(await check({ id: "plug-c" }), false);
+      assert.deepEqual(
+        w.reporter.of("device-mismatch").map((e) => [e.expected, e.seen]),
+        [["plug-a", "plug-b"], ["plug-a", "plug-c"]],
+      );
+      assert.equal(await check({ id: "plug-a" }), true, "the expected device goes ahead");
+    });
+
+    it("takes a device that stops telling its uptime for one that has not restarted", async () => {
+      const w = new World();
+      const ctx = contextOf(w);
+      await w.records.recordDeviceIdentity("worker-1", "plug-a");
+      const check = deviceCheck(ctx, w.machine("worker-1"));
+      assert.equal(await check({ id: "plug-a", uptimeSeconds: 500 }), true);
+      assert.equal(await check({ id: "plug-a" }), true);
+      assert.deepEqual(w.reporter.of("device-restarted"), []);
+      assert.equal(await check({ id: "plug-a", uptimeSeconds: 10 }), true);
+      assert.deepEqual(w.reporter.of("device-restarted"), [], "nothing to compare with: the uptime before was not told");
+    });
   });
 });
