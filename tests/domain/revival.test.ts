@@ -136,8 +136,9 @@ describe("revival: a halted machine is brought back", () => {
   it("counts the NotReady from a moment up to the condition's resolution (1 s) before the shutdown was asked", async () => {
     for (const down of [ASKED - 1000, ASKED, ASKED + 1]) {
       const r = rig({ down });
-      assert.equal(await pass(r), undefined, `NotReady at ASKED${down - ASKED}`);
-      assert.deepEqual(r.w.reporter.events, CYCLED, `NotReady at ASKED${down - ASKED}`);
+      const when = `NotReady ${down - ASKED} ms after the request`;
+      assert.equal(await pass(r), undefined, when);
+      assert.deepEqual(r.w.reporter.events, CYCLED, when);
     }
   });
 });
