@@ -57,7 +57,8 @@ export function undoPowerOffRecord(ctx: PoolContext, machine: Machine, undo: Rec
   ctx.deps.wake?.();
 }
 
-function newJob(node: string, startedAt: number): PowerOffJob {
+/** A power-off job at its start: nothing done, nothing known yet. */
+export function newJob(node: string, startedAt: number): PowerOffJob {
   return {
     node,
     startedAt,

@@ -2,15 +2,8 @@
 // in the command's own slot, and a device that answers as another gets nothing.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { createContext, type PoolContext } from "../../src/domain/state.ts";
 import { deviceCheck, deviceMismatchOf } from "../../src/domain/device-identity.ts";
 import { World } from "../fakes/world.ts";
-
-/** A domain context over a world's fakes, to ask a machine's device check directly. */
-function contextOf(w: World): PoolContext {
-  const deps = { clock: w.clock, power: w.power, cluster: w.cluster, lookup: w.cluster, teardown: w.cluster, records: w.records, reporter: w.reporter };
-  return createContext(deps, w.config);
-}
 
 /** worker-1 and worker-2, both switched on once by plugpool (so both devices are known), neither registered. */
 async function bothKnown(): Promise<World> {
@@ -172,7 +165,7 @@ describe("device identity", () => {
   describe("the check itself", () => {
     it("refuses a device met for the first time that answers as another machine's, and says which", async () => {
       const w = new World();
-      const ctx = contextOf(w);
+      const ctx = w.context();
       await w.records.recordDeviceIdentity("worker-1", "plug-a");
       const check = deviceCheck(ctx, w.machine("worker-2"));
       assert.equal(await check({ id: "plug-a" }), false);
@@ -182,7 +175,7 @@ describe("device identity", () => {
 
     it("refuses a known device that answers as another, tells it once per identity seen, and remembers what it saw", async () => {
       const w = new World();
-      const ctx = contextOf(w);
+      const ctx = w.context();
       await w.records.recordDeviceIdentity("worker-1", "plug-a");
       const check = deviceCheck(ctx, w.machine("worker-1"));
       assert.equal(await check({ id: "plug-b" }), false);
@@ -198,7 +191,7 @@ describe("device identity", () => {
 
     it("takes a device that stops telling its uptime for one that has not restarted", async () => {
       const w = new World();
-      const ctx = contextOf(w);
+      const ctx = w.context();
       await w.records.recordDeviceIdentity("worker-1", "plug-a");
       const check = deviceCheck(ctx, w.machine("worker-1"));
       assert.equal(await check({ id: "plug-a", uptimeSeconds: 500 }), true);

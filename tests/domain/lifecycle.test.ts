@@ -4,7 +4,6 @@ import assert from "node:assert/strict";
 import {
   beginMarking,
   beginPowerOff,
-  createContext,
   dropQueued,
   endMarking,
   endPowerOff,
@@ -16,12 +15,6 @@ import {
 import { lifecycleOf, type Phase } from "../../src/domain/lifecycle.ts";
 import { World } from "../fakes/world.ts";
 
-/** A domain context over a world's fakes, whose memory the test sets by hand. */
-function contextOf(w: World): PoolContext {
-  const deps = { clock: w.clock, power: w.power, cluster: w.cluster, lookup: w.cluster, teardown: w.cluster, records: w.records, reporter: w.reporter };
-  return createContext(deps, w.config);
-}
-
 const JOB = { node: "worker-1", startedAt: 0, aborting: undefined } as unknown as PowerOffJob;
 
 describe("lifecycleOf()", () => {
@@ -29,7 +22,7 @@ describe("lifecycleOf()", () => {
 
   it("is unknown before a read, then off, or powered-outside for a plug on that plugpool did not switch on", () => {
     const w = new World();
-    const ctx = contextOf(w);
+    const ctx = w.context();
     assert.equal(phaseOf(ctx, w), "unknown");
     stateOf(ctx, w.machine("worker-1")).power.plug = "off";
     assert.equal(phaseOf(ctx, w), "off");
@@ -39,7 +32,7 @@ describe("lifecycleOf()", () => {
 
   it("is booting while plugpool's power-on record stands and no Node claims the machine, then registered", () => {
     const w = new World({ on: ["worker-1"], poweredByPlugpool: ["worker-1"] });
-    const ctx = contextOf(w);
+    const ctx = w.context();
     stateOf(ctx, w.machine("worker-1")).power.plug = "on";
     assert.deepEqual(lifecycleOf(ctx, w.machine("worker-1")), { phase: "booting", since: w.clock.now() });
     w.register("worker-1");
@@ -48,7 +41,7 @@ describe("lifecycleOf()", () => {
 
   it("ranks a power-off above a command in flight, that above a Node, that above the queue", () => {
     const w = new World();
-    const ctx = contextOf(w);
+    const ctx = w.context();
     const machine = w.machine("worker-1");
     const st = stateOf(ctx, machine);
     st.power.plug = "off";
@@ -65,7 +58,7 @@ describe("lifecycleOf()", () => {
 
   it("counts a Node matched by name only (another providerID) as registered: it may be the machine running", () => {
     const w = new World();
-    const ctx = contextOf(w);
+    const ctx = w.context();
     stateOf(ctx, w.machine("worker-2")).power.plug = "on";
     w.register("worker-2", { providerID: "k3s://someone-else" });
     assert.equal(phaseOf(ctx, w, "worker-2"), "registered");
@@ -75,7 +68,7 @@ describe("lifecycleOf()", () => {
 describe("a machine's plan", () => {
   it("holds one thing at a time: a power-off drops a queued plug-on, and a second power-off or a queue on top of it is refused", () => {
     const w = new World();
-    const ctx = contextOf(w);
+    const ctx = w.context();
     const machine = w.machine("worker-1");
     const st = stateOf(ctx, machine);
     queuePowerOn(ctx, machine);
@@ -99,7 +92,7 @@ describe("a machine's plan", () => {
 
   it("stays marking until every power-off record being written has settled, and yields to a power-off started meanwhile", () => {
     const w = new World();
-    const ctx = contextOf(w);
+    const ctx = w.context();
     const machine = w.machine("worker-1");
     const st = stateOf(ctx, machine);
     queuePowerOn(ctx, machine);

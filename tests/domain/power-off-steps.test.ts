@@ -1,6 +1,7 @@
 // Each step of the power-off saga on its own: a domain context over the world's fakes, a job whose facts the test
 // sets, and the step's outcome (its detail or why, as the runner reports it in "power-off-step" events), the facts
 // it leaves and what it did to the plug and the cluster. The runner's walk over the steps is in power-off.test.ts.
+import { newJob } from "../../src/domain/power-off.ts";
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { PoolDeps, PowerRecords, PowerSwitch } from "../../src/domain/index.ts";
@@ -63,23 +64,7 @@ function rig(options: RigOptions = {}): Rig {
     reporter: w.reporter,
   };
   const ctx = createContext(deps, w.config);
-  const job: PowerOffJob = {
-    node: "worker-1",
-    startedAt: w.clock.now(),
-    aborting: undefined,
-    stepEnteredAt: {},
-    reportedDone: new Set(),
-    attempts: {},
-    notBefore: undefined,
-    lastWaiting: undefined,
-    podAttempts: 0,
-    facts: { ...options.facts },
-    shutdownNodeUid: undefined,
-    shutdownNodeSeen: { notReadyAt: undefined, readyAgain: false },
-    revival: undefined,
-    deletedNodes: new Set(),
-    ...options.job,
-  };
+  const job: PowerOffJob = { ...newJob("worker-1", w.clock.now()), facts: { ...options.facts }, ...options.job };
   const machine = w.machine("worker-1");
   beginPowerOff(ctx, machine, job);
   return { w, ctx, job, st: stateOf(ctx, machine), stored };

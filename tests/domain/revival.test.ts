@@ -2,6 +2,7 @@
 // fakes, worker-1's power-off job as the abort left it (its OS shutdown asked, its traces gone, the watch begun),
 // and one pass of the watch at a time: the wait it answers, the events it reports, and the commands that reach
 // the plug. The whole sequence through the runner is in safety-reproductions-3.test.ts (3b-3).
+import { newJob } from "../../src/domain/power-off.ts";
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { PoolDeps } from "../../src/domain/index.ts";
@@ -57,20 +58,12 @@ function rig(options: RigOptions = {}): Rig {
   const ctx = createContext(deps, w.config);
   const uid = options.uid ?? "registered";
   const job: PowerOffJob = {
-    node: "worker-1",
-    startedAt: ASKED - 5000,
+    ...newJob("worker-1", ASKED - 5000),
     aborting: { step: "await-not-ready", reason: "called off" },
-    stepEnteredAt: {},
-    reportedDone: new Set(),
-    attempts: {},
-    notBefore: undefined,
-    lastWaiting: undefined,
     podAttempts: 1,
     facts: options.facts ?? { recordCommitted: ASKED - 5000, shutdownRequested: ASKED },
     shutdownNodeUid: uid === "none" ? undefined : uid === "other" ? "uid-of-an-older-worker-1" : node?.uid,
-    shutdownNodeSeen: { notReadyAt: undefined, readyAgain: false },
     revival: { since: SINCE, offAt: undefined, toldAt: undefined },
-    deletedNodes: new Set(),
     ...options.job,
   };
   beginPowerOff(ctx, w.machine("worker-1"), job);

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { HOLD_ANNOTATION, mayCutPower, type Verdict } from "../../src/domain/index.ts";
 import { CONDITION_TIME_RESOLUTION_MS, freshVerdict, watchShutdownNode, type CutKind } from "../../src/domain/safety.ts";
 import type { NodeView } from "../../src/domain/model.ts";
-import { beginPowerOff, createContext, stateOf, type PoolContext, type PowerOffFacts, type PowerOffJob } from "../../src/domain/state.ts";
+import { beginPowerOff, stateOf, type PoolContext, type PowerOffFacts, type PowerOffJob } from "../../src/domain/state.ts";
 import { type WorldOptions } from "../fakes/world.ts";
 import { PREFIX, World } from "../fakes/world.ts";
 import { rejectsWith } from "../fakes/assertions.ts";
@@ -119,11 +119,6 @@ describe("freshVerdict() at the plug", () => {
   const SITE: WorldOptions = { groups: [{ id: "workers", machines: ["worker-1", "worker-2"], sensors: ["worker-2"] }] };
 
   /** A context over the world's fakes, as the pool builds it: the view for the cluster, the fakes' truth read fresh. */
-  function contextOf(w: World): PoolContext {
-    const deps = { clock: w.clock, power: w.power, cluster: w.view ?? w.cluster, lookup: w.cluster, teardown: w.cluster, records: w.records, reporter: w.reporter };
-    return createContext(deps, w.config);
-  }
-
   /** Puts a power-off job of worker-1 in the context's memory, under its Node as it stands now. */
   function jobOf(w: World, ctx: PoolContext, facts: PowerOffFacts, job: Partial<PowerOffJob> = {}): PowerOffJob {
     const made = {
@@ -162,7 +157,7 @@ describe("freshVerdict() at the plug", () => {
 
     it("refuses on a view not known to be current, saying so", async () => {
       const w = new World(SITE);
-      const ctx = contextOf(w);
+      const ctx = w.context({ cluster: w.view ?? w.cluster });
       w.cluster.viewCurrent = false;
       const { rule, detail } = refusal(await verdictOf(ctx, w, "unregistered"));
       assert.equal(rule, "view-not-current");
@@ -172,7 +167,7 @@ describe("freshVerdict() at the plug", () => {
     it("honours a Node the lagging view still shows beside those read fresh", async () => {
       // host-b claims worker-1 by providerID, Ready and untainted: gone at the apiserver, still in the view.
       const w = new World({ ...SITE, lagging: true });
-      const ctx = contextOf(w);
+      const ctx = w.context({ cluster: w.view ?? w.cluster });
       w.registerTainted("worker-1");
       w.cluster.setReady("worker-1", false, w.clock.now());
       w.cluster.addNode({ name: "host-b", providerID: PREFIX + "worker-1" });
@@ -184,7 +179,7 @@ describe("freshVerdict() at the plug", () => {
 
     it("honours the view's Nodes when the apiserver shows none, once the draw read standby", async () => {
       const w = new World({ ...SITE, lagging: true });
-      const ctx = contextOf(w);
+      const ctx = w.context({ cluster: w.view ?? w.cluster });
       w.register("worker-1");
       w.view?.sync();
       w.cluster.removeNode("worker-1");
@@ -196,7 +191,7 @@ describe("freshVerdict() at the plug", () => {
   describe("the cut that ends a power-off", () => {
     it("refuses when the drained Node vanished and nothing says the machine is down", async () => {
       const w = new World(SITE);
-      const ctx = contextOf(w);
+      const ctx = w.context({ cluster: w.view ?? w.cluster });
       jobOf(w, ctx, { notReady: w.clock.now() }, { node: "worker-1" });
       const { rule, detail } = refusal(await verdictOf(ctx, w, "power-off"));
       assert.equal(rule, "node-vanished");
@@ -205,10 +200,10 @@ describe("freshVerdict() at the plug", () => {
 
     it("goes ahead without the Node once the draw read standby, or when the power-off began without one", async () => {
       const w = new World(SITE);
-      const ctx = contextOf(w);
+      const ctx = w.context({ cluster: w.view ?? w.cluster });
       jobOf(w, ctx, { notReady: w.clock.now(), standbyReached: w.clock.now() });
       assert.deepEqual(await verdictOf(ctx, w, "power-off"), { allowed: true });
-      const other = contextOf(w);
+      const other = w.context({ cluster: w.view ?? w.cluster });
       jobOf(w, other, {}, { node: "" });
       assert.deepEqual(await verdictOf(other, w, "power-off"), { allowed: true });
     });
@@ -216,11 +211,11 @@ describe("freshVerdict() at the plug", () => {
     it("judges a Ready Node only past the shutdown: the shutdown itself, and a cut before any NotReady, go ahead", async () => {
       const w = new World(SITE);
       w.registerTainted("worker-1");
-      const ctx = contextOf(w);
+      const ctx = w.context({ cluster: w.view ?? w.cluster });
       jobOf(w, ctx, { notReady: w.clock.now() });
       assert.deepEqual(await verdictOf(ctx, w, "shutdown"), { allowed: true });
       assert.equal(refusal(await verdictOf(ctx, w, "power-off")).rule, "node-ready");
-      const before = contextOf(w);
+      const before = w.context({ cluster: w.view ?? w.cluster });
       jobOf(w, before, {});
       assert.deepEqual(await verdictOf(before, w, "power-off"), { allowed: true });
     });
@@ -230,7 +225,7 @@ describe("freshVerdict() at the plug", () => {
     /** worker-1 registered, its shutdown asked 10 s ago under a job that has seen nothing of the Node since. */
     function asked(options: WorldOptions = SITE): { w: World; ctx: PoolContext; askedAt: number; job: PowerOffJob } {
       const w = new World(options);
-      const ctx = contextOf(w);
+      const ctx = w.context({ cluster: w.view ?? w.cluster });
       w.register("worker-1");
       const askedAt = w.clock.now();
       const job = jobOf(w, ctx, { shutdownRequested: askedAt });
@@ -291,13 +286,13 @@ describe("freshVerdict() at the plug", () => {
         [{ shutdownRequested: notAsked.clock.now() }, { shutdownNodeUid: undefined }],
       ];
       for (const [facts, job] of jobs) {
-        const ctx = contextOf(notAsked);
+        const ctx = notAsked.context({ cluster: notAsked.view ?? notAsked.cluster });
         jobOf(notAsked, ctx, facts, job);
         const { rule, detail } = refusal(await verdictOf(ctx, notAsked, "cycle"));
         assert.equal(rule, "registered-without-taint");
         assert.equal(detail, "plugpool did not ask for the OS shutdown of worker-1");
       }
-      const noJob = contextOf(notAsked);
+      const noJob = notAsked.context({ cluster: notAsked.view ?? notAsked.cluster });
       assert.equal(refusal(await verdictOf(noJob, notAsked, "cycle")).rule, "registered-without-taint");
 
       const vanished = asked();
@@ -336,7 +331,7 @@ describe("freshVerdict() at the plug", () => {
   describe("the cut of a machine without a Node", () => {
     function switchedOn(name: string, options: WorldOptions = SITE): { w: World; ctx: PoolContext } {
       const w = new World({ ...options, on: [name], poweredByPlugpool: [name] });
-      return { w, ctx: contextOf(w) };
+      return { w, ctx: w.context({ cluster: w.view ?? w.cluster }) };
     }
 
     it("refuses a machine held in the configuration", async () => {

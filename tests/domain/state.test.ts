@@ -5,7 +5,6 @@ import { PlugpoolError } from "../../src/domain/errors.ts";
 import {
   beginMarking,
   beginPowerOff,
-  createContext,
   endMarking,
   endPowerOff,
   jobOf,
@@ -13,22 +12,16 @@ import {
   queuePowerOn,
   stateOf,
   withGroupLock,
-  type PoolContext,
   type PowerOffJob,
 } from "../../src/domain/state.ts";
 import { World } from "../fakes/world.ts";
-
-function contextOf(w: World): PoolContext {
-  const deps = { clock: w.clock, power: w.power, cluster: w.cluster, lookup: w.cluster, teardown: w.cluster, records: w.records, reporter: w.reporter };
-  return createContext(deps, w.config);
-}
 
 const JOB = { node: "worker-1", startedAt: 0 } as unknown as PowerOffJob;
 
 describe("a machine's plan", () => {
   it("has a power-off job only while powering off, and a queue position only while queued", () => {
     const w = new World();
-    const ctx = contextOf(w);
+    const ctx = w.context();
     const machine = w.machine("worker-1");
     const st = stateOf(ctx, machine);
     assert.equal(jobOf(st), undefined);
@@ -43,7 +36,7 @@ describe("a machine's plan", () => {
 
   it("stays marking until every write DeleteNodes began has settled", () => {
     const w = new World();
-    const ctx = contextOf(w);
+    const ctx = w.context();
     const machine = w.machine("worker-1");
     const st = stateOf(ctx, machine);
     beginMarking(ctx, machine);
@@ -56,7 +49,7 @@ describe("a machine's plan", () => {
 
   it("keeps a queued plug-on when a power-off that is not under way is ended", () => {
     const w = new World();
-    const ctx = contextOf(w);
+    const ctx = w.context();
     const machine = w.machine("worker-1");
     queuePowerOn(ctx, machine);
     endPowerOff(stateOf(ctx, machine));
@@ -65,7 +58,7 @@ describe("a machine's plan", () => {
 
   it("refuses a transition its plan does not allow, naming the machine and the plan", () => {
     const w = new World();
-    const ctx = contextOf(w);
+    const ctx = w.context();
     const machine = w.machine("worker-1");
     beginPowerOff(ctx, machine, JOB);
     assert.throws(() => { beginMarking(ctx, machine); }, (error: unknown) => {
@@ -80,7 +73,7 @@ describe("a machine's plan", () => {
 describe("the pool's lookups", () => {
   it("refuses a node group that is not configured, naming it", async () => {
     const w = new World();
-    const ctx = contextOf(w);
+    const ctx = w.context();
     let ran = false;
     assert.throws(
       () => withGroupLock(ctx, "gpus", () => { ran = true; return Promise.resolve(); }),
@@ -92,7 +85,7 @@ describe("the pool's lookups", () => {
 
   it("refuses a machine it was not configured with, naming it", () => {
     const w = new World();
-    const ctx = contextOf(w);
+    const ctx = w.context();
     const stranger = { ...w.machine("worker-1"), name: "stranger" };
     assert.throws(
       () => stateOf(ctx, stranger),

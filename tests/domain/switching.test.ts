@@ -5,16 +5,10 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { PlugReading, PowerSwitch } from "../../src/domain/index.ts";
 import { PlugpoolError } from "../../src/domain/index.ts";
-import { beginPowerOff, createContext, stateOf, type PoolContext, type PowerOffJob } from "../../src/domain/state.ts";
+import { beginPowerOff, stateOf, type PoolContext, type PowerOffJob } from "../../src/domain/state.ts";
 import { lifecycleOf, type Lifecycle } from "../../src/domain/lifecycle.ts";
 import { powerOnSlotWait, readPlug, restorePower, switchOff, switchOn, takePowerOnSlot } from "../../src/domain/switching.ts";
 import { World, type WorldOptions } from "../fakes/world.ts";
-
-/** A domain context over the world's fakes (its plugs, or `power` in their place), as the pool builds it. */
-function contextOf(w: World, power: PowerSwitch = w.power): PoolContext {
-  const deps = { clock: w.clock, power, cluster: w.cluster, lookup: w.cluster, teardown: w.cluster, records: w.records, reporter: w.reporter };
-  return createContext(deps, w.config);
-}
 
 /** The world's plugs, except that switch commands answer with `answer` once they acted (a plug that lies). */
 function answering(w: World, answer: PlugReading): PowerSwitch {
@@ -46,7 +40,7 @@ const JOB = { node: "", startedAt: 0, aborting: undefined, facts: {} } as unknow
 describe("the inrush budget", () => {
   it("is unlimited without a configured limit: no wait, every slot free, and no window kept", () => {
     const w = new World();
-    const ctx = contextOf(w);
+    const ctx = w.context();
     assert.equal(powerOnSlotWait(ctx), 0, "a new pool without a limit does not wait an interval");
     assert.equal(takePowerOnSlot(ctx), true);
     assert.equal(takePowerOnSlot(ctx), true);
@@ -56,7 +50,7 @@ describe("the inrush budget", () => {
 
   it("counts each plug-on for the configured interval, not the default one", () => {
     const w = new World({ scaleUp: { maxPowerOnsPerInterval: 1, powerOnIntervalMs: 60_000 } });
-    const ctx = contextOf(w);
+    const ctx = w.context();
     assert.equal(powerOnSlotWait(ctx), 60_000, "a new pool waits one interval");
     assert.equal(takePowerOnSlot(ctx), false);
     w.clock.advance(60_000);
@@ -76,7 +70,7 @@ describe("the inrush budget", () => {
 describe("switchOn()", () => {
   it("records the power-on, switches the plug on, and reports it confirmed, the machine booting from now", async () => {
     const w = new World();
-    const ctx = contextOf(w);
+    const ctx = w.context();
     const m = w.machine("worker-1");
     const phases = phasesAtCalls(w, ctx);
     w.clock.advance(5000);
@@ -95,7 +89,7 @@ describe("switchOn()", () => {
 
   it("switches nothing and reports why when the power-on cannot be recorded", async () => {
     const w = new World();
-    const ctx = contextOf(w);
+    const ctx = w.context();
     const m = w.machine("worker-1");
     w.records.failNext();
     await assert.rejects(switchOn(ctx, m, "scale-up"), { code: "cluster-refused" });
@@ -113,7 +107,7 @@ describe("switchOn()", () => {
 
   it("counts a lost answer as plugpool's power-on, unconfirmed, and leaves the plug unknown", async () => {
     const w = new World();
-    const ctx = contextOf(w);
+    const ctx = w.context();
     const m = w.machine("worker-1");
     await readPlug(ctx, m);
     assert.equal(stateOf(ctx, m).power.plug, "off");
@@ -129,7 +123,7 @@ describe("switchOn()", () => {
 
   it("fails, ends the record and reports it when the plug still reads off after the command", async () => {
     const w = new World();
-    const ctx = contextOf(w, answering(w, { on: false }));
+    const ctx = w.context({ power: answering(w, { on: false }) });
     const m = w.machine("worker-1");
     await assert.rejects(switchOn(ctx, m, "scale-up"), { code: "plug-bad-answer", message: "plug of worker-1 still reads off after turn_on" });
     assert.equal(w.records.powerOn("worker-1"), undefined);
@@ -147,7 +141,7 @@ describe("restorePower()", () => {
   it("switches a registered machine back on and reports it, powered from now when it was not known on", async () => {
     const w = new World();
     w.register("worker-1");
-    const ctx = contextOf(w);
+    const ctx = w.context();
     const m = w.machine("worker-1");
     const phases = phasesAtCalls(w, ctx);
     assert.deepEqual(await restorePower(ctx, m, "worker-1"), { on: true });
@@ -162,7 +156,7 @@ describe("restorePower()", () => {
   it("keeps when the machine was first powered and when its boot started", async () => {
     const w = new World();
     w.register("worker-1");
-    const ctx = contextOf(w);
+    const ctx = w.context();
     const m = w.machine("worker-1");
     const st = stateOf(ctx, m);
     const then = w.clock.now();
@@ -177,7 +171,7 @@ describe("restorePower()", () => {
   it("reports nothing itself when quiet (its caller tells why)", async () => {
     const w = new World();
     w.register("worker-1");
-    const ctx = contextOf(w);
+    const ctx = w.context();
     await restorePower(ctx, w.machine("worker-1"), "worker-1", undefined, true);
     assert.ok(w.power.isOn(w.machine("worker-1").power));
     assert.deepEqual(w.reporter.events, [LEARNED]);
@@ -186,7 +180,7 @@ describe("restorePower()", () => {
   it("leaves the plug unknown when the answer is lost, and reports the failure", async () => {
     const w = new World();
     w.register("worker-1");
-    const ctx = contextOf(w);
+    const ctx = w.context();
     const m = w.machine("worker-1");
     await readPlug(ctx, m);
     w.power.loseNextAnswer("turnOn");
@@ -202,7 +196,7 @@ describe("restorePower()", () => {
   it("keeps the plug state as known when the command failed before it was sent", async () => {
     const w = new World();
     w.register("worker-1");
-    const ctx = contextOf(w);
+    const ctx = w.context();
     const m = w.machine("worker-1");
     await readPlug(ctx, m);
     w.power.failNext("turnOn");
@@ -215,7 +209,7 @@ describe("restorePower()", () => {
 describe("switchOff()", () => {
   const booting = (options: WorldOptions = {}): { w: World; ctx: PoolContext } => {
     const w = new World({ on: ["worker-1"], poweredByPlugpool: ["worker-1"], ...options });
-    return { w, ctx: contextOf(w) };
+    return { w, ctx: w.context() };
   };
 
   it("cuts a machine cluster-autoscaler dropped before it registered, ends its record and counts its failed boot", async () => {
@@ -331,7 +325,7 @@ describe("switchOff()", () => {
         throw new PlugpoolError("plug-unconfirmed", "turnOff: no answer");
       },
     };
-    const ctx = contextOf(w, power);
+    const ctx = w.context({ power: power });
     const m = w.machine("worker-1");
     await readPlug(ctx, m);
     assert.deepEqual(await switchOff(ctx, m, { reason: "unregistered" }), {
@@ -344,7 +338,7 @@ describe("switchOff()", () => {
 
   it("fails, keeping the record, when the plug still reads on after the command", async () => {
     const w = new World({ on: ["worker-1"], poweredByPlugpool: ["worker-1"] });
-    const ctx = contextOf(w, answering(w, { on: true }));
+    const ctx = w.context({ power: answering(w, { on: true }) });
     const m = w.machine("worker-1");
     await assert.rejects(switchOff(ctx, m, { reason: "unregistered" }), {
       code: "plug-bad-answer",
@@ -360,7 +354,7 @@ describe("switchOff()", () => {
 describe("readPlug()", () => {
   it("hears the device say what it is only for a checked reading", async () => {
     const w = new World({ on: ["worker-1"] });
-    const ctx = contextOf(w);
+    const ctx = w.context();
     const m = w.machine("worker-1");
     assert.deepEqual(await readPlug(ctx, m), { on: true });
     assert.deepEqual(w.reporter.events, []);
@@ -372,7 +366,7 @@ describe("readPlug()", () => {
 
   it("takes a sensor's draw as it is, a slightly negative one as 0 W, and one below -1 W as unknown", async () => {
     const w = new World({ on: ["worker-1"], groups: [{ id: "workers", machines: ["worker-1"], sensors: ["worker-1"] }] });
-    const ctx = contextOf(w);
+    const ctx = w.context();
     const m = w.machine("worker-1");
     const { power } = stateOf(ctx, m);
     const cases: [number, PlugReading, number | undefined][] = [
@@ -391,7 +385,7 @@ describe("readPlug()", () => {
 
   it("counts a machine powered from when it is first seen on, and not once it is seen off", async () => {
     const w = new World({ on: ["worker-1"] });
-    const ctx = contextOf(w);
+    const ctx = w.context();
     const m = w.machine("worker-1");
     const st = stateOf(ctx, m);
     const first = w.clock.now();
@@ -410,7 +404,7 @@ describe("readPlug()", () => {
   it("keeps the power-on time of a machine plugpool switched on that registered, whose plug reads off", async () => {
     const w = new World({ on: ["worker-1"], poweredByPlugpool: ["worker-1"] });
     w.register("worker-1");
-    const ctx = contextOf(w);
+    const ctx = w.context();
     const m = w.machine("worker-1");
     const st = stateOf(ctx, m);
     const at = w.clock.now();
@@ -424,7 +418,7 @@ describe("readPlug()", () => {
 
   it("takes a booting machine read off for a failed boot: ends its record, reports it and quarantines it", async () => {
     const w = new World({ on: ["worker-1"], poweredByPlugpool: ["worker-1"] });
-    const ctx = contextOf(w);
+    const ctx = w.context();
     const m = w.machine("worker-1");
     const st = stateOf(ctx, m);
     w.power.set(m.power, false);
@@ -442,7 +436,7 @@ describe("readPlug()", () => {
 
   it("ends the record of a booting machine read off whose failure was already seen, counting no second one", async () => {
     const w = new World({ on: ["worker-1"], poweredByPlugpool: ["worker-1"] });
-    const ctx = contextOf(w);
+    const ctx = w.context();
     const m = w.machine("worker-1");
     const st = stateOf(ctx, m);
     const failure = { code: "plug-off-while-booting", message: "seen before" };
@@ -457,7 +451,7 @@ describe("readPlug()", () => {
 
   it("leaves a machine being powered off to its power-off when its plug reads off", async () => {
     const w = new World({ on: ["worker-1"], poweredByPlugpool: ["worker-1"] });
-    const ctx = contextOf(w);
+    const ctx = w.context();
     const m = w.machine("worker-1");
     beginPowerOff(ctx, m, JOB);
     w.power.set(m.power, false);
@@ -469,7 +463,7 @@ describe("readPlug()", () => {
 
   it("drops a reading that a switch answer overtook", async () => {
     const w = new World({ on: ["worker-1"], poweredByPlugpool: ["worker-1"] });
-    const ctx = contextOf(w);
+    const ctx = w.context();
     const m = w.machine("worker-1");
     const read = readPlug(ctx, m);
     const cut = switchOff(ctx, m, { reason: "power-off" });

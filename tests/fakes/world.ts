@@ -12,6 +12,7 @@ import type {
   ScaleUpSettings,
 } from "../../src/domain/index.ts";
 import { TO_BE_DELETED_TAINT, createPool } from "../../src/domain/index.ts";
+import { createContext, type PoolContext } from "../../src/domain/state.ts";
 import { FakeClock } from "./clock.ts";
 import { FakeCluster } from "./cluster.ts";
 import type { NodeSpec } from "./cluster.ts";
@@ -173,6 +174,12 @@ export class World {
   }
 
   /** Registers the machine's Node the usual way (providerID = prefix + name), Ready. */
+  /** A domain context over this world's fakes (any of them replaced), for tests that call domain functions directly. */
+  context(overrides: Partial<PoolDeps> = {}): PoolContext {
+    const deps: PoolDeps = { clock: this.clock, power: this.power, cluster: this.cluster, lookup: this.cluster, teardown: this.cluster, records: this.records, reporter: this.reporter, ...overrides };
+    return createContext(deps, this.config);
+  }
+
   register(name: string, spec: Partial<NodeSpec> = {}): void {
     this.cluster.addNode({ name, providerID: PREFIX + name, readyChangedAt: this.clock.now(), ...spec });
   }
