@@ -6,7 +6,7 @@ import { CoreV1Api, Watch, type KubeConfig } from "@kubernetes/client-node";
 import type { ClusterView } from "../../domain/ports.ts";
 import type { DeviceSlice, Machine, NodeView, PowerOffPodView } from "../../domain/model.ts";
 import { callOptions, DEFAULT_WRITE_TIMEOUT_MS } from "./api-errors.ts";
-import { createReflector, listPage, defaultRetry, type Reflector, type RequestStats, type RetrySettings } from "./reflector.ts";
+import { createReflector, defaultRetry, type Reflector, type RequestStats, type RetrySettings } from "./reflector.ts";
 import { POWER_OFF_POD_SELECTOR, toPowerOffPodView } from "./power-off-pod.ts";
 import { createTemplateSlices } from "./template-slices.ts";
 import type { NodeCache } from "./node-lookup.ts";
@@ -94,7 +94,7 @@ export function createKubernetesClusterView(kc: KubeConfig, options: KubernetesC
   };
 
   const nodes = createReflector(
-    { path: "/api/v1/nodes", list: (page, signal) => core.listNode({ ...listPage(page) }, callOptions({ signal })), convert: toNodeView },
+    { path: "/api/v1/nodes", list: (page, signal) => core.listNode(page, callOptions({ signal })), convert: toNodeView },
     { ...deps, onChange: () => { byProviderID = undefined; changed(); } },
   );
   const namespace = options.powerOffNamespace;
@@ -102,7 +102,7 @@ export function createKubernetesClusterView(kc: KubeConfig, options: KubernetesC
     {
       path: `/api/v1/namespaces/${namespace}/pods`,
       labelSelector: POWER_OFF_POD_SELECTOR,
-      list: (page, signal) => core.listNamespacedPod({ namespace, labelSelector: POWER_OFF_POD_SELECTOR, ...listPage(page) }, callOptions({ signal })),
+      list: (page, signal) => core.listNamespacedPod({ namespace, labelSelector: POWER_OFF_POD_SELECTOR, ...page }, callOptions({ signal })),
       convert: toPowerOffPodView,
     },
     { ...deps, onChange: changed },

@@ -26,16 +26,11 @@ const listTimeoutMs = 60_000;
  */
 export const LIST_PAGE_SIZE = 500;
 
-/** Which page of a list to answer. */
+/** Which page of a list to answer, in client-node's list parameters. */
 export interface ListPage {
   readonly limit: number;
   /** The token from the page before; absent for the first page. */
-  readonly continue?: string;
-}
-
-/** A page as client-node's list parameters. */
-export function listPage(page: ListPage): { limit: number; _continue?: string } {
-  return page.continue === undefined ? { limit: page.limit } : { limit: page.limit, _continue: page.continue };
+  readonly _continue?: string;
 }
 
 export interface ListAnswer {
@@ -140,7 +135,7 @@ export function createReflector<V>(source: ReflectorSource<V>, deps: ReflectorDe
     let version: string;
     do {
       deps.stats.lists += 1;
-      const answer = await source.list({ limit: LIST_PAGE_SIZE, ...(next !== undefined && { continue: next }) }, bounded);
+      const answer = await source.list(next === undefined ? { limit: LIST_PAGE_SIZE } : { limit: LIST_PAGE_SIZE, _continue: next }, bounded);
       heard();
       for (const object of answer.items) put(listed, object);
       version = answer.metadata?.resourceVersion ?? "";

@@ -6,7 +6,7 @@ import { CoreV1Api, ResourceV1Api, type KubeConfig } from "@kubernetes/client-no
 import type { DeviceSlice } from "../../domain/model.ts";
 import { callOptions } from "./api-errors.ts";
 import { createConfigMapWriter } from "./configmap.ts";
-import { createReflector, listPage, type Reflector, type ReflectorDeps } from "./reflector.ts";
+import { createReflector, type Reflector, type ReflectorDeps } from "./reflector.ts";
 import { record, stringMap, toDeviceSlice } from "./wire.ts";
 
 export const TEMPLATE_SLICES_CONFIGMAP = "plugpool-template-slices";
@@ -44,7 +44,7 @@ export function createTemplateSlices(
   const slices = createReflector<LiveSlice>(
     {
       path: "/apis/resource.k8s.io/v1/resourceslices",
-      list: (page, signal) => resource.listResourceSlice({ ...listPage(page) }, callOptions({ signal })),
+      list: (page, signal) => resource.listResourceSlice(page, callOptions({ signal })),
       convert: (object) => {
         const slice = toDeviceSlice(record(object)?.spec);
         const name = String(record(record(object)?.metadata)?.name);
@@ -60,7 +60,7 @@ export function createTemplateSlices(
       // By name: RBAC can then limit the read to this one ConfigMap.
       fieldSelector: `metadata.name=${TEMPLATE_SLICES_CONFIGMAP}`,
       list: (page, signal) => core.listNamespacedConfigMap(
-        { namespace: options.namespace, fieldSelector: `metadata.name=${TEMPLATE_SLICES_CONFIGMAP}`, ...listPage(page) },
+        { namespace: options.namespace, fieldSelector: `metadata.name=${TEMPLATE_SLICES_CONFIGMAP}`, ...page },
         callOptions({ signal }),
       ),
       convert: (object) => stringMap(record(object)?.data),
