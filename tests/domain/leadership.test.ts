@@ -103,7 +103,7 @@ describe("a pool with a Leadership", () => {
       assert.deepEqual(w.power.shutdownsAccepted, []);
     });
 
-    it("switches no plug on once IncreaseSize's record of the power-on went out after the leadership was lost", async () => {
+    it("switches no plug on once IncreaseSize's record of the power-on went out after the leadership was lost, and ends that record", async () => {
       const leadership = new FakeLeadership();
       const w = new World({ leadership });
       await w.pool.refresh();
@@ -111,9 +111,11 @@ describe("a pool with a Leadership", () => {
       w.records.onWrite = (op) => {
         if (op === "recordPowerOn") leadership.lose(OTHER);
       };
-      await assert.rejects(w.pool.increaseSize("workers", 1));
+      await assert.rejects(w.pool.increaseSize("workers", 1), /worker-1: switching on plug of worker-1: refused, this plugpool is not the acting one/);
       // Refused in the device's slot, right before the command: nothing reached a plug.
       assert.deepEqual(seen, []);
+      // A record left standing would license the next instance to cut a machine switched on by hand.
+      assert.equal(w.records.powerOn("worker-1"), undefined, "no licence left for the next instance");
     });
 
     it("creates no power-off pod in a pass that began while acting, once the leadership went during it", async () => {
@@ -126,19 +128,6 @@ describe("a pool with a Leadership", () => {
       assert.equal(w.cluster.callsOf("markPowerOff").length, 2, "the pass committed the record, then lost the leadership");
       assert.deepEqual(w.cluster.callsOf("createPowerOffPod"), []);
     });
-  });
-
-  it("ends the power-on record of a switch-on refused because the leadership was lost after the record was written", async () => {
-    const leadership = new FakeLeadership();
-    const w = new World({ leadership });
-    await w.pool.refresh();
-    const seen = arrivals(w);
-    w.records.onWrite = (op) => {
-      if (op === "recordPowerOn") leadership.lose(OTHER);
-    };
-    await assert.rejects(w.pool.increaseSize("workers", 1), /worker-1: switching on plug of worker-1: refused, this plugpool is not the acting one/);
-    assert.deepEqual(seen, [], "nothing switched");
-    assert.equal(w.records.powerOn("worker-1"), undefined, "no licence left for the next instance");
   });
 
   describe("actingOnly()", () => {
