@@ -270,7 +270,7 @@ async function compensate(
   if (traces) return COMPENSATION_POLL_MS;
   if (job.revival === undefined) {
     st.undoneRecord = job.startedAt;
-    job.revival = { since: ctx.deps.clock.now(), offAt: undefined, toldAt: undefined };
+    job.revival = { since: ctx.deps.clock.now(), onLeft: undefined, toldAt: undefined };
     if (job.undoing?.quiet !== true) ctx.deps.reporter.report({ type: "power-off-aborted", machine: machine.name, reason: aborting.reason });
   }
   // Its OS may have halted all the same: the job lives on until the machine is known to run, or is brought back.

@@ -13,12 +13,18 @@ import { CONDITION_TIME_RESOLUTION_MS, watchShutdownNode } from "./safety.ts";
 import { messageOf } from "./errors.ts";
 import { powerOnSlotWait, readPlug, restorePower, switchOff, takePowerOnSlot } from "./switching.ts";
 
+/** How a machine was brought back: switched on, or off then on at once. */
+export type RevivalHow = "power-on" | "power-cycle";
+
 /** The watch of an aborted power-off's machine, kept on its job. */
 export interface Revival {
   /** When the watch began (epoch ms): the power-off's traces were gone. */
   readonly since: number;
-  /** When the cycle's off went through (or may have): only the switch-on is left. */
-  offAt: number | undefined;
+  /**
+   * Only the switch-on is left, since `at` (the cycle's off went through, or may have, or a switch-on failed); it
+   * is told as `how` once it went through.
+   */
+  onLeft: { readonly at: number; readonly how: RevivalHow } | undefined;
   /** When the machine was last reported stranded. */
   toldAt: number | undefined;
 }
@@ -60,10 +66,11 @@ export async function revive(ctx: PoolContext, machine: Machine, job: PowerOffJo
   }
   // Behind a device that answers as another, nothing plugpool reads or sends concerns this machine: it is held.
   if (deviceMismatchOf(ctx, machine) !== undefined) return tellHeld(ctx, machine, revival, job.node, now);
-  if (revival.offAt !== undefined) {
+  const { onLeft } = revival;
+  if (onLeft !== undefined) {
     // Held since the cycle's off: it stays off, and is reported until someone acts.
     if (isMachineHeld(ctx, machine, nodesOf(ctx, machine))) return tellHeld(ctx, machine, revival, job.node, now);
-    return withSlot(ctx, () => switchBackOn(ctx, machine, job, "power-cycle", options));
+    return withSlot(ctx, () => switchBackOn(ctx, machine, job, onLeft.how, options));
   }
   const halt = haltOf(ctx, machine, job, asked);
   switch (halt.kind) {
@@ -167,17 +174,18 @@ async function bringBack(ctx: PoolContext, machine: Machine, job: PowerOffJob, n
     if (rule !== "node-ready") ctx.deps.reporter.report({ type: "stranded", machine: machine.name, node, detail });
     return undefined;
   }
-  if (job.revival !== undefined) job.revival.offAt = ctx.deps.clock.now();
+  if (job.revival !== undefined) job.revival.onLeft = { at: ctx.deps.clock.now(), how: "power-cycle" };
   return switchBackOn(ctx, machine, job, "power-cycle", options);
 }
 
 /** The switch-on that brings the machine back; tried again on the next pass if it fails. */
-async function switchBackOn(ctx: PoolContext, machine: Machine, job: PowerOffJob, how: "power-on" | "power-cycle", options?: CallOptions): Promise<number | undefined> {
+async function switchBackOn(ctx: PoolContext, machine: Machine, job: PowerOffJob, how: RevivalHow, options?: CallOptions): Promise<number | undefined> {
   try {
     await restorePower(ctx, machine, job.node, options, true);
   } catch {
-    // Reported as power-on-failed; the machine has no power now, so the switch-on is all that is left to do.
-    if (job.revival !== undefined) job.revival.offAt ??= ctx.deps.clock.now();
+    // Reported as power-on-failed; the machine has no power now, so the switch-on is all that is left to do, and
+    // is told as what it began as.
+    if (job.revival !== undefined) job.revival.onLeft ??= { at: ctx.deps.clock.now(), how };
     return REVIVAL_POLL_MS;
   }
   ctx.deps.reporter.report({ type: "revived", machine: machine.name, node: job.node, how });

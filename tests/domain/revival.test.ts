@@ -63,7 +63,7 @@ function rig(options: RigOptions = {}): Rig {
     podAttempts: 1,
     facts: options.facts ?? { recordCommitted: ASKED - 5000, shutdownRequested: ASKED },
     shutdownNodeUid: uid === "none" ? undefined : uid === "other" ? "uid-of-an-older-worker-1" : node?.uid,
-    revival: { since: SINCE, offAt: undefined, toldAt: undefined },
+    revival: { since: SINCE, onLeft: undefined, toldAt: undefined },
     ...options.job,
   };
   beginPowerOff(ctx, w.machine("worker-1"), job);
@@ -97,7 +97,7 @@ describe("revival: a halted machine is brought back", () => {
     assert.deepEqual(calls(r), ["turnOff", "turnOn"]);
     assert.deepEqual(r.w.reporter.events, CYCLED, "the switch-on is told as the revival, not as a power-restored");
     assert.ok(r.w.power.isOn(plugOf(r.w)));
-    assert.equal(r.job.revival?.offAt, T0, "the off went through at T0");
+    assert.deepEqual(r.job.revival?.onLeft, { at: T0, how: "power-cycle" }, "the off went through at T0");
   });
 
   it("switches on a BMC that switched itself off when the OS halted, never off", async () => {
@@ -414,7 +414,7 @@ describe("revival: the switch-on after the off", () => {
     };
     r.w.power.failNext("turnOn");
     assert.equal(await pass(r), POLL);
-    assert.equal(r.job.revival?.offAt, T0, "only the switch-on is left since the off at T0");
+    assert.deepEqual(r.job.revival?.onLeft, { at: T0, how: "power-cycle" }, "only the switch-on is left since the off at T0");
     assert.equal(r.w.power.isOn(plugOf(r.w)), false);
     assert.deepEqual(r.w.reporter.events, [
       CYCLED[0],
@@ -432,7 +432,7 @@ describe("revival: the switch-on after the off", () => {
   });
 
   it("is held back, and reported, when the machine was held since the off", async () => {
-    const r = rig({ job: { revival: { since: SINCE, offAt: T0 - 1000, toldAt: undefined } }, before: (w) => { w.power.set(plugOf(w), false); } });
+    const r = rig({ job: { revival: { since: SINCE, onLeft: { at: T0 - 1000, how: "power-cycle" }, toldAt: undefined } }, before: (w) => { w.power.set(plugOf(w), false); } });
     r.w.cluster.annotate("worker-1", HOLD_ANNOTATION, "true");
     assert.equal(await pass(r), POLL);
     assert.deepEqual(calls(r), []);
@@ -448,12 +448,13 @@ describe("revival: the switch-on after the off", () => {
     await readPlug(r.ctx, r.w.machine("worker-1"));
     r.w.power.failNext("turnOn");
     assert.equal(await pass(r), POLL);
-    assert.equal(r.job.revival?.offAt, T0);
+    assert.deepEqual(r.job.revival?.onLeft, { at: T0, how: "power-on" });
     r.w.cluster.removeNode("worker-1");
     assert.equal(await pass(r), undefined);
     assert.deepEqual(calls(r), ["read", "turnOn", "turnOn"]);
     assert.ok(r.w.power.isOn(plugOf(r.w)));
-    assert.deepEqual(r.w.reporter.of("revived").map((e) => [e.machine, e.node]), [["worker-1", "worker-1"]]);
+    // No off was sent: it is told as a switch-on, not as a power cycle.
+    assert.deepEqual(r.w.reporter.of("revived"), [{ type: "revived", machine: "worker-1", node: "worker-1", how: "power-on" }]);
     assert.deepEqual(r.w.reporter.of("stranded"), []);
   });
 });
