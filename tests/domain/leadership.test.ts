@@ -6,7 +6,8 @@ import type { Arrival } from "../fakes/power-switch.ts";
 import { FakeLeadership } from "../fakes/leadership.ts";
 import { World, deletingWorker1, type WorldOptions } from "../fakes/world.ts";
 import { rejectsWith, throwsWith } from "../fakes/assertions.ts";
-import { actingOnly } from "../../src/domain/leadership.ts";
+import { actingCheck, actingGuard, actingOnly, poolThrough, whileActing } from "../../src/domain/leadership.ts";
+import type { Pool, PoolDeps } from "../../src/domain/index.ts";
 
 const OTHER = "plugpool-7f9c-b_1a2b3c";
 
@@ -156,5 +157,212 @@ describe("a pool with a Leadership", () => {
       assert.equal(deps.records.powerOn("worker-1"), undefined);
       assert.deepEqual(await deps.power.read(machine.power), { on: true });
     });
+  });
+});
+
+/** The pool's ports of `w`, as a pool is built over them. */
+function depsOf(w: World): PoolDeps {
+  return { clock: w.clock, power: w.power, cluster: w.cluster, lookup: w.cluster, teardown: w.cluster, records: w.records, reporter: w.reporter };
+}
+
+describe("actingGuard() and actingCheck()", () => {
+  it("pass a refusal of the guard or check on as it is, without asking the leadership: the device is not blamed on a lost lease", async () => {
+    const leadership = new FakeLeadership(false, OTHER);
+    assert.equal(await actingGuard(leadership, "switching off plug of worker-1", () => Promise.resolve(false))(), false);
+    assert.equal(await actingCheck(leadership, "switching on plug of worker-1", () => Promise.resolve(false))({ id: "a" }), false);
+    assert.equal(leadership.asked, 0);
+  });
+
+  it("ask the leadership after an allowed guard or accepted check, and name the act in the refusal", async () => {
+    const leadership = new FakeLeadership(false, OTHER);
+    await rejectsWith(
+      actingGuard(leadership, "switching off plug of worker-1", () => Promise.resolve(true))(),
+      "not-leader",
+      new RegExp(`^switching off plug of worker-1: refused, this plugpool is not the acting one \\(the acting plugpool is ${OTHER}\\)$`),
+    );
+    await rejectsWith(
+      actingCheck(leadership, "switching on plug of worker-1", () => Promise.resolve(true))({ id: "a" }),
+      "not-leader",
+      /^switching on plug of worker-1: refused/,
+    );
+  });
+
+  it("hand the call's options and the device's answer to the check they wrap", async () => {
+    const leadership = new FakeLeadership();
+    const signal = new AbortController().signal;
+    const asked: unknown[] = [];
+    assert.equal(await actingGuard(leadership, "x", (options) => (asked.push(options), Promise.resolve(true)))({ signal }), true);
+    assert.equal(await actingCheck(leadership, "x", (seen, options) => (asked.push(seen, options), Promise.resolve(true)))({ id: "a" }, { signal }), true);
+    assert.deepEqual(asked, [{ signal }, { id: "a" }, { signal }]);
+    assert.equal(leadership.asked, 2);
+  });
+});
+
+describe("actingOnly() names what it refused", () => {
+  it("each cluster write, record write and switch command, in its refusal", async () => {
+    const w = new World({
+      groups: [{ id: "workers", machines: ["worker-1", "worker-2"], shutsDown: ["worker-1"], backends: { "worker-1": "redfish" } }],
+      on: ["worker-1"],
+    });
+    const deps = actingOnly(depsOf(w), new FakeLeadership(false, OTHER));
+    const machine = w.machine("worker-1");
+    const yes = (): Promise<boolean> => Promise.resolve(true);
+    await rejectsWith(deps.teardown.markPowerOff("worker-1", { startedAt: 1, pending: true }), "not-leader", /^recording the power-off on Node worker-1: refused/);
+    await rejectsWith(deps.teardown.clearPowerOffMark("worker-1"), "not-leader", /^clearing the power-off record on Node worker-1: refused/);
+    await rejectsWith(deps.teardown.createPowerOffPod(machine, "worker-1", 1), "not-leader", /^creating the power-off pod of worker-1: refused/);
+    await rejectsWith(deps.teardown.deletePowerOffPod(machine), "not-leader", /^deleting the power-off pod of worker-1: refused/);
+    await rejectsWith(deps.teardown.deleteNode("worker-1", "uid-1"), "not-leader", /^deleting Node worker-1: refused/);
+    await rejectsWith(deps.records.recordPowerOn("worker-1", { at: 1, why: "scale-up" }), "not-leader", /^recording the power-on of worker-1: refused/);
+    throwsWith(
+      () => {
+        deps.records.setQuarantine("worker-1", { until: 2, failures: 1 });
+      },
+      "not-leader",
+      /^recording the quarantine of worker-1: refused/,
+    );
+    await rejectsWith(deps.records.recordDeviceIdentity("worker-1", "dev-1"), "not-leader", /^recording the device identity of worker-1: refused/);
+    await rejectsWith(deps.records.stored("worker-1"), "not-leader", /^storing the records of worker-1: refused/);
+    await rejectsWith(deps.power.turnOn(machine.power, { device: yes }), "not-leader", new RegExp(`^switching on ${machine.power.label}: refused`));
+    await rejectsWith(deps.power.turnOff(machine.power, yes, { device: yes }), "not-leader", new RegExp(`^switching off ${machine.power.label}: refused`));
+    assert.ok(deps.power.shutdown !== undefined);
+    await rejectsWith(deps.power.shutdown(machine.power, yes, { device: yes }), "not-leader", new RegExp(`^shutting down through ${machine.power.label}: refused`));
+    assert.deepEqual(w.cluster.calls, []);
+    assert.equal(w.records.deviceIdentity("worker-1"), undefined);
+    assert.equal(w.records.quarantine("worker-1"), undefined);
+  });
+
+  it("passes every act on to the port while acting, and the records' reads whatever the leadership", async () => {
+    const w = new World({ on: ["worker-1"] });
+    const leadership = new FakeLeadership();
+    const deps = actingOnly(depsOf(w), leadership);
+    deps.records.setQuarantine("worker-1", { until: 2, failures: 1 });
+    await deps.records.recordDeviceIdentity("worker-1", "dev-1");
+    w.records.stallWrites();
+    deps.records.setQuarantine("worker-2", { until: 3, failures: 2 });
+    w.records.resumeWrites();
+    await deps.records.stored("worker-2");
+    leadership.lose(OTHER);
+    assert.deepEqual(deps.records.quarantine("worker-1"), { until: 2, failures: 1 });
+    assert.deepEqual(deps.records.quarantine("worker-2"), { until: 3, failures: 2 });
+    assert.equal(deps.records.deviceIdentity("worker-1"), "dev-1");
+  });
+
+  it("offers no shutdown when the switch has none", () => {
+    const w = new World();
+    const power = { read: w.power.read.bind(w.power), turnOn: w.power.turnOn.bind(w.power), turnOff: w.power.turnOff.bind(w.power) };
+    const deps = actingOnly({ ...depsOf(w), power }, new FakeLeadership());
+    assert.equal("shutdown" in deps.power, false);
+  });
+});
+
+/**
+ * A Pool that answers every call with its name and arguments, and notes them in `log`, so that a test sees which
+ * pool a call reached.
+ */
+function recordingPool(tag: string, log: unknown[][] = []): Pool {
+  return new Proxy({} as Pool, {
+    get:
+      (_, name) =>
+      (...args: unknown[]) => {
+        const call = [tag, String(name), ...args];
+        log.push(call);
+        return call;
+      },
+  });
+}
+
+describe("poolThrough()", () => {
+  const calls = (pool: Pool): Record<string, () => unknown> => ({
+    nodeGroups: () => pool.nodeGroups(),
+    nodeGroupForNode: () => pool.nodeGroupForNode({ name: "n", providerID: "p" }),
+    targetSize: () => pool.targetSize("g"),
+    increaseSize: () => pool.increaseSize("g", 1),
+    deleteNodes: () => pool.deleteNodes("g", []),
+    decreaseTargetSize: () => pool.decreaseTargetSize("g", -1),
+    instances: () => pool.instances("g"),
+    template: () => pool.template("g"),
+    gpuLabel: () => pool.gpuLabel(),
+    gpuTypes: () => pool.gpuTypes(),
+    refresh: () => pool.refresh(),
+  });
+
+  it("names each call of cluster-autoscaler's when it asks for the pool to hand it to", async () => {
+    const asked: string[] = [];
+    const pool = poolThrough(
+      (what) => (asked.push(what), recordingPool("ca")),
+      () => undefined,
+      () => undefined,
+    );
+    for (const call of Object.values(calls(pool))) await call();
+    assert.deepEqual(asked, [
+      "listing node groups",
+      "finding a node's group",
+      "reading a target size",
+      "increasing a group's size",
+      "deleting nodes",
+      "decreasing a target size",
+      "listing instances",
+      "building a template node",
+      "reading the GPU label",
+      "listing GPU types",
+      "refreshing",
+    ]);
+  });
+
+  it("hands each call to its own pool with its arguments, and answers with that pool's answer", async () => {
+    const log: unknown[][] = [];
+    const pool = poolThrough(
+      () => recordingPool("ca", log),
+      () => recordingPool("work", log),
+      () => recordingPool("reports"),
+    );
+    await pool.increaseSize("g", 1);
+    assert.deepEqual(pool.nodeGroupForNode({ name: "n", providerID: "p" }), ["ca", "nodeGroupForNode", { name: "n", providerID: "p" }]);
+    assert.deepEqual(await pool.reconcile(), ["work", "reconcile", undefined]);
+    pool.clusterChanged();
+    assert.deepEqual(log, [
+      ["ca", "increaseSize", "g", 1, undefined],
+      ["ca", "nodeGroupForNode", { name: "n", providerID: "p" }],
+      ["work", "reconcile", undefined],
+      ["work", "clusterChanged"],
+    ]);
+    assert.deepEqual(pool.quarantine(), ["reports", "quarantine"]);
+    assert.deepEqual(pool.poweredOutside(), ["reports", "poweredOutside"]);
+    assert.deepEqual(pool.deviceMismatches(), ["reports", "deviceMismatches"]);
+    assert.deepEqual(pool.usage(), ["reports", "usage"]);
+  });
+
+  it("skips the work and reports nothing when there is no pool", async () => {
+    const pool = poolThrough(
+      () => recordingPool("ca"),
+      () => undefined,
+      () => undefined,
+    );
+    assert.equal(await pool.reconcile(), undefined);
+    assert.doesNotThrow(() => {
+      pool.clusterChanged();
+    });
+    assert.deepEqual(pool.quarantine(), []);
+    assert.deepEqual(pool.poweredOutside(), []);
+    assert.deepEqual(pool.deviceMismatches(), []);
+    assert.deepEqual(pool.usage(), []);
+  });
+});
+
+describe("whileActing()", () => {
+  it("reports on memory while passive: the quarantine, the machines powered outside, the mismatches and the usage", () => {
+    const pool = whileActing(recordingPool("pool"), new FakeLeadership(false, OTHER));
+    assert.deepEqual(pool.quarantine(), ["pool", "quarantine"]);
+    assert.deepEqual(pool.poweredOutside(), ["pool", "poweredOutside"]);
+    assert.deepEqual(pool.deviceMismatches(), ["pool", "deviceMismatches"]);
+    assert.deepEqual(pool.usage(), ["pool", "usage"]);
+  });
+
+  it("hands the runner's work and cluster changes to the pool while acting", async () => {
+    const log: unknown[][] = [];
+    const pool = whileActing(recordingPool("pool", log), new FakeLeadership());
+    assert.deepEqual(await pool.reconcile(), ["pool", "reconcile", undefined]);
+    pool.clusterChanged();
+    assert.deepEqual(log, [["pool", "reconcile", undefined], ["pool", "clusterChanged"]]);
   });
 });
