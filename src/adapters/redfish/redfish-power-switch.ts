@@ -9,7 +9,7 @@ import { isObject, sizeOf } from "../http-device/answer.ts";
 import { createBoundedCall, readyToRead, readyToSend, type DeviceCall } from "../http-device/device-call.ts";
 import { describeFailure, PlugFailure } from "../http-device/device-failure.ts";
 import { neverSent, tlsFailure } from "./bmc-failure.ts";
-import { createBmcHttp, type BmcAnswer, type BmcTarget, type Send } from "./bmc-http.ts";
+import { createBmcHttp, type BmcAnswer, type BmcHttp, type BmcTarget, type Send } from "./bmc-http.ts";
 import type { RedfishSystem } from "./redfish-system.ts";
 import { pause } from "../cut-guard.ts";
 
@@ -55,8 +55,14 @@ type Call = DeviceCall<BmcTarget>;
 
 type ResetType = "On" | "ForceOff" | "GracefulShutdown";
 
+/** What every call's work shares: the BMCs' HTTP client (their slots and sessions), and the bound on each call. */
+interface Bmcs {
+  readonly http: BmcHttp;
+  readonly timeoutMs: number;
+}
+
 export function createRedfishPowerSwitch(opts: RedfishPowerSwitchOptions): RedfishPowerSwitch {
-  const http = createBmcHttp();
+  const bmcs: Bmcs = { http: createBmcHttp(), timeoutMs: opts.timeoutMs };
 
   const bounded = createBoundedCall<RedfishSystem, BmcTarget>({
     timeoutMs: opts.timeoutMs,
@@ -74,136 +80,150 @@ export function createRedfishPowerSwitch(opts: RedfishPowerSwitchOptions): Redfi
     vendorFailure: tlsFailure,
   });
 
-  /** GETs a resource and returns its JSON object; any answer but 200 with one is a failure. */
-  async function getObject(send: Send, path: string): Promise<Record<string, unknown>> {
-    const answer = await send({ method: "GET", path });
-    if (answer.status !== 200) throw statusFailure("GET", path, answer);
-    if (answer.json === undefined) throw new PlugFailure("plug-bad-answer", `GET ${path} answered HTTP 200 without a JSON object ${sizeOf(answer)}`);
-    return answer.json;
-  }
-
-  async function readState(send: Send, system: RedfishSystem): Promise<{ state: PowerState; resource: Record<string, unknown> }> {
-    const path = systemPath(system);
-    const resource = await getObject(send, path);
-    return { state: stateOf(resource, path), resource };
-  }
-
-  /**
-   * Reads the state with the BMC's slot held for that read alone. With `device`, the system's identity, of the same
-   * answer, is put to `device` first: a refusal takes no state from it.
-   */
-  function readAlone(system: RedfishSystem, call: Call, device?: DeviceCheck): Promise<PowerState> {
-    if (device === undefined) return http.slot(call.target, call.signal, async (send) => (await readState(send, system)).state);
-    return http.slot(call.target, call.signal, async (send) => {
-      const path = systemPath(system);
-      const resource = await getObject(send, path);
-      await readyToRead(call, { identify: () => Promise.resolve(identityOf(resource, path, secretsOf(system))), check: device });
-      return stateOf(resource, path);
-    });
-  }
-
-  /**
-   * In one slot of the BMC: reads the state and, unless it is already `done`, sends the Reset. Right before each
-   * sending, with the slot held, the system's identity (from the resource just read, then read again before a
-   * second sending) is put to `device`, then `mayCut`, when given, is asked, so nothing else reaches the BMC between
-   * their yes and the request. Resolves with the state read when nothing was sent, else undefined.
-   */
-  async function reset(system: RedfishSystem, type: ResetType, done: (state: PowerState) => boolean, call: Call, device: DeviceCheck, mayCut?: CutGuard): Promise<PowerState | undefined> {
-    const path = `${systemPath(system)}/Actions/ComputerSystem.Reset`;
-    try {
-      return await http.slot(call.target, call.signal, async (send) => {
-        const { state, resource } = await readState(send, system);
-        if (done(state)) return state;
-        let fresh: Record<string, unknown> | undefined = resource;
-        const identify = async (): Promise<DeviceIdentity> => {
-          const read = fresh ?? (await getObject(send, systemPath(system)));
-          fresh = undefined;
-          return identityOf(read, systemPath(system), secretsOf(system));
-        };
-        const beforeSend = (): Promise<void> => readyToSend(call, { identify, check: device }, mayCut);
-        const answer = await send({ method: "POST", path, body: { ResetType: type }, beforeSend });
-        // 200 (with a message), 202 (a task runs it) and 204 all mean the BMC took it.
-        if (answer.status < 200 || answer.status > 299) throw statusFailure("POST", path, answer, ` (ResetType ${type})`);
-        return undefined;
-      });
-    } catch (error) {
-      if ((error instanceof PlugFailure && error.refused) || neverSent(error)) call.commandSent = false;
-      throw error;
-    }
-  }
-
-  /**
-   * Reads the state back (each read in its own slot, so other systems of the BMC are served between) until it
-   * is one that `reached` accepts.
-   */
-  async function confirm(system: RedfishSystem, on: boolean, reached: (state: PowerState) => boolean, call: Call): Promise<PlugReading> {
-    let lastState: PowerState | undefined;
-    let lastProblem = "";
-    for (;;) {
-      try {
-        lastState = await readAlone(system, call);
-        if (reached(lastState)) return { on };
-      } catch (error) {
-        // Unreachable moments are waited out until the deadline; a 404, bad credentials or a bad answer end the wait.
-        const failure = describeFailure(error, call);
-        if (failure.code !== "plug-unreachable") {
-          throw new PlugFailure("plug-bad-answer", `state not confirmed (reading it back: ${failure.detail})`);
-        }
-        if (!call.signal.aborted) lastProblem = `: ${failure.detail}`;
-      }
-      if (!(await pause(CONFIRM_POLL_MS, call.signal))) break;
-    }
-    const seen = lastState === undefined ? `no read-back succeeded${lastProblem}` : `PowerState still ${lastState}`;
-    throw new PlugFailure("plug-unreachable", `state not confirmed within ${opts.timeoutMs} ms (${seen})`);
-  }
-
   return {
-    read: (system, options) => bounded(system, "reading", options, async (call) => ({ on: (await readAlone(system, call, options?.device)) !== "Off" })),
+    read: (system, options) =>
+      bounded(system, "reading", options, async (call) => ({ on: (await readAlone(bmcs, system, call, options?.device)) !== "Off" })),
 
     // PoweringOn counts as on, as a read says: the BMC has the power coming (and some refuse a second On).
     // Only Off counts as off: a system PoweringOff still has its power.
     turnOn: (system, options) =>
       bounded(system, "switching on", options, async (call) => {
         const poweredOn = (state: PowerState): boolean => state === "On" || state === "PoweringOn";
-        const before = await reset(system, "On", poweredOn, call, options.device);
-        return before === undefined ? confirm(system, true, poweredOn, call) : { on: true };
+        const before = await reset(bmcs, system, "On", poweredOn, call, options.device);
+        return before === undefined ? confirm(bmcs, system, true, poweredOn, call) : { on: true };
       }),
 
     turnOff: (system, mayCut, options) =>
       bounded(system, "switching off", options, async (call) => {
         const off = (state: PowerState): boolean => state === "Off";
-        const before = await reset(system, "ForceOff", off, call, options.device, mayCut);
-        return before === undefined ? confirm(system, false, off, call) : { on: false };
+        const before = await reset(bmcs, system, "ForceOff", off, call, options.device, mayCut);
+        return before === undefined ? confirm(bmcs, system, false, off, call) : { on: false };
       }),
 
     shutdown: (system, mayShutDown, options) =>
       bounded(system, "shutting down", options, async (call) => {
-        await reset(system, "GracefulShutdown", (state) => state === "Off" || state === "PoweringOff", call, options.device, mayShutDown);
+        await reset(bmcs, system, "GracefulShutdown", (state) => state === "Off" || state === "PoweringOff", call, options.device, mayShutDown);
       }),
 
-    probe: (system, options) =>
-      bounded(system, "probing", options, (call) =>
-        http.slot(call.target, call.signal, async (send) => {
-          const { state, resource } = await readState(send, system);
-          const redfishVersion = await optionalField(send, "/redfish/v1/", "RedfishVersion", REDFISH_VERSION);
-          const manager = managerPath(resource);
-          const firmwareVersion = manager === undefined ? undefined : await optionalField(send, manager, "FirmwareVersion", FIRMWARE_VERSION);
-          const identity = identityOf(resource, systemPath(system), secretsOf(system));
-          const secrets = secretsOf(system);
-          const shown = (value: string | undefined): string | undefined =>
-            value !== undefined && !secrets.some((s) => s !== "" && value.includes(s)) ? value : undefined;
-          const redfish = shown(redfishVersion);
-          const firmware = shown(firmwareVersion);
-          return {
-            state: state === "Off" ? "off" : "on",
-            powerState: state,
-            identity,
-            ...(redfish !== undefined && { redfishVersion: redfish }),
-            ...(firmware !== undefined && { firmwareVersion: firmware }),
-          };
-        }),
-      ),
+    probe: (system, options) => bounded(system, "probing", options, (call) => probeSystem(bmcs, system, call)),
   };
+}
+
+/** GETs a resource and returns its JSON object; any answer but 200 with one is a failure. */
+async function getObject(send: Send, path: string): Promise<Record<string, unknown>> {
+  const answer = await send({ method: "GET", path });
+  if (answer.status !== 200) throw statusFailure("GET", path, answer);
+  if (answer.json === undefined) throw new PlugFailure("plug-bad-answer", `GET ${path} answered HTTP 200 without a JSON object ${sizeOf(answer)}`);
+  return answer.json;
+}
+
+async function readState(send: Send, system: RedfishSystem): Promise<{ state: PowerState; resource: Record<string, unknown> }> {
+  const path = systemPath(system);
+  const resource = await getObject(send, path);
+  return { state: stateOf(resource, path), resource };
+}
+
+/**
+ * Reads the state with the BMC's slot held for that read alone. With `device`, the system's identity, of the same
+ * answer, is put to `device` first: a refusal takes no state from it.
+ */
+function readAlone(bmcs: Bmcs, system: RedfishSystem, call: Call, device?: DeviceCheck): Promise<PowerState> {
+  if (device === undefined) return bmcs.http.slot(call.target, call.signal, async (send) => (await readState(send, system)).state);
+  return bmcs.http.slot(call.target, call.signal, async (send) => {
+    const path = systemPath(system);
+    const resource = await getObject(send, path);
+    await readyToRead(call, { identify: () => Promise.resolve(identityOf(resource, path, secretsOf(system))), check: device });
+    return stateOf(resource, path);
+  });
+}
+
+/**
+ * In one slot of the BMC: reads the state and, unless it is already `done`, sends the Reset. Right before each
+ * sending, with the slot held, the system's identity (from the resource just read, then read again before a
+ * second sending) is put to `device`, then `mayCut`, when given, is asked, so nothing else reaches the BMC between
+ * their yes and the request. Resolves with the state read when nothing was sent, else undefined.
+ */
+async function reset(
+  bmcs: Bmcs,
+  system: RedfishSystem,
+  type: ResetType,
+  done: (state: PowerState) => boolean,
+  call: Call,
+  device: DeviceCheck,
+  mayCut?: CutGuard,
+): Promise<PowerState | undefined> {
+  const path = `${systemPath(system)}/Actions/ComputerSystem.Reset`;
+  try {
+    return await bmcs.http.slot(call.target, call.signal, async (send) => {
+      const { state, resource } = await readState(send, system);
+      if (done(state)) return state;
+      let fresh: Record<string, unknown> | undefined = resource;
+      const identify = async (): Promise<DeviceIdentity> => {
+        const read = fresh ?? (await getObject(send, systemPath(system)));
+        fresh = undefined;
+        return identityOf(read, systemPath(system), secretsOf(system));
+      };
+      const beforeSend = (): Promise<void> => readyToSend(call, { identify, check: device }, mayCut);
+      const answer = await send({ method: "POST", path, body: { ResetType: type }, beforeSend });
+      // 200 (with a message), 202 (a task runs it) and 204 all mean the BMC took it.
+      if (answer.status < 200 || answer.status > 299) throw statusFailure("POST", path, answer, ` (ResetType ${type})`);
+      return undefined;
+    });
+  } catch (error) {
+    if ((error instanceof PlugFailure && error.refused) || neverSent(error)) call.commandSent = false;
+    throw error;
+  }
+}
+
+/**
+ * Reads the state back (each read in its own slot, so other systems of the BMC are served between) until it
+ * is one that `reached` accepts.
+ */
+async function confirm(bmcs: Bmcs, system: RedfishSystem, on: boolean, reached: (state: PowerState) => boolean, call: Call): Promise<PlugReading> {
+  let lastState: PowerState | undefined;
+  let lastProblem = "";
+  for (;;) {
+    try {
+      lastState = await readAlone(bmcs, system, call);
+      if (reached(lastState)) return { on };
+    } catch (error) {
+      // Unreachable moments are waited out until the deadline; a 404, bad credentials or a bad answer end the wait.
+      const failure = describeFailure(error, call);
+      if (failure.code !== "plug-unreachable") {
+        throw new PlugFailure("plug-bad-answer", `state not confirmed (reading it back: ${failure.detail})`);
+      }
+      if (!call.signal.aborted) lastProblem = `: ${failure.detail}`;
+    }
+    if (!(await pause(CONFIRM_POLL_MS, call.signal))) break;
+  }
+  const seen = lastState === undefined ? `no read-back succeeded${lastProblem}` : `PowerState still ${lastState}`;
+  throw new PlugFailure("plug-unreachable", `state not confirmed within ${bmcs.timeoutMs} ms (${seen})`);
+}
+
+/**
+ * In one slot of the BMC: the System's state and identity, the service root's RedfishVersion and its manager's
+ * FirmwareVersion, each shown only when it has the shape of a version and contains none of the credentials.
+ */
+function probeSystem(bmcs: Bmcs, system: RedfishSystem, call: Call): Promise<RedfishProbe> {
+  return bmcs.http.slot(call.target, call.signal, async (send) => {
+    const { state, resource } = await readState(send, system);
+    const redfishVersion = await optionalField(send, "/redfish/v1/", "RedfishVersion", REDFISH_VERSION);
+    const manager = managerPath(resource);
+    const firmwareVersion = manager === undefined ? undefined : await optionalField(send, manager, "FirmwareVersion", FIRMWARE_VERSION);
+    const identity = identityOf(resource, systemPath(system), secretsOf(system));
+    const secrets = secretsOf(system);
+    const shown = (value: string | undefined): string | undefined =>
+      value !== undefined && !secrets.some((s) => s !== "" && value.includes(s)) ? value : undefined;
+    const redfish = shown(redfishVersion);
+    const firmware = shown(firmwareVersion);
+    return {
+      state: state === "Off" ? "off" : "on",
+      powerState: state,
+      identity,
+      ...(redfish !== undefined && { redfishVersion: redfish }),
+      ...(firmware !== undefined && { firmwareVersion: firmware }),
+    };
+  });
 }
 
 // Values from the BMC shown by doctor only when they have the shape of a version: nothing else it sent is shown.

@@ -59,8 +59,14 @@ type Call = DeviceCall<RpcTarget>;
 /** An answer Node's HTTP parser refused: the device (or what answers in its place) does not speak HTTP. */
 const httpParseFailure: VendorFailure = (code) => (code.startsWith("HPE_") ? { code: "plug-bad-answer", detail: "the answer was not valid HTTP" } : undefined);
 
+/** What every call's work shares: the devices' RPC client (their queues and digest sessions), and the bound on each call. */
+interface Shellies {
+  readonly rpc: ShellyRpc;
+  readonly timeoutMs: number;
+}
+
 export function createShellyPowerSwitch(opts: { readonly timeoutMs: number; readonly rpc?: ShellyRpc }): ShellyPowerSwitch {
-  const rpc = opts.rpc ?? createShellyRpc();
+  const shellies: Shellies = { rpc: opts.rpc ?? createShellyRpc(), timeoutMs: opts.timeoutMs };
 
   const bounded = createBoundedCall<ShellyAddress, RpcTarget>({
     timeoutMs: opts.timeoutMs,
@@ -71,86 +77,101 @@ export function createShellyPowerSwitch(opts: { readonly timeoutMs: number; read
     vendorFailure: httpParseFailure,
   });
 
-  /**
-   * Switch.GetStatus; with `device`, first in the same slot, the device is asked what it is (Shelly.GetDeviceInfo)
-   * and `device` with its answer: once, as the slot is held until the state is read (a 401 makes a second sending).
-   */
-  async function status(address: ShellyAddress, call: Call, device?: DeviceCheck): Promise<{ on: boolean; watts?: number; sensorError?: string }> {
-    const request = { method: "Switch.GetStatus", params: { id: address.switchId } };
-    let asked: Promise<void> | undefined;
-    const checked = device === undefined ? request : { ...request, beforeSend: (inSlot: InSlot) => (asked ??= readyToRead(call, question(inSlot, device))) };
-    const result = await rpc.call(call.target, checked, call.signal);
-    const output = isObject(result) ? result.output : undefined;
-    if (typeof output !== "boolean") throw new PlugFailure("plug-bad-answer", "Switch.GetStatus answered without a boolean output");
-    if (!address.measure) return { on: output };
-    const apower = isObject(result) ? result.apower : undefined;
-    if (typeof apower === "number" && Number.isFinite(apower)) return { on: output, watts: apower };
-    return { on: output, sensorError: "Switch.GetStatus answered without apower (an output without a power meter?)" };
-  }
-
-  async function confirm(address: ShellyAddress, on: boolean, call: Call): Promise<PlugReading> {
-    let last: boolean | undefined;
-    for (;;) {
-      try {
-        const read = await status(address, call);
-        last = read.on;
-        if (read.on === on) return read.watts === undefined ? { on } : { on, watts: read.watts };
-      } catch (error) {
-        // A moment without an answer (a busy device, a dropped socket) is waited out until the deadline.
-        if (describeFailure(error, call).code !== "plug-unreachable") throw error;
-      }
-      if (!(await pause(CONFIRM_POLL_MS, call.signal))) break;
-    }
-    const seen = last === undefined ? "no read-back answered" : `it still reads ${last ? "on" : "off"}`;
-    throw new PlugFailure("plug-unreachable", `state not confirmed within ${opts.timeoutMs} ms (${seen})`);
-  }
-
-  /**
-   * Switch.Set in one slot of the device: right before each sending, with the slot held, the device is asked what
-   * it is (Shelly.GetDeviceInfo) and `device` with its answer, then `mayCut`, when given.
-   */
-  async function command(address: ShellyAddress, on: boolean, call: Call, device: DeviceCheck, mayCut?: CutGuard): Promise<PlugReading> {
-    const beforeSend = (inSlot: InSlot): Promise<void> => readyToSend(call, question(inSlot, device), mayCut);
-    try {
-      await rpc.call(call.target, { method: "Switch.Set", params: { id: address.switchId, on }, beforeSend }, call.signal);
-    } catch (error) {
-      if ((error instanceof PlugFailure && error.refused) || neverConnected(error)) call.commandSent = false;
-      throw error;
-    }
-    return confirm(address, on, call);
-  }
-
   return {
     read: (address, options) =>
       bounded(address, "reading", options, async (call) => {
-        const { on, watts } = await status(address, call, options?.device);
+        const { on, watts } = await status(shellies, address, call, options?.device);
         return watts === undefined ? { on } : { on, watts };
       }),
-    turnOn: (address, options) => bounded(address, "turning on", options, (call) => command(address, true, call, options.device)),
-    turnOff: (address, mayCut, options) => bounded(address, "turning off", options, (call) => command(address, false, call, options.device, mayCut)),
-    probe: (address, options) =>
-      bounded(address, "probing", options, async (call) => {
-        const info = await rpc.call(call.target, DEVICE_INFO, call.signal);
-        const identity = identityOf(info);
-        const read = await status(address, call);
-        const fields = isObject(info) ? info : {};
-        const gen = typeof fields.gen === "number" && Number.isInteger(fields.gen) ? fields.gen : undefined;
-        // Model and version are the device's own text: shown only when they look like Shelly's identifiers.
-        const model = typeof fields.model === "string" ? fields.model : undefined;
-        const firmware = typeof fields.ver === "string" ? fields.ver : undefined;
-        const authEn = typeof fields.auth_en === "boolean" ? fields.auth_en : undefined;
-        const safe = (text: string | undefined): text is string => text !== undefined && /^[A-Za-z0-9._+-]{1,40}$/u.test(text);
-        return {
-          state: read.on ? "on" : "off",
-          ...(read.watts === undefined ? {} : { watts: read.watts }),
-          ...(read.sensorError === undefined ? {} : { sensorError: read.sensorError }),
-          ...(gen === undefined ? {} : { gen }),
-          ...(safe(model) ? { model } : {}),
-          ...(safe(firmware) ? { firmware } : {}),
-          auth: (authEn ?? rpc.authAsked(address.device)) ? "on" : "off",
-          identity,
-        };
-      }),
+    turnOn: (address, options) => bounded(address, "turning on", options, (call) => command(shellies, address, true, call, options.device)),
+    turnOff: (address, mayCut, options) =>
+      bounded(address, "turning off", options, (call) => command(shellies, address, false, call, options.device, mayCut)),
+    probe: (address, options) => bounded(address, "probing", options, (call) => probeSwitch(shellies, address, call)),
+  };
+}
+
+/**
+ * Switch.GetStatus; with `device`, first in the same slot, the device is asked what it is (Shelly.GetDeviceInfo)
+ * and `device` with its answer: once, as the slot is held until the state is read (a 401 makes a second sending).
+ */
+async function status(
+  shellies: Shellies,
+  address: ShellyAddress,
+  call: Call,
+  device?: DeviceCheck,
+): Promise<{ on: boolean; watts?: number; sensorError?: string }> {
+  const request = { method: "Switch.GetStatus", params: { id: address.switchId } };
+  let asked: Promise<void> | undefined;
+  const checked = device === undefined ? request : { ...request, beforeSend: (inSlot: InSlot) => (asked ??= readyToRead(call, question(inSlot, device))) };
+  const result = await shellies.rpc.call(call.target, checked, call.signal);
+  const output = isObject(result) ? result.output : undefined;
+  if (typeof output !== "boolean") throw new PlugFailure("plug-bad-answer", "Switch.GetStatus answered without a boolean output");
+  if (!address.measure) return { on: output };
+  const apower = isObject(result) ? result.apower : undefined;
+  if (typeof apower === "number" && Number.isFinite(apower)) return { on: output, watts: apower };
+  return { on: output, sensorError: "Switch.GetStatus answered without apower (an output without a power meter?)" };
+}
+
+async function confirm(shellies: Shellies, address: ShellyAddress, on: boolean, call: Call): Promise<PlugReading> {
+  let last: boolean | undefined;
+  for (;;) {
+    try {
+      const read = await status(shellies, address, call);
+      last = read.on;
+      if (read.on === on) return read.watts === undefined ? { on } : { on, watts: read.watts };
+    } catch (error) {
+      // A moment without an answer (a busy device, a dropped socket) is waited out until the deadline.
+      if (describeFailure(error, call).code !== "plug-unreachable") throw error;
+    }
+    if (!(await pause(CONFIRM_POLL_MS, call.signal))) break;
+  }
+  const seen = last === undefined ? "no read-back answered" : `it still reads ${last ? "on" : "off"}`;
+  throw new PlugFailure("plug-unreachable", `state not confirmed within ${shellies.timeoutMs} ms (${seen})`);
+}
+
+/**
+ * Switch.Set in one slot of the device: right before each sending, with the slot held, the device is asked what
+ * it is (Shelly.GetDeviceInfo) and `device` with its answer, then `mayCut`, when given.
+ */
+async function command(
+  shellies: Shellies,
+  address: ShellyAddress,
+  on: boolean,
+  call: Call,
+  device: DeviceCheck,
+  mayCut?: CutGuard,
+): Promise<PlugReading> {
+  const beforeSend = (inSlot: InSlot): Promise<void> => readyToSend(call, question(inSlot, device), mayCut);
+  try {
+    await shellies.rpc.call(call.target, { method: "Switch.Set", params: { id: address.switchId, on }, beforeSend }, call.signal);
+  } catch (error) {
+    if ((error instanceof PlugFailure && error.refused) || neverConnected(error)) call.commandSent = false;
+    throw error;
+  }
+  return confirm(shellies, address, on, call);
+}
+
+/** What the device says it is (Shelly.GetDeviceInfo), then the switch's state and draw. */
+async function probeSwitch(shellies: Shellies, address: ShellyAddress, call: Call): Promise<ShellyProbe> {
+  const info = await shellies.rpc.call(call.target, DEVICE_INFO, call.signal);
+  const identity = identityOf(info);
+  const read = await status(shellies, address, call);
+  const fields = isObject(info) ? info : {};
+  const gen = typeof fields.gen === "number" && Number.isInteger(fields.gen) ? fields.gen : undefined;
+  // Model and version are the device's own text: shown only when they look like Shelly's identifiers.
+  const model = typeof fields.model === "string" ? fields.model : undefined;
+  const firmware = typeof fields.ver === "string" ? fields.ver : undefined;
+  const authEn = typeof fields.auth_en === "boolean" ? fields.auth_en : undefined;
+  const safe = (text: string | undefined): text is string => text !== undefined && /^[A-Za-z0-9._+-]{1,40}$/u.test(text);
+  return {
+    state: read.on ? "on" : "off",
+    ...(read.watts === undefined ? {} : { watts: read.watts }),
+    ...(read.sensorError === undefined ? {} : { sensorError: read.sensorError }),
+    ...(gen === undefined ? {} : { gen }),
+    ...(safe(model) ? { model } : {}),
+    ...(safe(firmware) ? { firmware } : {}),
+    auth: (authEn ?? shellies.rpc.authAsked(address.device)) ? "on" : "off",
+    identity,
   };
 }
 
