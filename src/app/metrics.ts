@@ -42,12 +42,42 @@ export interface Metrics {
   observeView(current: () => boolean): void;
 }
 
+/** What the scrape-time gauges read: nothing until observePool and observeView wire the pool and the view. */
+interface Observed {
+  source?: { readonly pool: Pool; readonly config: PoolConfig };
+  viewCurrent?: () => boolean;
+}
+
 export function createMetrics(): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: "plugpool_" });
   const registers = [registry];
-  let source: { pool: Pool; config: PoolConfig } | undefined;
-  let viewCurrent: (() => boolean) | undefined;
+  const observed: Observed = {};
+  poolGauges(registers, observed);
+  viewGauge(registers, observed);
+  energyMetrics(registers, () => observed.source?.pool.usage() ?? []);
+  const power = powerMetrics(registers);
+  return {
+    registry,
+    ...callMetrics(registers),
+    ...power,
+    ...clusterMetrics(registers),
+    observePool(pool, config) {
+      observed.source = { pool, config };
+      // A counter's label set appears at its first increment otherwise, and Prometheus' increase() cannot see a
+      // series' first sample: the first refusal of a group would never raise an alert.
+      for (const group of config.groups) {
+        for (const action of POWER_ACTIONS) power.powerActions.inc({ group: group.id, action }, 0);
+      }
+    },
+    observeView(current) {
+      observed.viewCurrent = current;
+    },
+  };
+}
+
+/** The machines and instances as the pool reports them, each read at scrape time (none until observePool). */
+function poolGauges(registers: Registry[], observed: Observed): void {
   new Gauge({
     name: "plugpool_powered_outside_machines",
     help: "Machines whose plug is on with no Node and no record of plugpool switching them on: left alone, never cut.",
@@ -55,7 +85,7 @@ export function createMetrics(): Metrics {
     registers,
     collect() {
       this.reset();
-      for (const machine of source?.pool.poweredOutside() ?? []) this.set({ machine }, 1);
+      for (const machine of observed.source?.pool.poweredOutside() ?? []) this.set({ machine }, 1);
     },
   });
   new Gauge({
@@ -65,15 +95,7 @@ export function createMetrics(): Metrics {
     registers,
     collect() {
       this.reset();
-      for (const { machine } of source?.pool.deviceMismatches() ?? []) this.set({ machine }, 1);
-    },
-  });
-  new Gauge({
-    name: "plugpool_cluster_view_current",
-    help: "1 while the cluster view's watches have heard from the apiserver recently; while 0 no power is cut.",
-    registers,
-    collect() {
-      this.set(viewCurrent === undefined ? 0 : Number(viewCurrent()));
+      for (const { machine } of observed.source?.pool.deviceMismatches() ?? []) this.set({ machine }, 1);
     },
   });
   new Gauge({
@@ -83,6 +105,7 @@ export function createMetrics(): Metrics {
     registers,
     collect() {
       this.reset();
+      const { source } = observed;
       if (!source) return;
       for (const group of source.config.groups) {
         const counts: Record<InstanceState, number> = { creating: 0, running: 0, deleting: 0 };
@@ -98,18 +121,26 @@ export function createMetrics(): Metrics {
     registers,
     collect() {
       this.reset();
-      for (const q of source?.pool.quarantine() ?? []) this.set({ machine: q.machine }, q.failures);
+      for (const q of observed.source?.pool.quarantine() ?? []) this.set({ machine: q.machine }, q.failures);
     },
   });
-  energyMetrics(registers, () => source?.pool.usage() ?? []);
-  const powerActions = new Counter({
-    name: "plugpool_power_actions_total",
-    help: `Power actions by group and action (${POWER_ACTIONS.join(", ")}).`,
-    labelNames: ["group", "action"],
+}
+
+/** The cluster view's health, read at scrape time (0 until observeView). */
+function viewGauge(registers: Registry[], observed: Observed): void {
+  new Gauge({
+    name: "plugpool_cluster_view_current",
+    help: "1 while the cluster view's watches have heard from the apiserver recently; while 0 no power is cut.",
     registers,
+    collect() {
+      this.set(observed.viewCurrent === undefined ? 0 : Number(observed.viewCurrent()));
+    },
   });
+}
+
+/** The calls plugpool answers (cluster-autoscaler's gRPC) and makes (reads and switch commands to the plugs). */
+function callMetrics(registers: Registry[]): Pick<Metrics, "rpcDuration" | "plugRequests"> {
   return {
-    registry,
     rpcDuration: new Histogram({
       name: "plugpool_rpc_duration_seconds",
       help: "gRPC calls from cluster-autoscaler, by method and status code.",
@@ -123,7 +154,18 @@ export function createMetrics(): Metrics {
       labelNames: ["machine", "operation", "result"],
       registers,
     }),
-    powerActions,
+  };
+}
+
+/** What plugpool did with the power: its actions, how its power-offs went, how long its power-ons took to boot. */
+function powerMetrics(registers: Registry[]): Pick<Metrics, "powerActions" | "powerOffStepDuration" | "graceEnded" | "powerOnToReady"> {
+  return {
+    powerActions: new Counter({
+      name: "plugpool_power_actions_total",
+      help: `Power actions by group and action (${POWER_ACTIONS.join(", ")}).`,
+      labelNames: ["group", "action"],
+      registers,
+    }),
     powerOffStepDuration: new Histogram({
       name: "plugpool_power_off_step_duration_seconds",
       help: "Time each power-off step took from first entered to done.",
@@ -144,6 +186,12 @@ export function createMetrics(): Metrics {
       buckets: [1, 5, 10, 15, 30, 45, 60, 90, 120, 180, 240, 300, 450, 600, 900],
       registers,
     }),
+  };
+}
+
+/** Trouble met in the cluster: Nodes that contradict the configuration, and failed writes and watches of the apiserver. */
+function clusterMetrics(registers: Registry[]): Pick<Metrics, "configErrors" | "eventErrors" | "watchErrors" | "recordConflicts"> {
+  return {
     configErrors: new Counter({
       name: "plugpool_config_errors_total",
       help: "Configuration problems seen at run time (e.g. a Node named like a machine with another providerID).",
@@ -165,17 +213,6 @@ export function createMetrics(): Metrics {
       help: "Writes of plugpool's records that found another writer's change to the ConfigMap (409 Conflict): another plugpool acted.",
       registers,
     }),
-    observePool(pool, config) {
-      source = { pool, config };
-      // A counter's label set appears at its first increment otherwise, and Prometheus' increase() cannot see a
-      // series' first sample: the first refusal of a group would never raise an alert.
-      for (const group of config.groups) {
-        for (const action of POWER_ACTIONS) powerActions.inc({ group: group.id, action }, 0);
-      }
-    },
-    observeView(current) {
-      viewCurrent = current;
-    },
   };
 }
 

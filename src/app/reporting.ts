@@ -12,57 +12,13 @@ export function createReporter(options: {
 }): Reporter {
   const { logger, metrics } = options;
   const groupOf = new Map(options.config.groups.flatMap((g) => g.machines.map((m) => [m.name, g.id] as const)));
-  const action = (machine: string, name: PowerAction) => {
-    metrics.powerActions.inc({ group: groupOf.get(machine) ?? "", action: name });
-  };
 
   return {
     report(event: PoolEvent) {
       const { type, ...rest } = event;
-      const fields: LogFields = { event: type, group: groupOf.get(event.machine), ...flatten(rest) };
-      switch (event.type) {
-        case "powered-on":
-        case "power-on-queued":
-        case "power-restored":
-        case "power-off-started":
-        case "node-deleted":
-        case "power-off-finished":
-        case "power-on-failed":
-        case "power-off-aborted":
-        case "refused":
-        case "quarantined":
-        case "powered-outside":
-        case "hard-cut":
-        case "revived":
-        case "stranded":
-          action(event.machine, event.type);
-          break;
-        case "booted":
-          metrics.powerOnToReady.observe({ group: event.group }, event.durationMs / 1000);
-          break;
-        case "plug-off":
-          action(event.machine, event.type);
-          if (event.graceEnded) metrics.graceEnded.inc({ how: event.graceEnded });
-          break;
-        case "power-off-step":
-          if (event.outcome === "done" && event.durationMs !== undefined) {
-            metrics.powerOffStepDuration.observe({ step: event.step }, event.durationMs / 1000);
-          }
-          break;
-        case "provider-id-mismatch":
-        case "duplicate-nodes":
-          metrics.configErrors.inc({ kind: event.type });
-          break;
-        case "plug-read-failed":
-        case "unexpected-power":
-        case "template-slices-differ":
-        case "device-mismatch":
-        case "device-duplicate":
-        case "device-learned":
-        case "device-not-recorded":
-        case "device-restarted":
-          break;
-      }
+      const group = groupOf.get(event.machine);
+      const fields: LogFields = { event: type, group, ...flatten(rest) };
+      count(metrics, group ?? "", event);
       const { level, message } = describeEvent(event);
       if (level === "warning") logger.warn(message, fields);
       else if (level === "debug") logger.debug(message, fields);
@@ -70,6 +26,56 @@ export function createReporter(options: {
       for (const next of options.forward ?? []) next.report(event);
     },
   };
+}
+
+/** The metrics an event moves; `group` is its machine's group ("" for a machine in none). */
+function count(metrics: Metrics, group: string, event: PoolEvent): void {
+  const action = (name: PowerAction) => {
+    metrics.powerActions.inc({ group, action: name });
+  };
+  switch (event.type) {
+    case "powered-on":
+    case "power-on-queued":
+    case "power-restored":
+    case "power-off-started":
+    case "node-deleted":
+    case "power-off-finished":
+    case "power-on-failed":
+    case "power-off-aborted":
+    case "refused":
+    case "quarantined":
+    case "powered-outside":
+    case "hard-cut":
+    case "revived":
+    case "stranded":
+      action(event.type);
+      break;
+    case "booted":
+      metrics.powerOnToReady.observe({ group: event.group }, event.durationMs / 1000);
+      break;
+    case "plug-off":
+      action(event.type);
+      if (event.graceEnded) metrics.graceEnded.inc({ how: event.graceEnded });
+      break;
+    case "power-off-step":
+      if (event.outcome === "done" && event.durationMs !== undefined) {
+        metrics.powerOffStepDuration.observe({ step: event.step }, event.durationMs / 1000);
+      }
+      break;
+    case "provider-id-mismatch":
+    case "duplicate-nodes":
+      metrics.configErrors.inc({ kind: event.type });
+      break;
+    case "plug-read-failed":
+    case "unexpected-power":
+    case "template-slices-differ":
+    case "device-mismatch":
+    case "device-duplicate":
+    case "device-learned":
+    case "device-not-recorded":
+    case "device-restarted":
+      break;
+  }
 }
 
 function flatten(rest: object): LogFields {

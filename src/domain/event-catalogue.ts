@@ -39,109 +39,120 @@ export function isoTime(ms: number): string {
 }
 
 export function describeEvent(event: PoolEvent): EventText {
-  const info = (message: string, reason: string, node = event.machine): EventText =>
-    ({ level: "info", message, onNode: { reason, node } });
-  const warning = (message: string, reason: string, node = event.machine): EventText =>
-    ({ level: "warning", message, onNode: { reason, node } });
-  switch (event.type) {
-    case "powered-on":
-      return info(
-        `switched on the plug of ${event.machine} for node group "${event.group}"` +
-          (event.confirmed ? "" : " (unconfirmed: its answer was lost; counted as switched on)"),
-        "PoweredOn",
-      );
-    case "power-on-failed":
-      return warning(`could not switch on the plug of ${event.machine}: ${event.error}`, "PowerOnFailed");
-    case "booted":
-      return info(`node ${event.node} is Ready ${seconds(event.durationMs)} after its plug was switched on`, "Booted", event.node);
-    case "power-on-queued":
-      return info(`queued the plug-on of ${event.machine} for node group "${event.group}": switched on in turn (inrush limit)`, "PowerOnQueued");
-    case "power-restored":
-      return warning(`switched the plug of ${event.machine} back on: it was off under running node ${event.node}`, "PowerRestored", event.node);
-    case "quarantined":
-      return warning(
-        `${event.machine} failed to boot (${event.failures} in a row): skipped by scale-ups until ` +
-          `${isoTime(event.until)}: ${event.reason}`,
-        "Quarantined",
-      );
-    case "power-off-started":
-      return info(
-        `${event.resumed ? "resuming" : "starting"} the power-off of ${event.machine} (node ${event.node})` +
-          (event.resumed ? " after a restart of plugpool" : ""),
-        "PowerOffStarted",
-        event.node,
-      );
-    case "power-off-step": {
-      const message = `power-off of ${event.machine}: ${event.step} ${event.outcome}${event.detail ? `: ${event.detail}` : ""}`;
-      return event.outcome === "failed" ? warning(message, "PowerOffStepFailed") : { level: "debug", message };
-    }
-    case "plug-off": {
-      const draw = event.watts === undefined ? "" : `, drawing ${event.watts} W`;
-      const grace = event.graceEnded === "standby" ? ", standby draw reached" : "";
-      return info(`switched off the plug of ${event.machine} (${event.reason})${draw}${grace}`, "PlugOff");
-    }
-    case "node-deleted":
-      return info(`deleted node ${event.node} after the power-off of ${event.machine}`, "NodeDeleted", event.node);
-    case "power-off-finished":
-      return info(`power-off of ${event.machine} finished in ${seconds(event.durationMs)}`, "PowerOffFinished");
-    case "power-off-aborted":
-      return warning(`power-off of ${event.machine} aborted, power kept: ${event.reason}`, "PowerOffAborted");
-    case "refused":
-      return warning(`refused to cut power to ${event.machine} (${event.rule}): ${event.detail}`, "PowerOffRefused");
-    case "plug-read-failed":
-      return warning(`could not read the plug of ${event.machine}: ${event.error}`, "PlugReadFailed");
-    case "provider-id-mismatch":
-      return warning(
-        `node ${event.machine} has providerID "${event.providerID}", expected "${event.expected}": not matched, left alone`,
-        "ProviderIDMismatch",
-      );
-    case "unexpected-power":
-      return warning(`unexpected power state of ${event.machine}: ${event.detail}`, "UnexpectedPower");
-    case "powered-outside":
-      return warning(`${event.machine} is powered outside plugpool: ${event.detail}`, "PoweredOutside");
-    case "duplicate-nodes":
-      return warning(
-        `${event.nodes.length} Nodes claim ${event.machine} (${event.nodes.join(", ")}): none is powered off until all allow it`,
-        "DuplicateNodes",
-      );
-    case "revived":
-      return warning(
-        event.how === "power-on"
-          ? `switched ${event.machine} on again: it halted after its power-off was called off`
-          : `power-cycled the plug of ${event.machine} (off, then on at once): it halted after its power-off was called off`,
-        "Revived",
-        event.node,
-      );
-    case "stranded":
-      return warning(`${event.machine} halted with its power on and is not brought back: ${event.detail}`, "Stranded", event.node);
-    case "hard-cut":
-      return warning(`hard cut of ${event.machine}: ${event.detail}`, "HardCut", event.node === "" ? event.machine : event.node);
-    case "device-mismatch":
-      return warning(
-        `the power device of ${event.machine} answers as ${event.seen}, not as ${event.expected}: nothing is switched and ` +
-          `${event.machine} is held until the identity of its device is pinned in the configuration`,
-        "DeviceMismatch",
-      );
-    case "device-duplicate":
-      return warning(
-        `the power device of ${event.machine}, met for the first time, answers as ${event.identity}, as the device of ${event.other} ` +
-          `does: nothing is switched and ${event.machine} is held; give each device a name of its own and pin it in the configuration`,
-        "DeviceDuplicate",
-      );
-    case "device-learned":
-      return info(`the power device of ${event.machine} answers as ${event.identity}: every switch command checks it from now on`, "DeviceLearned");
-    case "device-not-recorded":
-      return warning(`could not store the identity ${event.identity} of the power device of ${event.machine}, nothing switched: ${event.error}`, "DeviceNotRecorded");
-    case "device-restarted":
-      return warning(
-        `the power device of ${event.machine} restarted (up ${event.uptimeSeconds}s): its relay may have come up off, so plugpool's power-on licenses no cut`,
-        "DeviceRestarted",
-      );
-    case "template-slices-differ":
-      return warning(
-        `machines of node group "${event.group}" publish different DRA devices (${event.differing.join(", ")}); the ` +
-          `template uses those of ${event.machine}: ${event.detail}`,
-        "TemplateSlicesDiffer",
-      );
-  }
+  return describeAs(event.type, event);
 }
+
+/** The event's own variant, typed by its `type`, so that each entry of DESCRIPTIONS reads that variant's fields. */
+type EventOf<T extends PoolEvent["type"]> = Extract<PoolEvent, { readonly type: T }>;
+
+// Indexing the table with a type parameter, not with the union of all types, lets the compiler match each entry to
+// its event without a cast.
+function describeAs<T extends PoolEvent["type"]>(type: T, event: EventOf<T>): EventText {
+  return DESCRIPTIONS[type](event);
+}
+
+const info = (message: string, reason: string, node: string): EventText => ({ level: "info", message, onNode: { reason, node } });
+const warning = (message: string, reason: string, node: string): EventText => ({ level: "warning", message, onNode: { reason, node } });
+
+/** How each kind of event is told: a kind without an entry does not compile. */
+const DESCRIPTIONS: { readonly [T in PoolEvent["type"]]: (event: EventOf<T>) => EventText } = {
+  // Power-ons and their boots.
+  "powered-on": (e) =>
+    info(
+      `switched on the plug of ${e.machine} for node group "${e.group}"` + (e.confirmed ? "" : " (unconfirmed: its answer was lost; counted as switched on)"),
+      "PoweredOn",
+      e.machine,
+    ),
+  "power-on-failed": (e) => warning(`could not switch on the plug of ${e.machine}: ${e.error}`, "PowerOnFailed", e.machine),
+  booted: (e) => info(`node ${e.node} is Ready ${seconds(e.durationMs)} after its plug was switched on`, "Booted", e.node),
+  "power-on-queued": (e) =>
+    info(`queued the plug-on of ${e.machine} for node group "${e.group}": switched on in turn (inrush limit)`, "PowerOnQueued", e.machine),
+  "power-restored": (e) => warning(`switched the plug of ${e.machine} back on: it was off under running node ${e.node}`, "PowerRestored", e.node),
+  quarantined: (e) =>
+    warning(
+      `${e.machine} failed to boot (${e.failures} in a row): skipped by scale-ups until ${isoTime(e.until)}: ${e.reason}`,
+      "Quarantined",
+      e.machine,
+    ),
+
+  // Power-offs, step by step, and what refused or cut them short.
+  "power-off-started": (e) =>
+    info(
+      `${e.resumed ? "resuming" : "starting"} the power-off of ${e.machine} (node ${e.node})` + (e.resumed ? " after a restart of plugpool" : ""),
+      "PowerOffStarted",
+      e.node,
+    ),
+  "power-off-step": (e) => {
+    const message = `power-off of ${e.machine}: ${e.step} ${e.outcome}${e.detail ? `: ${e.detail}` : ""}`;
+    return e.outcome === "failed" ? warning(message, "PowerOffStepFailed", e.machine) : { level: "debug", message };
+  },
+  "plug-off": (e) => {
+    const draw = e.watts === undefined ? "" : `, drawing ${e.watts} W`;
+    const grace = e.graceEnded === "standby" ? ", standby draw reached" : "";
+    return info(`switched off the plug of ${e.machine} (${e.reason})${draw}${grace}`, "PlugOff", e.machine);
+  },
+  "node-deleted": (e) => info(`deleted node ${e.node} after the power-off of ${e.machine}`, "NodeDeleted", e.node),
+  "power-off-finished": (e) => info(`power-off of ${e.machine} finished in ${seconds(e.durationMs)}`, "PowerOffFinished", e.machine),
+  "power-off-aborted": (e) => warning(`power-off of ${e.machine} aborted, power kept: ${e.reason}`, "PowerOffAborted", e.machine),
+  refused: (e) => warning(`refused to cut power to ${e.machine} (${e.rule}): ${e.detail}`, "PowerOffRefused", e.machine),
+
+  // What the pool finds in the plugs and the Nodes.
+  "plug-read-failed": (e) => warning(`could not read the plug of ${e.machine}: ${e.error}`, "PlugReadFailed", e.machine),
+  "provider-id-mismatch": (e) =>
+    warning(`node ${e.machine} has providerID "${e.providerID}", expected "${e.expected}": not matched, left alone`, "ProviderIDMismatch", e.machine),
+  "unexpected-power": (e) => warning(`unexpected power state of ${e.machine}: ${e.detail}`, "UnexpectedPower", e.machine),
+  "powered-outside": (e) => warning(`${e.machine} is powered outside plugpool: ${e.detail}`, "PoweredOutside", e.machine),
+  "duplicate-nodes": (e) =>
+    warning(
+      `${e.nodes.length} Nodes claim ${e.machine} (${e.nodes.join(", ")}): none is powered off until all allow it`,
+      "DuplicateNodes",
+      e.machine,
+    ),
+
+  // Machines that halted after a called-off power-off, and cuts made anyway.
+  revived: (e) =>
+    warning(
+      e.how === "power-on"
+        ? `switched ${e.machine} on again: it halted after its power-off was called off`
+        : `power-cycled the plug of ${e.machine} (off, then on at once): it halted after its power-off was called off`,
+      "Revived",
+      e.node,
+    ),
+  stranded: (e) => warning(`${e.machine} halted with its power on and is not brought back: ${e.detail}`, "Stranded", e.node),
+  "hard-cut": (e) => warning(`hard cut of ${e.machine}: ${e.detail}`, "HardCut", e.node === "" ? e.machine : e.node),
+
+  // The identity of power devices.
+  "device-mismatch": (e) =>
+    warning(
+      `the power device of ${e.machine} answers as ${e.seen}, not as ${e.expected}: nothing is switched and ` +
+        `${e.machine} is held until the identity of its device is pinned in the configuration`,
+      "DeviceMismatch",
+      e.machine,
+    ),
+  "device-duplicate": (e) =>
+    warning(
+      `the power device of ${e.machine}, met for the first time, answers as ${e.identity}, as the device of ${e.other} ` +
+        `does: nothing is switched and ${e.machine} is held; give each device a name of its own and pin it in the configuration`,
+      "DeviceDuplicate",
+      e.machine,
+    ),
+  "device-learned": (e) =>
+    info(`the power device of ${e.machine} answers as ${e.identity}: every switch command checks it from now on`, "DeviceLearned", e.machine),
+  "device-not-recorded": (e) =>
+    warning(`could not store the identity ${e.identity} of the power device of ${e.machine}, nothing switched: ${e.error}`, "DeviceNotRecorded", e.machine),
+  "device-restarted": (e) =>
+    warning(
+      `the power device of ${e.machine} restarted (up ${e.uptimeSeconds}s): its relay may have come up off, so plugpool's power-on licenses no cut`,
+      "DeviceRestarted",
+      e.machine,
+    ),
+
+  // Node groups.
+  "template-slices-differ": (e) =>
+    warning(
+      `machines of node group "${e.group}" publish different DRA devices (${e.differing.join(", ")}); the ` +
+        `template uses those of ${e.machine}: ${e.detail}`,
+      "TemplateSlicesDiffer",
+      e.machine,
+    ),
+};
