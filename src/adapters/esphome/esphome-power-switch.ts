@@ -5,11 +5,12 @@ import { parseObject, sizeOf } from "../http-device/answer.ts";
 import { createBoundedCall, readyToRead, readyToSend, type DeviceCall, type DeviceQuestion } from "../http-device/device-call.ts";
 import { describeFailure, neverConnected, PlugFailure } from "../http-device/device-failure.ts";
 import type { BackendSwitch } from "../power-backend.ts";
-import { createUrlStyleMemory, entityPath, type EntityDomain, type UrlStyle } from "./entity-path.ts";
+import type { EntityDomain, UrlStyle } from "./entity-path.ts";
+import { createEntityRequests } from "./entity-request.ts";
 import type { EsphomePlug } from "./plug.ts";
-import { createPlugHttp, type AuthScheme, type Credentials, type PlugHttp, type PlugRequest, type PlugTarget, type Send } from "./plug-http.ts";
+import { createPlugHttp, type AuthScheme, type Credentials, type PlugHttp, type PlugTarget, type Send } from "./plug-http.ts";
 import { pause } from "../cut-guard.ts";
-import { EVENTS_REQUEST, identityOf } from "./device-events.ts";
+import { identify } from "./device-events.ts";
 
 /** What `doctor` prints about one plug. */
 export interface PlugProbe {
@@ -42,11 +43,6 @@ export interface EsphomePowerSwitch extends Omit<BackendSwitch<EsphomePlug>, "pr
 // After a command returns 200 (queued, not done) the relay is read back this often until it matches.
 const CONFIRM_POLL_MS = 100;
 
-// Statuses with which a device says it did not carry a request out: bad or oversized request (400, 413, 414,
-// 431), credentials (401), origin check (403), no such entity or action (404), method (405), no
-// Content-Length (411). After any other answer, or none, a command sent may have been carried out.
-const REFUSALS: ReadonlySet<number> = new Set([400, 401, 403, 404, 405, 411, 413, 414, 431]);
-
 type Call = DeviceCall<PlugTarget>;
 
 interface RelayReading {
@@ -63,7 +59,7 @@ interface FullReading extends RelayReading {
 
 export function createEsphomePowerSwitch(opts: EsphomePowerSwitchOptions): EsphomePowerSwitch {
   const http: PlugHttp = createPlugHttp(opts);
-  const styles = createUrlStyleMemory();
+  const entities = createEntityRequests();
 
   const bounded = createBoundedCall<EsphomePlug, PlugTarget>({
     timeoutMs: opts.timeoutMs,
@@ -73,57 +69,13 @@ export function createEsphomePowerSwitch(opts: EsphomePowerSwitchOptions): Espho
     command: "the command",
   });
 
-  // The read of each entity of a plug in each spelling, made once per plug: a Refresh reads every plug. Kept by
-  // domain, then name: a switch and a sensor may have the same name.
-  const reads = new WeakMap<EsphomePlug, Map<EntityDomain, Map<string, Readonly<Record<UrlStyle, PlugRequest>>>>>();
-  function readOf(plug: EsphomePlug, domain: EntityDomain, name: string, style: UrlStyle): PlugRequest {
-    let byDomain = reads.get(plug);
-    if (byDomain === undefined) {
-      byDomain = new Map();
-      reads.set(plug, byDomain);
-    }
-    let byName = byDomain.get(domain);
-    if (byName === undefined) {
-      byName = new Map();
-      byDomain.set(domain, byName);
-    }
-    let bySpelling = byName.get(name);
-    if (bySpelling === undefined) {
-      const read = (spelling: UrlStyle): PlugRequest => ({ method: "GET", path: entityPath(domain, name, spelling) });
-      byName.set(name, (bySpelling = { name: read("name"), object_id: read("object_id") }));
-    }
-    return bySpelling[style];
-  }
-
-  /** Requests an entity by its remembered spelling, falling back to the other one on 404. */
-  async function request(send: Send, plug: EsphomePlug, domain: EntityDomain, name: string, action?: string, beforeSend?: () => Promise<void>) {
-    let tried = "";
-    for (const style of styles.order(plug.device, domain, name)) {
-      const sent = action === undefined ? readOf(plug, domain, name, style) : { method: "POST" as const, path: entityPath(domain, name, style, action), beforeSend };
-      const { method, path } = sent;
-      const answer = await send(sent);
-      if (answer.status === 404) {
-        tried += tried === "" ? path : ` and ${path}`;
-        continue;
-      }
-      if (answer.status !== 200) {
-        // 5xx: the device is in trouble, worth retrying later; anything else is an answer we cannot use.
-        const code = answer.status >= 500 ? "plug-unreachable" : "plug-bad-answer";
-        throw new PlugFailure(code, `${method} ${path} answered HTTP ${answer.status} ${sizeOf(answer)}`, { refused: REFUSALS.has(answer.status) });
-      }
-      styles.remember(plug.device, domain, name, style);
-      return { answer, path, style };
-    }
-    throw new PlugFailure("plug-entity-not-found", `not found (HTTP 404 for ${tried})`, { refused: true });
-  }
-
   /**
    * Reads one entity with the device's slot held for that read alone; with `device`, the device is first asked
    * what it is and `device` with its answer, in that slot.
    */
   function readEntity(plug: EsphomePlug, domain: EntityDomain, name: string, call: Call, device?: DeviceCheck) {
     return http.slot(call.target, call.signal, (send) =>
-      device === undefined ? request(send, plug, domain, name) : readyToRead(call, question(send, call, device)).then(() => request(send, plug, domain, name)),
+      device === undefined ? entities.request(send, plug, domain, name) : readyToRead(call, question(send, call, device)).then(() => entities.request(send, plug, domain, name)),
     );
   }
 
@@ -164,15 +116,9 @@ export function createEsphomePowerSwitch(opts: EsphomePowerSwitchOptions): Espho
     });
   }
 
-  /** What the device says it is: its `/events` stream up to the first ping, with the slot `send` holds. */
-  async function identify(send: Send, call: Call): Promise<DeviceIdentity> {
-    const credentials = call.target.credentials;
-    return identityOf(await send(EVENTS_REQUEST), credentials === undefined ? [] : [credentials.password]);
-  }
-
   /** The device asked what it is through `send`, and `check` asked with its answer. */
   function question(send: Send, call: Call, check: DeviceCheck): DeviceQuestion {
-    return { identify: () => identify(send, call), check };
+    return { identify: () => identify(send, call.target.credentials), check };
   }
 
   /**
@@ -185,7 +131,7 @@ export function createEsphomePowerSwitch(opts: EsphomePowerSwitchOptions): Espho
       await http.slot(call.target, call.signal, (sender) => {
         const confirmation = question(sender, call, device);
         const beforeSend = (): Promise<void> => readyToSend(call, confirmation, mayCut);
-        return request(sender, plug, "switch", plug.switch, on ? "turn_on" : "turn_off", beforeSend);
+        return entities.request(sender, plug, "switch", plug.switch, on ? "turn_on" : "turn_off", beforeSend);
       });
     } catch (error) {
       if ((error instanceof PlugFailure && error.refused) || neverConnected(error)) call.commandSent = false;
@@ -221,7 +167,7 @@ export function createEsphomePowerSwitch(opts: EsphomePowerSwitchOptions): Espho
 
   async function probe(plug: EsphomePlug, call: Call): Promise<PlugProbe> {
     const { on, style, watts, sensorError } = await readAll(plug, call);
-    const identity = await http.slot(call.target, call.signal, (send) => identify(send, call));
+    const identity = await http.slot(call.target, call.signal, (send) => identify(send, call.target.credentials));
     return {
       state: on ? "on" : "off",
       urlStyle: style,
