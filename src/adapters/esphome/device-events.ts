@@ -6,7 +6,7 @@
 import type { DeviceIdentity } from "../../domain/ports.ts";
 import { parseObject, sizeOf } from "../http-device/answer.ts";
 import { PlugFailure } from "../http-device/device-failure.ts";
-import type { PlugAnswer, PlugRequest } from "./plug-http.ts";
+import type { Credentials, PlugAnswer, PlugRequest, Send } from "./plug-http.ts";
 
 /** The longest friendly name taken as an identity; ESPHome's are a few dozen characters. */
 const MAX_TITLE_LENGTH = 256;
@@ -70,4 +70,9 @@ export function identityOf(answer: PlugAnswer, secrets: readonly string[]): Devi
   const uptime = config?.uptime;
   const known = typeof uptime === "number" && Number.isFinite(uptime) && uptime >= 0;
   return { id: `name ${JSON.stringify(title)}`, ...(known && { uptimeSeconds: uptime }) };
+}
+
+/** What the device says it is: its `/events` stream up to the first ping, with the slot `send` holds. */
+export async function identify(send: Send, credentials: Credentials | undefined): Promise<DeviceIdentity> {
+  return identityOf(await send(EVENTS_REQUEST), credentials === undefined ? [] : [credentials.password]);
 }
