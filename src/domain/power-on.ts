@@ -5,13 +5,12 @@ import type { CallOptions } from "./ports.ts";
 import type { Machine, NodeGroupSpec } from "./model.ts";
 import type { PoolContext } from "./state.ts";
 import { lifecycleOf } from "./lifecycle.ts";
-import { PLUG_ON_FAILED, POWER_OFF_ANNOTATION } from "./model.ts";
+import { POWER_OFF_ANNOTATION } from "./model.ts";
 import { dropQueued, nodesOf, queuedPosition, stateOf, withGroupLock } from "./state.ts";
-import { messageOf } from "./errors.ts";
 import { hasDeletionTaint } from "./matching.ts";
 import { isMachineHeld } from "./device-identity.ts";
 import { powerOnSlotWait, restorePower, switchOn, takePowerOnSlot } from "./switching.ts";
-import { recordBootFailure } from "./quarantine.ts";
+import { plugOnFailed } from "./quarantine.ts";
 import { soonest } from "./waits.ts";
 
 /** A machine's power is restored at most this often: a plug someone keeps switching off is not fought over. */
@@ -86,7 +85,7 @@ async function powerOnsOf(ctx: PoolContext, group: NodeGroupSpec, options?: Call
     if (next === "go") {
       sends.push(
         switchOn(ctx, machine, "queued", options).catch((e: unknown) => {
-          queuedOnFailed(ctx, machine, e);
+          plugOnFailed(ctx, machine, e);
         }),
       );
     }
@@ -127,14 +126,4 @@ function recheckQueued(ctx: PoolContext, machine: Machine): "go" | "wait" | "deq
     case "unknown":
       return "dequeued";
   }
-}
-
-/**
- * A queued plug-on that failed: the instance stays, now with an error (`plug-on-failed`), so cluster-autoscaler
- * drops it and backs off. Nothing was switched on, so dropping it cuts nothing.
- */
-function queuedOnFailed(ctx: PoolContext, machine: Machine, e: unknown): void {
-  const message = `switching on the plug of ${machine.name} failed: ${messageOf(e)}`;
-  stateOf(ctx, machine).boot.failure = { code: PLUG_ON_FAILED, message };
-  recordBootFailure(ctx, machine, message);
 }

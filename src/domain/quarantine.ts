@@ -3,8 +3,9 @@
 // instead of the same broken one. Recorded on the cluster too, so a restart keeps it.
 import type { Machine, QuarantineEntry, QuarantineSettings } from "./model.ts";
 import type { PoolContext } from "./state.ts";
-import { DEFAULT_QUARANTINE } from "./model.ts";
+import { DEFAULT_QUARANTINE, PLUG_ON_FAILED } from "./model.ts";
 import { stateOf } from "./state.ts";
+import { messageOf } from "./errors.ts";
 
 /** Beyond this many doublings the back-off is at its maximum anyway; the cap keeps the arithmetic finite. */
 const MAX_DOUBLINGS = 40;
@@ -59,4 +60,15 @@ export function quarantineOf(ctx: PoolContext): readonly QuarantineEntry[] {
       ? [{ machine: m.name, group: m.group, until: boot.quarantinedUntil, failures: boot.failures }]
       : [];
   });
+}
+
+/**
+ * A plug-on that failed after cluster-autoscaler was told it goes on (a queued one, or one still switching when
+ * IncreaseSize answered): the instance stays, now with an error (`plug-on-failed`), so cluster-autoscaler drops it
+ * and backs off. Nothing was switched on, so dropping it cuts nothing.
+ */
+export function plugOnFailed(ctx: PoolContext, machine: Machine, e: unknown): void {
+  const message = `switching on the plug of ${machine.name} failed: ${messageOf(e)}`;
+  stateOf(ctx, machine).boot.failure = { code: PLUG_ON_FAILED, message };
+  recordBootFailure(ctx, machine, message);
 }

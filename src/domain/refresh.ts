@@ -12,6 +12,7 @@ import { clearBootFailures } from "./quarantine.ts";
 import { restoreTarget, restoreWait } from "./power-on.ts";
 import { lifecycleOf } from "./lifecycle.ts";
 import { noteBoot } from "./usage.ts";
+import { untilAborted } from "./lock.ts";
 
 /**
  * Reads every plug at once (each call bounded by the adapter; a device not known yet is also asked what it is, and
@@ -23,8 +24,9 @@ import { noteBoot } from "./usage.ts";
  */
 export async function refresh(ctx: PoolContext, options?: CallOptions): Promise<void> {
   // Chained, not awaited: every read is in flight at once, and a suspended async function per machine would keep
-  // its frame alive until that plug answers.
-  await Promise.allSettled(
+  // its frame alive until that plug answers. When the call ends first, the answer goes with what is known: a read
+  // still out keeps its plug's last state, and is applied when it arrives.
+  const reads = Promise.allSettled(
     ctx.machines.map((machine) =>
       // A device met for the first time says what it is at this first contact, and is known by it from then on:
       // an address that reaches another device later (a lease handed out anew) is caught at its next command.
@@ -33,6 +35,7 @@ export async function refresh(ctx: PoolContext, options?: CallOptions): Promise<
       }),
     ),
   );
+  await untilAborted(reads, options?.signal).catch(() => undefined);
   for (const machine of ctx.machines) {
     try {
       reconcile(ctx, machine);

@@ -11,7 +11,7 @@ import { targetSizeOf } from "./instances.ts";
 import { isMachineHeld } from "./device-identity.ts";
 import { untilAborted } from "./lock.ts";
 import { switchOn, takePowerOnSlot } from "./switching.ts";
-import { isQuarantined } from "./quarantine.ts";
+import { isQuarantined, plugOnFailed } from "./quarantine.ts";
 
 /**
  * May this machine be switched on for a scale-up? Its plug is known off, no power-off (job or pod) holds it,
@@ -26,11 +26,16 @@ export function isScaleUpCandidate(ctx: PoolContext, machine: Machine): boolean 
 
 /**
  * Switches on `delta` candidates in parallel rounds: each round takes as many further candidates as are
- * still missing, in `scaleUp.order` (see `scaleUpOrder`); a plug that fails is skipped and the next round tries others. A candidate beyond the inrush
- * limit is queued instead (a creating instance at once; the runner switches it on in turn, and `wake` asks
- * for a run). Stops when done, out of candidates, or when the signal aborts (answers that arrive later still
- * count). Throws `invalid-argument` for a bad delta, `plug-unreachable` naming the failed plugs when fewer
- * than `delta` went on or were queued (those stay), `unsafe` when there were simply not enough usable machines.
+ * still missing, in `scaleUp.order` (see `scaleUpOrder`); a plug that fails is skipped and the next round tries
+ * others. A candidate beyond the inrush limit is queued instead (a creating instance at once; the runner switches
+ * it on in turn, and `wake` asks for a run). Stops when done, out of candidates, or when the signal aborts.
+ *
+ * The signal bounds the answer, not the switch-ons: a device slower than cluster-autoscaler's deadline (a BMC that
+ * confirms in seconds) goes on switching, bounded by its own timeout. One still switching when the signal aborts
+ * counts as underway (a creating instance, as a queued one); if it fails later, its instance shows the error and
+ * cluster-autoscaler drops it and backs off. Throws `invalid-argument` for a bad delta, `plug-unreachable` naming
+ * the failed plugs when fewer than `delta` went on, are underway or were queued (those stay), `unsafe` when there
+ * were simply not enough usable machines.
  */
 export async function increaseSize(
   ctx: PoolContext,
@@ -52,6 +57,8 @@ export async function increaseSize(
   const signal = options?.signal;
   const outcome: Outcome = { delta, tried: new Set(), switchedOn: new Set(), queued: new Set(), failed: new Map(), cancelled: false };
   const { tried, switchedOn, queued, failed } = outcome;
+  // Once the call has its answer, a switch-on that fails can only be told through its instance.
+  let answered = false;
   try {
     while (switchedOn.size + queued.size < delta && signal?.aborted !== true) {
       const round = scaleUpOrder(
@@ -68,9 +75,12 @@ export async function increaseSize(
           continue;
         }
         answers.push(
-          switchOn(ctx, m, "scale-up", options).then(
+          switchOn(ctx, m, "scale-up").then(
             () => switchedOn.add(m.name),
-            (e: unknown) => failed.set(m.name, messageOf(e)),
+            (e: unknown) => {
+              if (answered) plugOnFailed(ctx, m, e);
+              else failed.set(m.name, messageOf(e));
+            },
           ),
         );
       }
@@ -81,10 +91,17 @@ export async function increaseSize(
       }
     }
   } finally {
+    answered = true;
     if (queued.size > 0) ctx.deps.wake?.();
   }
-  if (switchedOn.size + queued.size >= delta) return;
+  if (switchedOn.size + queued.size + underway(outcome).length >= delta) return;
   throw shortfall(ctx, group, what, { ...outcome, cancelled: signal?.aborted === true });
+}
+
+/** The machines tried whose switch-on had not answered when the call ended: they go on switching. */
+function underway(outcome: Outcome): string[] {
+  const { tried, switchedOn, queued, failed } = outcome;
+  return [...tried].filter((n) => !switchedOn.has(n) && !queued.has(n) && !failed.has(n));
 }
 
 /**
@@ -123,13 +140,13 @@ interface Outcome {
 
 function shortfall(ctx: PoolContext, group: NodeGroupSpec, what: string, outcome: Outcome): PlugpoolError {
   const { delta, tried, switchedOn, queued, failed, cancelled } = outcome;
+  const going = underway(outcome);
   const parts = [`switched on ${switchedOn.size}${queued.size > 0 ? ` and queued ${queued.size}` : ""} of ${delta}`];
+  if (going.length > 0) parts.push(`still switching on when the call ended (they go on): ${going.join(", ")}`);
   for (const [name, error] of failed) parts.push(`${name}: ${error}`);
-  const unanswered = [...tried].filter((n) => !switchedOn.has(n) && !queued.has(n) && !failed.has(n));
-  if (unanswered.length > 0) parts.push(`no answer before the call ended from the plugs of ${unanswered.join(", ")}`);
   const neverRead = group.machines.filter((m) => !tried.has(m.name) && stateOf(ctx, m).power.plug === "unknown");
   if (neverRead.length > 0) parts.push(`never read successfully: ${neverRead.map((m) => m.name).join(", ")}`);
-  if (failed.size + unanswered.length + neverRead.length > 0) {
+  if (failed.size + neverRead.length > 0) {
     return new PlugpoolError("plug-unreachable", `${what}: ${parts.join("; ")}`);
   }
   if (cancelled) return new PlugpoolError("cancelled", `${what}: ${parts.join("; ")}; the call ended before more were tried`);

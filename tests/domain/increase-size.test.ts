@@ -6,6 +6,11 @@ import { rejectsWith, throwsWith } from "../fakes/assertions.ts";
 
 const FOUR = { groups: [{ id: "workers", machines: ["worker-1", "worker-2", "worker-3", "worker-4"] }] };
 
+/** Lets `n` turns of the event loop pass: answers of devices in flight arrive. */
+async function turns(n: number): Promise<void> {
+  for (let t = n; t > 0; t--) await new Promise((r) => setImmediate(r));
+}
+
 function turnedOn(w: World): string[] {
   return w.power.callsOf("turnOn").map((c) => c.control.key.replace(/^plug-/, ""));
 }
@@ -88,20 +93,63 @@ describe("Pool.increaseSize()", () => {
     await rejectsWith(w.pool.increaseSize("workers", 1), "unsafe", /no further machine is usable/);
   });
 
-  it("is bounded by the call's signal when a plug never answers, and releases the group", async () => {
+  it("answers when the call's signal aborts while a switch-on goes on, counting it as a creating instance", async () => {
     const w = new World();
     await w.pool.refresh();
-    w.power.setFault(w.machine("worker-1").power, "hang");
+    const release = w.power.holdNext("turnOn");
     const controller = new AbortController();
     w.power.onCall = (c) => {
       if (c.op === "turnOn") controller.abort();
     };
-    const call = w.pool.increaseSize("workers", 1, { signal: controller.signal });
-    await rejectsWith(call, "plug-unreachable", /switched on 0 of 1; no answer before the call ended from the plugs of worker-1/);
-    // The hung plug is not picked again while its command is in flight; the group is not stuck.
+    await w.pool.increaseSize("workers", 1, { signal: controller.signal });
     w.power.onCall = undefined;
+    assert.equal(w.pool.targetSize("workers"), 1);
+    assert.deepEqual(w.pool.instances("workers").map((i) => [i.id, i.state, i.error]), [["k3s://worker-1", "creating", undefined]]);
+    assert.equal(w.power.isOn(w.machine("worker-1").power), false, "still switching");
+    // The group is not stuck, and the machine underway is not taken again.
     await w.pool.increaseSize("workers", 1);
     assert.deepEqual(turnedOn(w), ["worker-1", "worker-2"]);
+    release();
+    await turns(5);
+    assert.ok(w.power.isOn(w.machine("worker-1").power), "the switch-on went on past the call");
+    assert.deepEqual(w.reporter.of("powered-on").map((e) => e.machine).toSorted(), ["worker-1", "worker-2"]);
+  });
+
+  it("shows a switch-on that fails after the call answered as an error on its instance, and quarantines the machine", async () => {
+    const w = new World();
+    await w.pool.refresh();
+    const release = w.power.holdNext("turnOn");
+    w.power.failNext("turnOn");
+    const controller = new AbortController();
+    w.power.onCall = (c) => {
+      if (c.op === "turnOn") controller.abort();
+    };
+    await w.pool.increaseSize("workers", 1, { signal: controller.signal });
+    w.power.onCall = undefined;
+    release();
+    await turns(5);
+    const instances = w.pool.instances("workers");
+    assert.deepEqual(instances.map((i) => [i.id, i.state, i.error?.code]), [["k3s://worker-1", "creating", "plug-on-failed"]]);
+    assert.match(instances[0]?.error?.message ?? "", /switching on the plug of worker-1 failed: /);
+    assert.deepEqual(w.reporter.of("quarantined").map((e) => e.machine), ["worker-1"]);
+    assert.equal(w.records.powerOn("worker-1"), undefined, "nothing was switched on: no licence is left");
+  });
+
+  it("fails, naming both, when one switch-on failed and the other was still going when the call ended", async () => {
+    const w = new World();
+    await w.pool.refresh();
+    // worker-1's switch-on waits at its device; worker-2's fails at once; no third machine is left to try.
+    const release = w.power.holdNext("turnOn");
+    w.power.failNext("turnOn");
+    const controller = new AbortController();
+    const call = w.pool.increaseSize("workers", 2, { signal: controller.signal });
+    await turns(5);
+    controller.abort();
+    await rejectsWith(call, "plug-unreachable", /^increasing node group "workers" by 2: switched on 0 of 2; still switching on when the call ended \(they go on\): worker-1; worker-2: /);
+    release();
+    await turns(5);
+    assert.ok(w.power.isOn(w.machine("worker-1").power));
+    assert.equal(w.pool.targetSize("workers"), 1);
   });
 
   it("serialises concurrent calls on one group so each sees the target the one before left", async () => {

@@ -17,6 +17,19 @@ describe("Pool.refresh()", () => {
     );
   });
 
+  it("answers when the call ends while a plug has not answered yet, without counting it as a failed read", async () => {
+    const w = new World({ on: ["worker-2"], poweredByPlugpool: ["worker-2"] });
+    await w.pool.refresh();
+    // The read waits at its device until released: a refresh that waited for it would never answer.
+    const release = w.power.holdNext("read");
+    const controller = new AbortController();
+    const done = w.pool.refresh({ signal: controller.signal });
+    controller.abort();
+    await done;
+    assert.deepEqual(w.reporter.of("plug-read-failed"), [], "a read still out is no failure");
+    release();
+  });
+
   it("keeps the last state of a plug that cannot be read, and reports a failure once per message", async () => {
     const w = new World({ on: ["worker-1"], poweredByPlugpool: ["worker-1"] });
     await w.pool.refresh();

@@ -302,7 +302,7 @@ describe("Pool.decreaseTargetSize(): answers and choices", () => {
     assert.deepEqual(cut(w), ["worker-2"]);
   });
 
-  it("does not count a machine whose plug-on is still in flight after its scale-up gave up waiting", async () => {
+  it("does not count a machine whose plug-on is still in flight after its scale-up answered", async () => {
     const w = new World();
     await w.pool.refresh();
     const plug = w.machine("worker-1").power;
@@ -311,7 +311,8 @@ describe("Pool.decreaseTargetSize(): answers and choices", () => {
     w.power.onCall = (c) => {
       if (c.op === "turnOn") controller.abort();
     };
-    await assert.rejects(w.pool.increaseSize("workers", 1, { signal: controller.signal }));
+    // Answered with the switch-on counted as underway.
+    await w.pool.increaseSize("workers", 1, { signal: controller.signal });
     w.power.onCall = undefined;
     w.power.setFault(plug, undefined);
     assert.deepEqual(

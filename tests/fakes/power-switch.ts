@@ -61,6 +61,7 @@ export class FakePowerSwitch implements PowerSwitch {
   readonly #routes = new Map<string, string>();
   readonly #faults = new Map<string, PlugFault>();
   readonly #failNext = new Map<PowerOp, Error[]>();
+  readonly #held = new Map<PowerOp, Promise<void>>();
 
   add(control: PowerControl, on = false, watts = 80): void {
     this.#relays.set(control.key, { on, watts, identity: `device ${control.key}`, bootedAt: this.now() - 100_000 });
@@ -121,6 +122,18 @@ export class FakePowerSwitch implements PowerSwitch {
     this.#failNext.set(op, [...(this.#failNext.get(op) ?? []), error]);
   }
 
+  /**
+   * The next call of `op` (to any plug) waits at its device, before it has any effect, until the returned function
+   * is called: a device slower than the caller's deadline.
+   */
+  holdNext(op: PowerOp): () => void {
+    let release = (): void => undefined;
+    this.#held.set(op, new Promise<void>((resolve) => (release = resolve)));
+    return () => {
+      release();
+    };
+  }
+
   /** The next switch command of `op` reaches its plug and acts, but its answer is lost (`plug-unconfirmed`). */
   loseNextAnswer(op: "turnOn" | "turnOff"): void {
     this.#loseNext.add(op);
@@ -176,6 +189,11 @@ export class FakePowerSwitch implements PowerSwitch {
 
   async #atDevice(op: PowerOp, control: PowerControl, reached: string, asks: Asks, act: (r: Relay) => void): Promise<PlugReading> {
     for (let turns = Math.max(1, this.latency()); turns > 0; turns--) await new Promise((r) => setImmediate(r));
+    const held = this.#held.get(op);
+    if (held !== undefined) {
+      this.#held.delete(op);
+      await held;
+    }
     if (this.#faults.get(control.key) === "unreachable") throw unreachable(op, control);
     const next = this.#failNext.get(op)?.shift();
     if (next !== undefined) throw next;

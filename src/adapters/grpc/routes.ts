@@ -23,7 +23,20 @@ export const errorMapping: Interceptor = (next) => async (req) => {
   }
 };
 
-const call = (ctx: HandlerContext) => ({ signal: ctx.signal });
+/**
+ * The domain is told the call ended this much before cluster-autoscaler's deadline (a fifth of the time the call
+ * has, at most a second), so that its answer (a Refresh with a device still unread, an IncreaseSize with a switch-on
+ * still going) arrives in time rather than the deadline's error.
+ */
+const ANSWER_MARGIN_MS = 1000;
+
+function callOptions(ctx: Pick<HandlerContext, "signal" | "timeoutMs">): { readonly signal: AbortSignal } {
+  const left = ctx.timeoutMs();
+  if (left === undefined) return { signal: ctx.signal };
+  const answerBy = AbortSignal.timeout(Math.max(0, Math.floor(left - Math.min(ANSWER_MARGIN_MS, left / 5))));
+  return { signal: AbortSignal.any([ctx.signal, answerBy]) };
+}
+
 
 function unimplemented(what: string): never {
   // CA maps Unimplemented to "not implemented" and uses its own defaults; for GetOptions that is the point:
@@ -78,20 +91,20 @@ export function cloudProviderRoutes(deps: RouteDeps): (router: ConnectRouter) =>
         return {};
       },
       refresh: async (_req, ctx) => {
-        await pool.refresh(call(ctx));
+        await pool.refresh(callOptions(ctx));
         return {};
       },
       nodeGroupTargetSize: (req) => ({ targetSize: pool.targetSize(req.id) }),
       nodeGroupIncreaseSize: async (req, ctx) => {
-        await pool.increaseSize(req.id, req.delta, call(ctx));
+        await pool.increaseSize(req.id, req.delta, callOptions(ctx));
         return {};
       },
       nodeGroupDeleteNodes: async (req, ctx) => {
-        await pool.deleteNodes(req.id, req.nodes.map(fromExternalGrpcNode), call(ctx));
+        await pool.deleteNodes(req.id, req.nodes.map(fromExternalGrpcNode), callOptions(ctx));
         return {};
       },
       nodeGroupDecreaseTargetSize: async (req, ctx) => {
-        await pool.decreaseTargetSize(req.id, req.delta, call(ctx));
+        await pool.decreaseTargetSize(req.id, req.delta, callOptions(ctx));
         return {};
       },
       nodeGroupNodes: (req) => ({ instances: pool.instances(req.id).map(toInstance) }),
