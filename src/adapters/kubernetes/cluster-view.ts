@@ -6,7 +6,7 @@ import { CoreV1Api, Watch, type KubeConfig } from "@kubernetes/client-node";
 import type { ClusterView } from "../../domain/ports.ts";
 import type { DeviceSlice, Machine, NodeView, PowerOffPodView } from "../../domain/model.ts";
 import { callOptions, DEFAULT_WRITE_TIMEOUT_MS } from "./api-errors.ts";
-import { createReflector, defaultRetry, type Reflector, type RequestStats, type RetrySettings } from "./reflector.ts";
+import { createReflector, defaultRetry, type Reflector, type ReflectorDeps, type RequestStats, type RetrySettings } from "./reflector.ts";
 import { POWER_OFF_POD_SELECTOR, toPowerOffPodView } from "./power-off-pod.ts";
 import { createTemplateSlices } from "./template-slices.ts";
 import type { NodeCache } from "./node-lookup.ts";
@@ -75,13 +75,10 @@ export interface KubernetesClusterView extends ClusterView {
 export function createKubernetesClusterView(kc: KubeConfig, options: KubernetesClusterViewOptions): KubernetesClusterView {
   const core = kc.makeApiClient(CoreV1Api);
   const stats: RequestStats = { lists: 0, watches: 0 };
-  const listeners = new Set<() => void>();
-  const waiters = new Set<() => void>();
   const now = options.now ?? Date.now;
-  const contactBoundMs = options.contactBoundMs ?? DEFAULT_CONTACT_BOUND_MS;
   const deps = { watch: new Watch(kc), stats, retry: options.retry ?? defaultRetry, onError: options.onError ?? (() => undefined), now };
-  let byProviderID: Map<string, NodeView[]> | undefined;
-
+  const listeners = new Set<() => void>();
+  // Called by the watches, so only once started: `freshness`, built from them below, is there by then.
   const changed = (): void => {
     for (const listener of listeners) {
       try {
@@ -90,23 +87,12 @@ export function createKubernetesClusterView(kc: KubeConfig, options: KubernetesC
         deps.onError(error);
       }
     }
-    settleWaiters();
+    freshness.settle();
   };
 
-  const nodes = createReflector(
-    { path: "/api/v1/nodes", list: (page, signal) => core.listNode(page, callOptions({ signal })), convert: toNodeView },
-    { ...deps, onChange: () => { byProviderID = undefined; changed(); } },
-  );
+  const nodes = createNodeReads(core, { ...deps, onChange: changed });
   const namespace = options.powerOffNamespace;
-  const pods = createReflector<PowerOffPodView>(
-    {
-      path: `/api/v1/namespaces/${namespace}/pods`,
-      labelSelector: POWER_OFF_POD_SELECTOR,
-      list: (page, signal) => core.listNamespacedPod({ namespace, labelSelector: POWER_OFF_POD_SELECTOR, ...page }, callOptions({ signal })),
-      convert: toPowerOffPodView,
-    },
-    { ...deps, onChange: changed },
-  );
+  const pods = createPowerOffPodReads(core, namespace, { ...deps, onChange: changed });
   const templates = createTemplateSlices(
     kc,
     {
@@ -115,10 +101,106 @@ export function createKubernetesClusterView(kc: KubeConfig, options: KubernetesC
       writeTimeoutMs: options.writeTimeoutMs ?? DEFAULT_WRITE_TIMEOUT_MS,
       ...(options.readOnly === true && { readOnly: true }),
     },
-    { ...deps, onChange: () => { settleWaiters(); } },
+    { ...deps, onChange: () => { freshness.settle(); } },
   );
-  const reflectors: readonly Reflector<unknown>[] = [nodes, pods, ...templates.reflectors];
+  const reflectors: readonly Reflector<unknown>[] = [nodes.reflector, pods.reflector, ...templates.reflectors];
+  const freshness = createFreshness(reflectors, now, options.contactBoundMs ?? DEFAULT_CONTACT_BOUND_MS);
 
+  return {
+    ...nodes.reads,
+    ...pods.reads,
+    templateSlices: (machine): readonly DeviceSlice[] | undefined => templates.get(machine),
+
+    start() {
+      for (const reflector of reflectors) reflector.start();
+    },
+    ...freshness.reads,
+    onChange(listener) {
+      const own = (): void => { listener(); };
+      listeners.add(own);
+      return () => { listeners.delete(own); };
+    },
+    templateSlicesStored: () => templates.flushed(),
+    stats: () => ({ ...stats }),
+    async stop() {
+      templates.stop();
+      await Promise.all(reflectors.map((r) => r.stop()));
+    },
+  };
+}
+
+type NodeReads = Pick<KubernetesClusterView, "nodeNamed" | "nodesWithProviderID" | "nodesCreatedAfter" | "nodeUid" | "nodeCache">;
+
+/** The Nodes watch and the view's answers from it, by name and by providerID. */
+function createNodeReads(core: CoreV1Api, deps: ReflectorDeps): { readonly reflector: Reflector<NodeView>; readonly reads: NodeReads } {
+  // Built on the first ask after a change to the Nodes.
+  let byProviderID: Map<string, NodeView[]> | undefined;
+  const reflector = createReflector(
+    { path: "/api/v1/nodes", list: (page, signal) => core.listNode(page, callOptions({ signal })), convert: toNodeView },
+    { ...deps, onChange: () => { byProviderID = undefined; deps.onChange(); } },
+  );
+  const reads: NodeReads = {
+    nodeNamed: (name) => reflector.items.get(name),
+    nodesWithProviderID(providerID) {
+      if (providerID === "") return [];
+      byProviderID ??= indexByProviderID(reflector.items.values());
+      return byProviderID.get(providerID) ?? [];
+    },
+    nodesCreatedAfter(at) {
+      // A scan of memory, asked only right before a cut of a machine without a Node.
+      const created: NodeView[] = [];
+      for (const view of reflector.items.values()) if (view.createdAt === undefined || view.createdAt > at) created.push(view);
+      return created;
+    },
+    nodeUid: (name) => reflector.items.get(name)?.uid,
+    nodeCache: { nodes: () => reflector.items.values(), caughtUp: (resourceVersion, signal) => reflector.caughtUp(resourceVersion, signal) },
+  };
+  return { reflector, reads };
+}
+
+function indexByProviderID(nodes: Iterable<NodeView>): Map<string, NodeView[]> {
+  const byProviderID = new Map<string, NodeView[]>();
+  for (const view of nodes) {
+    const claiming = byProviderID.get(view.providerID);
+    if (claiming === undefined) byProviderID.set(view.providerID, [view]);
+    else claiming.push(view);
+  }
+  return byProviderID;
+}
+
+/** The watch of plugpool's power-off pods in their namespace, and the view's answer from it. */
+function createPowerOffPodReads(
+  core: CoreV1Api,
+  namespace: string,
+  deps: ReflectorDeps,
+): { readonly reflector: Reflector<PowerOffPodView>; readonly reads: Pick<KubernetesClusterView, "powerOffPod"> } {
+  const reflector = createReflector<PowerOffPodView>(
+    {
+      path: `/api/v1/namespaces/${namespace}/pods`,
+      labelSelector: POWER_OFF_POD_SELECTOR,
+      list: (page, signal) => core.listNamespacedPod({ namespace, labelSelector: POWER_OFF_POD_SELECTOR, ...page }, callOptions({ signal })),
+      convert: toPowerOffPodView,
+    },
+    deps,
+  );
+  const reads: Pick<KubernetesClusterView, "powerOffPod"> = {
+    powerOffPod(machine) {
+      for (const pod of reflector.items.values()) if (pod.machine === machine) return pod;
+      return undefined;
+    },
+  };
+  return { reflector, reads };
+}
+
+interface Freshness {
+  readonly reads: Pick<KubernetesClusterView, "current" | "synced" | "health" | "whenSynced">;
+  /** Resolves whoever waits in whenSynced() once synced; called after every change to any collection. */
+  settle(): void;
+}
+
+/** Whether every watch has listed once and heard from the apiserver lately, and the waits for the first. */
+function createFreshness(reflectors: readonly Reflector<unknown>[], now: () => number, contactBoundMs: number): Freshness {
+  const waiters = new Set<() => void>();
   const synced = (): boolean => reflectors.every((r) => r.synced());
   const health = (): ClusterViewHealth => {
     const contacts = reflectors.map((r) => r.lastContact());
@@ -126,75 +208,31 @@ export function createKubernetesClusterView(kc: KubeConfig, options: KubernetesC
     const isSynced = synced();
     return { current: isSynced && lastContactAt !== undefined && now() - lastContactAt <= contactBoundMs, synced: isSynced, lastContactAt };
   };
-  function settleWaiters(): void {
-    if (!synced()) return;
-    for (const resolve of waiters) resolve();
-    waiters.clear();
-  }
-
-  return {
-    nodeNamed: (name) => nodes.items.get(name),
-    nodesWithProviderID(providerID) {
-      if (providerID === "") return [];
-      if (byProviderID === undefined) {
-        byProviderID = new Map();
-        for (const view of nodes.items.values()) {
-          const claiming = byProviderID.get(view.providerID);
-          if (claiming === undefined) byProviderID.set(view.providerID, [view]);
-          else claiming.push(view);
-        }
+  const whenSynced = (signal?: AbortSignal): Promise<void> => {
+    if (synced()) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const done = (): void => {
+        signal?.removeEventListener("abort", aborted);
+        resolve();
+      };
+      const aborted = (): void => {
+        waiters.delete(done);
+        reject(signal?.reason as Error);
+      };
+      if (signal?.aborted === true) {
+        aborted();
+        return;
       }
-      return byProviderID.get(providerID) ?? [];
-    },
-    nodesCreatedAfter(at) {
-      // A scan of memory, asked only right before a cut of a machine without a Node.
-      const created: NodeView[] = [];
-      for (const view of nodes.items.values()) if (view.createdAt === undefined || view.createdAt > at) created.push(view);
-      return created;
-    },
-    powerOffPod(machine) {
-      for (const pod of pods.items.values()) if (pod.machine === machine) return pod;
-      return undefined;
-    },
-    templateSlices: (machine): readonly DeviceSlice[] | undefined => templates.get(machine),
-
-    start() {
-      for (const reflector of reflectors) reflector.start();
-    },
-    current: () => health().current,
-    synced,
-    health,
-    whenSynced(signal) {
-      if (synced()) return Promise.resolve();
-      return new Promise((resolve, reject) => {
-        const done = (): void => {
-          signal?.removeEventListener("abort", aborted);
-          resolve();
-        };
-        const aborted = (): void => {
-          waiters.delete(done);
-          reject(signal?.reason as Error);
-        };
-        if (signal?.aborted === true) {
-          aborted();
-          return;
-        }
-        waiters.add(done);
-        signal?.addEventListener("abort", aborted, { once: true });
-      });
-    },
-    onChange(listener) {
-      const own = (): void => { listener(); };
-      listeners.add(own);
-      return () => { listeners.delete(own); };
-    },
-    nodeUid: (name) => nodes.items.get(name)?.uid,
-    nodeCache: { nodes: () => nodes.items.values(), caughtUp: (resourceVersion, signal) => nodes.caughtUp(resourceVersion, signal) },
-    templateSlicesStored: () => templates.flushed(),
-    stats: () => ({ ...stats }),
-    async stop() {
-      templates.stop();
-      await Promise.all(reflectors.map((r) => r.stop()));
+      waiters.add(done);
+      signal?.addEventListener("abort", aborted, { once: true });
+    });
+  };
+  return {
+    reads: { current: () => health().current, synced, health, whenSynced },
+    settle() {
+      if (!synced()) return;
+      for (const resolve of waiters) resolve();
+      waiters.clear();
     },
   };
 }

@@ -100,166 +100,198 @@ function revision(resourceVersion: string): bigint | undefined {
   return /^\d{1,20}$/.test(resourceVersion) ? BigInt(resourceVersion) : undefined;
 }
 
+/** What the reflector's parts share: the collection as last known, and where its next watch starts. */
+interface ReflectorState<V> {
+  items: Map<string, V>;
+  /** The first list has completed. */
+  synced: boolean;
+  /** Where the next watch starts; "" calls for a list first. */
+  resourceVersion: string;
+  /** Events received; one arriving during a watch shows the connection worked, so a failure after it starts a fresh backoff. */
+  received: number;
+  lastContact: number | undefined;
+  /** Ends the watch under way, once the apiserver has accepted it. */
+  abortWatch: (() => void) | undefined;
+}
+
+interface ReflectorContext<V> {
+  readonly source: ReflectorSource<V>;
+  readonly deps: ReflectorDeps;
+  readonly state: ReflectorState<V>;
+  /** Called whenever resourceVersion moves on. */
+  readonly progress: Set<() => void>;
+}
+
 export function createReflector<V>(source: ReflectorSource<V>, deps: ReflectorDeps): Reflector<V> {
-  let items = new Map<string, V>();
-  let synced = false;
-  let resourceVersion = "";
-  // Called whenever resourceVersion moves on.
-  const progress = new Set<() => void>();
-  const advanced = (): void => {
-    for (const listener of progress) listener();
+  const state: ReflectorState<V> = {
+    items: new Map(), synced: false, resourceVersion: "", received: 0, lastContact: undefined, abortWatch: undefined,
   };
+  const ctx: ReflectorContext<V> = { source, deps, state, progress: new Set() };
   let running: Promise<void> | undefined;
   let stopping = new AbortController();
-  let abortWatch: (() => void) | undefined;
-  // Events received; one arriving during a watch shows the connection worked, so a failure after it starts a fresh backoff.
-  let received = 0;
-  let lastContact: number | undefined;
-  const heard = (): void => { lastContact = deps.now(); };
-
-  function put(into: Map<string, V>, object: unknown): void {
-    const meta = metaOf(object);
-    if (meta === undefined) return;
-    const key = objectKey(meta.namespace, meta.name);
-    const view = source.convert(object);
-    if (view === undefined) into.delete(key);
-    else into.set(key, view);
-  }
-
-  async function list(signal: AbortSignal): Promise<void> {
-    const bounded = AbortSignal.any([signal, AbortSignal.timeout(listTimeoutMs)]);
-    // Filled apart and swapped in whole: a list cut short (a page failed, its token expired) leaves the items as
-    // they were, and the run loop lists again from the first page.
-    const listed = new Map<string, V>();
-    let next: string | undefined;
-    let version: string;
-    do {
-      deps.stats.lists += 1;
-      const answer = await source.list(next === undefined ? { limit: LIST_PAGE_SIZE } : { limit: LIST_PAGE_SIZE, _continue: next }, bounded);
-      heard();
-      for (const object of answer.items) put(listed, object);
-      version = answer.metadata?.resourceVersion ?? "";
-      next = answer.metadata?._continue || undefined;
-    } while (next !== undefined);
-    items = listed;
-    resourceVersion = version;
-    synced = true;
-    deps.onChange();
-    advanced();
-  }
-
-  function watchOnce(signal: AbortSignal): Promise<WatchEnd> {
-    deps.stats.watches += 1;
-    return new Promise((resolve) => {
-      let ended = false;
-      let end: WatchEnd = { kind: "closed" };
-      const onStop = (): void => { resolve(end); };
-      const onEvent = (type: string, object: unknown): void => {
-        heard();
-        if (type === "ERROR") {
-          const code = record(object)?.code;
-          end = code === 410 ? { kind: "expired" } : { kind: "failed", error: new Error(text(record(object)?.message) ?? "watch error") };
-          return;
-        }
-        if (type === "ADDED" || type === "MODIFIED") put(items, object);
-        if (type === "DELETED") {
-          const meta = metaOf(object);
-          if (meta !== undefined) items.delete(objectKey(meta.namespace, meta.name));
-        }
-        // Bookmarks carry only a resourceVersion (no name), so it is read directly.
-        resourceVersion = text(record(record(object)?.metadata)?.resourceVersion) ?? resourceVersion;
-        received += 1;
-        if (type !== "BOOKMARK") deps.onChange();
-        advanced();
-      };
-      const onDone = (error: unknown): void => {
-        signal.removeEventListener("abort", onStop);
-        ended = true;
-        abortWatch = undefined;
-        // Ended by the apiserver. Not client-node's idle timeout: that one means nothing was heard for 30 s.
-        if (error === null || error === undefined) heard();
-        if (end.kind === "closed" && error !== null && error !== undefined && !isIdleTimeout(error)) {
-          end = (error as { statusCode?: unknown }).statusCode === 410 ? { kind: "expired" } : { kind: "failed", error };
-        }
-        resolve(end);
-      };
-      // stop() must not wait for the watch: a proxy that holds back the headers of a quiet watch would keep
-      // client-node's call (and so its controller) pending for up to its 30 s idle timeout. Removed when the
-      // watch ends: the signal lives as long as the reflector, across every renewal.
-      signal.addEventListener("abort", onStop, { once: true });
-      const params = {
-        resourceVersion,
-        allowWatchBookmarks: true,
-        // The server ends each watch after 5-10 min; spreading them keeps renewals apart.
-        timeoutSeconds: 300 + Math.floor(Math.random() * 300),
-        labelSelector: source.labelSelector,
-        fieldSelector: source.fieldSelector,
-      };
-      deps.watch.watch(source.path, params, onEvent, onDone).then(
-        (controller) => {
-          // Still open when the call returns: the apiserver accepted the watch.
-          if (ended || signal.aborted) controller.abort();
-          else {
-            heard();
-            abortWatch = () => { controller.abort(); };
-          }
-        },
-        (error: unknown) => { onDone(error); },
-      );
-    });
-  }
-
-  async function run(signal: AbortSignal): Promise<void> {
-    // A function, not the property: stop() may abort during any await below.
-    const stopped = (): boolean => signal.aborted;
-    let delayMs = 0;
-    while (!stopped()) {
-      if (delayMs > 0) {
-        await sleep(delayMs, undefined, { signal }).catch(() => undefined);
-        if (stopped()) return;
-      }
-      try {
-        if (resourceVersion === "") await list(signal);
-        if (stopped()) return;
-        const before = received;
-        const end = await watchOnce(signal);
-        if (stopped()) return;
-        if (received > before) delayMs = 0;
-        if (end.kind === "failed") throw end.error;
-        if (end.kind === "expired") resourceVersion = "";
-        delayMs = 0;
-      } catch (error) {
-        if (stopped()) return;
-        deps.onError(error);
-        resourceVersion = "";
-        delayMs = delayMs === 0 ? deps.retry.initialMs : Math.min(delayMs * 2, deps.retry.maxMs);
-      }
-    }
-  }
-
   return {
     get items() {
-      return items;
+      return state.items;
     },
-    synced: () => synced,
-    lastContact: () => lastContact,
+    synced: () => state.synced,
+    lastContact: () => state.lastContact,
     caughtUp(target, signal) {
       const wanted = revision(target);
       if (wanted === undefined) return Promise.resolve(false);
-      return whenReached(progress, () => (revision(resourceVersion) ?? -1n) >= wanted, signal);
+      return whenReached(ctx.progress, () => (revision(state.resourceVersion) ?? -1n) >= wanted, signal);
     },
     start() {
       if (running !== undefined) return;
       stopping = new AbortController();
-      running = run(stopping.signal);
+      running = run(ctx, stopping.signal);
     },
     async stop() {
       stopping.abort();
-      abortWatch?.();
+      state.abortWatch?.();
       await running;
       running = undefined;
     },
   };
+}
+
+function heard(ctx: ReflectorContext<unknown>): void {
+  ctx.state.lastContact = ctx.deps.now();
+}
+
+function advanced(ctx: ReflectorContext<unknown>): void {
+  for (const listener of ctx.progress) listener();
+}
+
+/** Watches, listing first whenever there is no resourceVersion to watch from, until `signal` aborts; after a failure, relists after a backoff. */
+async function run<V>(ctx: ReflectorContext<V>, signal: AbortSignal): Promise<void> {
+  const { state, deps } = ctx;
+  // A function, not the property: stop() may abort during any await below.
+  const stopped = (): boolean => signal.aborted;
+  let delayMs = 0;
+  while (!stopped()) {
+    if (delayMs > 0) {
+      await sleep(delayMs, undefined, { signal }).catch(() => undefined);
+      if (stopped()) return;
+    }
+    try {
+      if (state.resourceVersion === "") await list(ctx, signal);
+      if (stopped()) return;
+      const before = state.received;
+      const end = await watchOnce(ctx, signal);
+      if (stopped()) return;
+      if (state.received > before) delayMs = 0;
+      if (end.kind === "failed") throw end.error;
+      if (end.kind === "expired") state.resourceVersion = "";
+      delayMs = 0;
+    } catch (error) {
+      if (stopped()) return;
+      deps.onError(error);
+      state.resourceVersion = "";
+      delayMs = delayMs === 0 ? deps.retry.initialMs : Math.min(delayMs * 2, deps.retry.maxMs);
+    }
+  }
+}
+
+/** Lists the whole collection, page by page, in place of the items. */
+async function list<V>(ctx: ReflectorContext<V>, signal: AbortSignal): Promise<void> {
+  const { source, deps, state } = ctx;
+  const bounded = AbortSignal.any([signal, AbortSignal.timeout(listTimeoutMs)]);
+  // Filled apart and swapped in whole: a list cut short (a page failed, its token expired) leaves the items as
+  // they were, and the run loop lists again from the first page.
+  const listed = new Map<string, V>();
+  let next: string | undefined;
+  let version: string;
+  do {
+    deps.stats.lists += 1;
+    const answer = await source.list(next === undefined ? { limit: LIST_PAGE_SIZE } : { limit: LIST_PAGE_SIZE, _continue: next }, bounded);
+    heard(ctx);
+    for (const object of answer.items) put(source, listed, object);
+    version = answer.metadata?.resourceVersion ?? "";
+    next = answer.metadata?._continue || undefined;
+  } while (next !== undefined);
+  state.items = listed;
+  state.resourceVersion = version;
+  state.synced = true;
+  deps.onChange();
+  advanced(ctx);
+}
+
+function put<V>(source: ReflectorSource<V>, into: Map<string, V>, object: unknown): void {
+  const meta = metaOf(object);
+  if (meta === undefined) return;
+  const key = objectKey(meta.namespace, meta.name);
+  const view = source.convert(object);
+  if (view === undefined) into.delete(key);
+  else into.set(key, view);
+}
+
+/** One watch from the current resourceVersion, taking its events in; resolves with how it ended. */
+function watchOnce<V>(ctx: ReflectorContext<V>, signal: AbortSignal): Promise<WatchEnd> {
+  const { source, deps, state } = ctx;
+  deps.stats.watches += 1;
+  return new Promise((resolve) => {
+    let ended = false;
+    let end: WatchEnd = { kind: "closed" };
+    const onStop = (): void => { resolve(end); };
+    const onEvent = (type: string, object: unknown): void => {
+      end = takeEvent(ctx, type, object) ?? end;
+    };
+    const onDone = (error: unknown): void => {
+      signal.removeEventListener("abort", onStop);
+      ended = true;
+      state.abortWatch = undefined;
+      // Ended by the apiserver. Not client-node's idle timeout: that one means nothing was heard for 30 s.
+      if (error === null || error === undefined) heard(ctx);
+      if (end.kind === "closed" && error !== null && error !== undefined && !isIdleTimeout(error)) {
+        end = (error as { statusCode?: unknown }).statusCode === 410 ? { kind: "expired" } : { kind: "failed", error };
+      }
+      resolve(end);
+    };
+    // stop() must not wait for the watch: a proxy that holds back the headers of a quiet watch would keep
+    // client-node's call (and so its controller) pending for up to its 30 s idle timeout. Removed when the
+    // watch ends: the signal lives as long as the reflector, across every renewal.
+    signal.addEventListener("abort", onStop, { once: true });
+    const params = {
+      resourceVersion: state.resourceVersion,
+      allowWatchBookmarks: true,
+      // The server ends each watch after 5-10 min; spreading them keeps renewals apart.
+      timeoutSeconds: 300 + Math.floor(Math.random() * 300),
+      labelSelector: source.labelSelector,
+      fieldSelector: source.fieldSelector,
+    };
+    deps.watch.watch(source.path, params, onEvent, onDone).then(
+      (controller) => {
+        // Still open when the call returns: the apiserver accepted the watch.
+        if (ended || signal.aborted) controller.abort();
+        else {
+          heard(ctx);
+          state.abortWatch = () => { controller.abort(); };
+        }
+      },
+      (error: unknown) => { onDone(error); },
+    );
+  });
+}
+
+/** Takes one watch event into the items. An ERROR event changes nothing: it tells how the watch ends, which is returned. */
+function takeEvent<V>(ctx: ReflectorContext<V>, type: string, object: unknown): WatchEnd | undefined {
+  const { source, deps, state } = ctx;
+  heard(ctx);
+  if (type === "ERROR") {
+    const code = record(object)?.code;
+    return code === 410 ? { kind: "expired" } : { kind: "failed", error: new Error(text(record(object)?.message) ?? "watch error") };
+  }
+  if (type === "ADDED" || type === "MODIFIED") put(source, state.items, object);
+  if (type === "DELETED") {
+    const meta = metaOf(object);
+    if (meta !== undefined) state.items.delete(objectKey(meta.namespace, meta.name));
+  }
+  // Bookmarks carry only a resourceVersion (no name), so it is read directly.
+  state.resourceVersion = text(record(record(object)?.metadata)?.resourceVersion) ?? state.resourceVersion;
+  state.received += 1;
+  if (type !== "BOOKMARK") deps.onChange();
+  advanced(ctx);
+  return undefined;
 }
 
 /** Resolves true once `reached()` holds, asked at once and at each call of a `progress` listener; false once `signal` aborts. */
