@@ -9,7 +9,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { PatchStrategy, type CoreV1Api, type V1ConfigMap } from "@kubernetes/client-node";
 import { PlugpoolError } from "../../domain/errors.ts";
-import { createLock } from "../../domain/lock.ts";
+import { createLock, type Lock } from "../../domain/lock.ts";
 import { callBound, callOptions, statusOf, type CallBound } from "./api-errors.ts";
 import { MANAGED_BY_LABEL } from "./power-off-pod.ts";
 import type { RetrySettings } from "./reflector.ts";
@@ -117,95 +117,112 @@ export interface VersionedConfigMapWriter extends ConfigMapWriter {
   load(bound: CallBound): Promise<Readonly<Record<string, string>>>;
 }
 
+/** A write of the ConfigMap, as errors name it. */
+function writing(ref: ConfigMapRef): string {
+  return `writing ConfigMap ${ref.namespace}/${ref.name}`;
+}
+
+/** A versioned writer's memory of the ConfigMap and what it needs to write it. */
+interface Versioned {
+  readonly core: CoreV1Api;
+  readonly ref: ConfigMapRef;
+  readonly options: VersionedConfigMapWriterOptions;
+  /** What the writes are based on; an undefined resourceVersion: the ConfigMap did not exist. */
+  base: { resourceVersion?: string; data: Readonly<Record<string, string>> };
+  /**
+   * Values sent at the base's version whose answer never came. Of writes made at one version only one can change
+   * the ConfigMap, and none once the version has moved on: a read or a landed write settles them.
+   */
+  doubts: ConfigMapUpdate[];
+}
+
 export function createVersionedConfigMapWriter(core: CoreV1Api, ref: ConfigMapRef, options: VersionedConfigMapWriterOptions): VersionedConfigMapWriter {
-  const { namespace, name } = ref;
-  const action = `writing ConfigMap ${namespace}/${name}`;
-  // undefined resourceVersion: the ConfigMap did not exist.
-  let base: { resourceVersion?: string; data: Readonly<Record<string, string>> } = { data: {} };
-  // Values sent at the base's version whose answer never came. Of writes made at one version only one can change the
-  // ConfigMap, and none once the version has moved on: a read or a landed write settles them.
-  let doubts: ConfigMapUpdate[] = [];
-
-  const settle = (answer: V1ConfigMap | undefined): void => {
-    const resourceVersion = answer?.metadata?.resourceVersion;
-    base = { ...(resourceVersion !== undefined && { resourceVersion }), data: stringMap(answer?.data) };
-    doubts = [];
-  };
-
-  async function read(bound: CallBound): Promise<V1ConfigMap | undefined> {
-    try {
-      return await core.readNamespacedConfigMap({ namespace, name }, callOptions({ signal: bound.signal }));
-    } catch (error) {
-      if (statusOf(error) === 404) return undefined;
-      throw bound.error(`reading ConfigMap ${namespace}/${name}`, error);
-    }
-  }
-
-  /** One request: a create when the ConfigMap did not exist, else a patch at the base's version. */
-  async function send(data: ConfigMapUpdate, bound: CallBound): Promise<V1ConfigMap | undefined> {
-    const { resourceVersion } = base;
-    if (resourceVersion !== undefined) {
-      const body = { metadata: { resourceVersion }, data };
-      return core.patchNamespacedConfigMap({ namespace, name, body }, callOptions({ signal: bound.signal, contentType: PatchStrategy.MergePatch }));
-    }
-    const set = Object.fromEntries(Object.entries(data).filter((entry): entry is [string, string] => entry[1] !== null));
-    // Removing keys from a missing ConfigMap: nothing to do.
-    if (Object.keys(set).length === 0) return undefined;
-    const metadata = { name, namespace, labels: { [MANAGED_BY_LABEL]: "plugpool" } };
-    return core.createNamespacedConfigMap({ namespace, body: { metadata, data: set } }, callOptions({ signal: bound.signal }));
-  }
-
-  /** The keys another writer changed between the base and `now`, with their values in `now`. */
-  function theirs(now: V1ConfigMap | undefined): Map<string, string | null> {
-    const data = stringMap(now?.data);
-    const changed = new Map<string, string | null>();
-    for (const key of new Set([...Object.keys(base.data), ...Object.keys(data)])) {
-      const value = data[key] ?? null;
-      if (value === (base.data[key] ?? null)) continue;
-      if (doubts.some((doubt) => doubt[key] === value)) continue;
-      changed.set(key, value);
-    }
-    return changed;
-  }
-
-  const write: Write = async (data, bound, drop) => {
-    const want = new Map(Object.entries(data));
-    const lost: string[] = [];
-    while (want.size > 0) {
-      const sent = Object.fromEntries(want);
-      try {
-        const answer = await send(sent, bound);
-        if (answer !== undefined) settle(answer);
-        return lost;
-      } catch (error) {
-        // 409: a patch at a version that has moved on, or a create that another writer's create beat. 404: the
-        // ConfigMap was deleted since the base was read. Either way memory is behind the ConfigMap.
-        const status = statusOf(error);
-        if (status !== 409 && !(status === 404 && base.resourceVersion !== undefined)) {
-          if (status === undefined) doubts.push(sent);
-          throw bound.error(action, error);
-        }
-      }
-      const now = await read(bound);
-      const changed = theirs(now);
-      settle(now);
-      for (const [key, value] of changed) {
-        drop(key);
-        if (want.has(key) && want.get(key) !== value) lost.push(key);
-        want.delete(key);
-      }
-      if (changed.size > 0) options.onConflict(Object.fromEntries(changed));
-    }
-    return lost;
-  };
-
+  const v: Versioned = { core, ref, options, base: { data: {} }, doubts: [] };
   return {
-    ...createQueue(ref, options, write),
+    ...createQueue(ref, options, (data, bound, drop) => writeVersioned(v, data, bound, drop)),
     async load(bound) {
-      settle(await read(bound));
-      return base.data;
+      settle(v, await readConfigMap(v, bound));
+      return v.base.data;
     },
   };
+}
+
+/** Bases the writes that follow on the ConfigMap as `answer` has it (none: it does not exist). */
+function settle(v: Versioned, answer: V1ConfigMap | undefined): void {
+  const resourceVersion = answer?.metadata?.resourceVersion;
+  v.base = { ...(resourceVersion !== undefined && { resourceVersion }), data: stringMap(answer?.data) };
+  v.doubts = [];
+}
+
+async function readConfigMap(v: Versioned, bound: CallBound): Promise<V1ConfigMap | undefined> {
+  const { namespace, name } = v.ref;
+  try {
+    return await v.core.readNamespacedConfigMap({ namespace, name }, callOptions({ signal: bound.signal }));
+  } catch (error) {
+    if (statusOf(error) === 404) return undefined;
+    throw bound.error(`reading ConfigMap ${namespace}/${name}`, error);
+  }
+}
+
+/** One request: a create when the ConfigMap did not exist, else a patch at the base's version. */
+async function send(v: Versioned, data: ConfigMapUpdate, bound: CallBound): Promise<V1ConfigMap | undefined> {
+  const { namespace, name } = v.ref;
+  const { resourceVersion } = v.base;
+  if (resourceVersion !== undefined) {
+    const body = { metadata: { resourceVersion }, data };
+    return v.core.patchNamespacedConfigMap({ namespace, name, body }, callOptions({ signal: bound.signal, contentType: PatchStrategy.MergePatch }));
+  }
+  const set = Object.fromEntries(Object.entries(data).filter((entry): entry is [string, string] => entry[1] !== null));
+  // Removing keys from a missing ConfigMap: nothing to do.
+  if (Object.keys(set).length === 0) return undefined;
+  const metadata = { name, namespace, labels: { [MANAGED_BY_LABEL]: "plugpool" } };
+  return v.core.createNamespacedConfigMap({ namespace, body: { metadata, data: set } }, callOptions({ signal: bound.signal }));
+}
+
+/** The keys another writer changed between the base and `now`, with their values in `now`. */
+function theirs(v: Versioned, now: V1ConfigMap | undefined): Map<string, string | null> {
+  const { base, doubts } = v;
+  const data = stringMap(now?.data);
+  const changed = new Map<string, string | null>();
+  for (const key of new Set([...Object.keys(base.data), ...Object.keys(data)])) {
+    const value = data[key] ?? null;
+    if (value === (base.data[key] ?? null)) continue;
+    if (doubts.some((doubt) => doubt[key] === value)) continue;
+    changed.set(key, value);
+  }
+  return changed;
+}
+
+/** The Write of a versioned writer: at the base's version, read again and retried after each conflict. */
+async function writeVersioned(v: Versioned, data: ConfigMapUpdate, bound: CallBound, drop: (key: string) => void): Promise<readonly string[]> {
+  const want = new Map(Object.entries(data));
+  const lost: string[] = [];
+  while (want.size > 0) {
+    const sent = Object.fromEntries(want);
+    try {
+      const answer = await send(v, sent, bound);
+      if (answer !== undefined) settle(v, answer);
+      return lost;
+    } catch (error) {
+      // 409: a patch at a version that has moved on, or a create that another writer's create beat. 404: the
+      // ConfigMap was deleted since the base was read. Either way memory is behind the ConfigMap.
+      const status = statusOf(error);
+      if (status !== 409 && !(status === 404 && v.base.resourceVersion !== undefined)) {
+        if (status === undefined) v.doubts.push(sent);
+        throw bound.error(writing(v.ref), error);
+      }
+    }
+    const now = await readConfigMap(v, bound);
+    const changed = theirs(v, now);
+    settle(v, now);
+    for (const [key, value] of changed) {
+      drop(key);
+      if (want.has(key) && want.get(key) !== value) lost.push(key);
+      want.delete(key);
+    }
+    if (changed.size > 0) v.options.onConflict(Object.fromEntries(changed));
+  }
+  return lost;
 }
 
 /**
@@ -267,130 +284,151 @@ function createGroup(action: string): Group {
   return group;
 }
 
+/** One ConfigMap's writes: what waits to be written, and the lock that sends them one request at a time. */
+interface Queue {
+  readonly ref: ConfigMapRef;
+  readonly options: ConfigMapWriterOptions;
+  readonly write: Write;
+  readonly lock: Lock;
+  /** Values by key that wait to be written: the background writes', which now() replaces and land() takes. */
+  readonly pending: Map<string, string | null>;
+  readonly drop: (key: string) => void;
+  /** Aborts the background writes and their waits. */
+  readonly stopping: AbortController;
+  /** The background writes while they run. */
+  draining: Promise<void> | undefined;
+  /** The now() calls waiting for their turn together; a call made while none waits starts one. */
+  gathering: Group | undefined;
+}
+
 function createQueue(ref: ConfigMapRef, options: ConfigMapWriterOptions, write: Write): ConfigMapWriter {
-  const lock = createLock();
   const pending = new Map<string, string | null>();
-  const stopping = new AbortController();
-  const drop = (key: string): void => {
-    pending.delete(key);
+  const q: Queue = {
+    ref,
+    options,
+    write,
+    lock: createLock(),
+    pending,
+    drop: (key) => {
+      pending.delete(key);
+    },
+    stopping: new AbortController(),
+    draining: undefined,
+    gathering: undefined,
   };
-  let draining: Promise<void> | undefined;
-
-  // A function, not the property: stop() may abort during any await below.
-  const stopped = (): boolean => stopping.signal.aborted;
-
-  /** Writes what waits for these keys (all when undefined) once. */
-  async function landPending(keys: readonly string[] | undefined, bound: CallBound): Promise<void> {
-    // Taken inside the lock: a write made meanwhile by now() may have replaced some of them, or the request that
-    // was in flight landed them.
-    const batch = new Map([...pending].filter(([key]) => keys === undefined || keys.includes(key)));
-    if (batch.size === 0) return;
-    await write(Object.fromEntries(batch), bound, drop);
-    for (const [key, value] of batch) if (pending.get(key) === value) pending.delete(key);
-  }
-
-  async function drain(): Promise<void> {
-    let delayMs = options.retry.initialMs;
-    while (pending.size > 0 && !stopped()) {
-      try {
-        await lock(() => landPending(undefined, callBound(options.writeTimeoutMs, stopping.signal)), stopping.signal);
-        delayMs = options.retry.initialMs;
-      } catch (error) {
-        if (stopped()) return;
-        options.onError(error);
-        await sleep(delayMs, undefined, { signal: stopping.signal }).catch(() => undefined);
-        delayMs = Math.min(delayMs * 2, options.retry.maxMs);
-      }
-    }
-  }
-
-  /** Runs `work` after the request in flight. */
-  async function locked(bound: CallBound, work: () => Promise<void>): Promise<void> {
-    const turn = { started: false };
-    try {
-      await lock(async () => {
-        turn.started = true;
-        await work();
-      }, bound.signal);
-    } catch (error) {
-      // The wait for the request in flight ended: the bound says why.
-      if (!turn.started) throw bound.error(`writing ConfigMap ${ref.namespace}/${ref.name}`, error);
-      throw error;
-    }
-  }
-
-  // The now() calls waiting for their turn together; a call made while none waits starts one.
-  let gathering: Group | undefined;
-
-  function startGroup(first: Joiner): void {
-    const group = createGroup(`writing ConfigMap ${ref.namespace}/${ref.name}`);
-    group.join(first);
-    gathering = group;
-    lock(async () => {
-      if (gathering === group) gathering = undefined;
-      await writeGroup(group);
-    }, group.signal).catch((error: unknown) => {
-      if (gathering === group) gathering = undefined;
-      // The wait for the request in flight ended: every caller had given up already.
-      group.failAll(error);
-    });
-  }
-
-  /** One request for the keys of every caller still waiting; each learns whether its own keys landed. */
-  async function writeGroup(group: Group): Promise<void> {
-    const joiners = group.live();
-    if (joiners.length === 0) return;
-    // In call order, so a key two callers set ends with the later value, as two requests in turn would leave it.
-    const data = Object.assign({}, ...joiners.map((j) => j.data)) as Record<string, string | null>;
-    for (const key of Object.keys(data)) pending.delete(key);
-    let lost: readonly string[];
-    try {
-      lost = await write(data, callBound(options.writeTimeoutMs, group.signal), drop);
-    } catch (error) {
-      group.failAll(error);
-      return;
-    }
-    for (const joiner of joiners) {
-      const mine = Object.keys(joiner.data).filter((key) => lost.includes(key));
-      if (mine.length === 0) group.answer(joiner);
-      else {
-        const keys = mine.map((key) => `"${key}"`).join(", ");
-        group.answer(joiner, new PlugpoolError("cluster-refused", `writing ConfigMap ${ref.namespace}/${ref.name} was refused: another writer changed ${keys} meanwhile, and its value stands`));
-      }
-    }
-  }
-
-  // Started again when it ends: a key set just as the last attempt finished would otherwise wait for the next one.
-  function kick(): void {
-    if (draining !== undefined || pending.size === 0 || stopped()) return;
-    draining = drain().finally(() => {
-      draining = undefined;
-      kick();
-    });
-  }
-
   return {
     later(data) {
       for (const [key, value] of Object.entries(data)) pending.set(key, value);
-      kick();
+      kick(q);
     },
     now(data, bound) {
       return new Promise<void>((resolve, reject) => {
         const joiner: Joiner = { data, bound, settle: (error) => { if (error === undefined) resolve(); else reject(error); } };
         // A group every caller has left is about to end unsent: it takes no one new.
-        if (gathering !== undefined && !gathering.signal.aborted) gathering.join(joiner);
-        else startGroup(joiner);
+        if (q.gathering !== undefined && !q.gathering.signal.aborted) q.gathering.join(joiner);
+        else startGroup(q, joiner);
       });
     },
     land(keys, bound) {
       if (!keys.some((key) => pending.has(key))) return Promise.resolve();
-      return locked(bound, () => landPending(keys, bound));
+      return locked(q, bound, () => landPending(q, keys, bound));
     },
     async flushed() {
-      while (draining !== undefined) await draining;
+      while (q.draining !== undefined) await q.draining;
     },
     stop() {
-      stopping.abort();
+      q.stopping.abort();
     },
   };
+}
+
+// A function, not the property: stop() may abort during any await.
+const stopped = (q: Queue): boolean => q.stopping.signal.aborted;
+
+/** Writes what waits for these keys (all when undefined) once. */
+async function landPending(q: Queue, keys: readonly string[] | undefined, bound: CallBound): Promise<void> {
+  // Taken inside the lock: a write made meanwhile by now() may have replaced some of them, or the request that
+  // was in flight landed them.
+  const batch = new Map([...q.pending].filter(([key]) => keys === undefined || keys.includes(key)));
+  if (batch.size === 0) return;
+  await q.write(Object.fromEntries(batch), bound, q.drop);
+  for (const [key, value] of batch) if (q.pending.get(key) === value) q.pending.delete(key);
+}
+
+// Started again when it ends: a key set just as the last attempt finished would otherwise wait for the next one.
+function kick(q: Queue): void {
+  if (q.draining !== undefined || q.pending.size === 0 || stopped(q)) return;
+  q.draining = drain(q).finally(() => {
+    q.draining = undefined;
+    kick(q);
+  });
+}
+
+async function drain(q: Queue): Promise<void> {
+  const { options, stopping } = q;
+  let delayMs = options.retry.initialMs;
+  while (q.pending.size > 0 && !stopped(q)) {
+    try {
+      await q.lock(() => landPending(q, undefined, callBound(options.writeTimeoutMs, stopping.signal)), stopping.signal);
+      delayMs = options.retry.initialMs;
+    } catch (error) {
+      if (stopped(q)) return;
+      options.onError(error);
+      await sleep(delayMs, undefined, { signal: stopping.signal }).catch(() => undefined);
+      delayMs = Math.min(delayMs * 2, options.retry.maxMs);
+    }
+  }
+}
+
+/** Runs `work` after the request in flight. */
+async function locked(q: Queue, bound: CallBound, work: () => Promise<void>): Promise<void> {
+  const turn = { started: false };
+  try {
+    await q.lock(async () => {
+      turn.started = true;
+      await work();
+    }, bound.signal);
+  } catch (error) {
+    // The wait for the request in flight ended: the bound says why.
+    if (!turn.started) throw bound.error(writing(q.ref), error);
+    throw error;
+  }
+}
+
+function startGroup(q: Queue, first: Joiner): void {
+  const group = createGroup(writing(q.ref));
+  group.join(first);
+  q.gathering = group;
+  q.lock(async () => {
+    if (q.gathering === group) q.gathering = undefined;
+    await writeGroup(q, group);
+  }, group.signal).catch((error: unknown) => {
+    if (q.gathering === group) q.gathering = undefined;
+    // The wait for the request in flight ended: every caller had given up already.
+    group.failAll(error);
+  });
+}
+
+/** One request for the keys of every caller still waiting; each learns whether its own keys landed. */
+async function writeGroup(q: Queue, group: Group): Promise<void> {
+  const joiners = group.live();
+  if (joiners.length === 0) return;
+  // In call order, so a key two callers set ends with the later value, as two requests in turn would leave it.
+  const data = Object.assign({}, ...joiners.map((j) => j.data)) as Record<string, string | null>;
+  for (const key of Object.keys(data)) q.pending.delete(key);
+  let lost: readonly string[];
+  try {
+    lost = await q.write(data, callBound(q.options.writeTimeoutMs, group.signal), q.drop);
+  } catch (error) {
+    group.failAll(error);
+    return;
+  }
+  for (const joiner of joiners) {
+    const mine = Object.keys(joiner.data).filter((key) => lost.includes(key));
+    if (mine.length === 0) group.answer(joiner);
+    else {
+      const keys = mine.map((key) => `"${key}"`).join(", ");
+      group.answer(joiner, new PlugpoolError("cluster-refused", `${writing(q.ref)} was refused: another writer changed ${keys} meanwhile, and its value stands`));
+    }
+  }
 }

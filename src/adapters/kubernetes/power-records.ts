@@ -8,9 +8,9 @@ import { createHash } from "node:crypto";
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { PlugpoolError } from "../../domain/errors.ts";
 import type { Machine, PowerOnRecord, QuarantineRecord } from "../../domain/model.ts";
-import type { PowerRecords } from "../../domain/ports.ts";
+import type { CallOptions, PowerRecords } from "../../domain/ports.ts";
 import { callBound, DEFAULT_WRITE_TIMEOUT_MS } from "./api-errors.ts";
-import { createVersionedConfigMapWriter, type ConfigMapRef, type ConfigMapUpdate } from "./configmap.ts";
+import { createVersionedConfigMapWriter, type ConfigMapRef, type ConfigMapUpdate, type VersionedConfigMapWriter } from "./configmap.ts";
 import { defaultRetry, type RetrySettings } from "./reflector.ts";
 import { record } from "./wire.ts";
 
@@ -59,147 +59,194 @@ export function recordKey(kind: Kind, machine: string): string {
   return `${key.slice(0, maxKeyLength - hash.length - 1)}-${hash}`;
 }
 
+/** What a key holds: which record of which machine. */
+interface Owner {
+  readonly kind: Kind;
+  readonly machine: string;
+}
+
+/** The records in memory, by machine, and the keys of the configured machines' records. */
+interface Memory {
+  /** Each configured machine's keys, with the record each holds. */
+  readonly keys: ReadonlyMap<string, Owner>;
+  readonly powerOns: Map<string, PowerOnRecord>;
+  readonly quarantines: Map<string, QuarantineRecord>;
+  readonly identities: Map<string, string>;
+  /** The ConfigMap, as messages name it. */
+  readonly where: string;
+  readonly onError: (error: unknown) => void;
+}
+
+/** The store: its memory, and the writer that keeps the ConfigMap in step with it. */
+interface Store {
+  readonly memory: Memory;
+  readonly writer: VersionedConfigMapWriter;
+  readonly writeTimeoutMs: number;
+}
+
 export function createKubernetesPowerRecords(kc: KubeConfig, options: KubernetesPowerRecordsOptions): KubernetesPowerRecords {
   const core = kc.makeApiClient(CoreV1Api);
   const ref: ConfigMapRef = { namespace: options.namespace, name: POWER_RECORDS_CONFIGMAP };
   const writeTimeoutMs = options.writeTimeoutMs ?? DEFAULT_WRITE_TIMEOUT_MS;
   const onError = options.onError ?? (() => undefined);
-  const keys = new Map<string, { readonly kind: Kind; readonly machine: string }>();
-  for (const { name } of options.machines) {
-    for (const kind of ["power-on", "quarantine", "device"] as const) keys.set(recordKey(kind, name), { kind, machine: name });
-  }
-  const powerOns = new Map<string, PowerOnRecord>();
-  const quarantines = new Map<string, QuarantineRecord>();
-  const identities = new Map<string, string>();
-  const where = `ConfigMap ${ref.namespace}/${ref.name}`;
+  const memory: Memory = {
+    keys: recordKeys(options.machines),
+    powerOns: new Map(),
+    quarantines: new Map(),
+    identities: new Map(),
+    where: `ConfigMap ${ref.namespace}/${ref.name}`,
+    onError,
+  };
   const writer = createVersionedConfigMapWriter(core, ref, {
     writeTimeoutMs,
     retry: options.retry ?? defaultRetry,
     onError,
     onConflict: (theirs) => {
-      takeTheirs(theirs);
+      takeTheirs(memory, theirs);
       options.onConflict?.(Object.keys(theirs));
     },
   });
-
-  const configured = (machine: string): boolean => keys.has(recordKey("power-on", machine));
-  const ignoreUnconfigured = (machine: string, what: string): void => {
-    onError(new PlugpoolError("internal", `not ${what} of machine "${machine}": it is not configured`));
-  };
-  const stored = (value: PowerOnRecord | QuarantineRecord | undefined): string | null =>
-    value === undefined ? null : JSON.stringify(value);
-
-  function take(key: string, json: string): void {
-    const owner = keys.get(key);
-    if (owner === undefined) {
-      onError(new Error(`ignoring key "${key}" of ${where}: not a record of a configured machine`));
-      return;
-    }
-    const value = parse(json);
-    if (owner.kind === "device") {
-      const id = value?.id;
-      if (typeof id === "string" && id !== "") identities.set(owner.machine, id);
-      else onError(new Error(`ignoring unreadable key "${key}" of ${where}`));
-    } else if (owner.kind === "power-on") {
-      const at = value?.at;
-      const why = value?.why;
-      if (isTime(at) && typeof why === "string") powerOns.set(owner.machine, { at, why });
-      else onError(new Error(`ignoring unreadable key "${key}" of ${where}`));
-    } else {
-      const until = value?.until;
-      const failures = value?.failures;
-      if (isTime(until) && Number.isSafeInteger(failures) && (failures as number) >= 0) {
-        quarantines.set(owner.machine, { until, failures: failures as number });
-      } else {
-        onError(new Error(`ignoring unreadable key "${key}" of ${where}`));
-      }
-    }
-  }
-
-  /** Another writer's values of these keys replace memory's: its view is newer. */
-  function takeTheirs(theirs: ConfigMapUpdate): void {
-    for (const [key, json] of Object.entries(theirs)) {
-      const owner = keys.get(key);
-      if (owner !== undefined) {
-        if (owner.kind === "device") identities.delete(owner.machine);
-        else if (owner.kind === "power-on") powerOns.delete(owner.machine);
-        else quarantines.delete(owner.machine);
-      }
-      if (json !== null) take(key, json);
-    }
-  }
-
+  const store: Store = { memory, writer, writeTimeoutMs };
   return {
     async load(signal) {
       const data = await writer.load(callBound(writeTimeoutMs, signal));
-      for (const [key, json] of Object.entries(data)) take(key, json);
+      for (const [key, json] of Object.entries(data)) take(memory, key, json);
     },
-
-    powerOn: (machine) => powerOns.get(machine),
-
-    async recordPowerOn(machine, value, call) {
-      if (!configured(machine)) throw new PlugpoolError("internal", `not recording a power-on of machine "${machine}": it is not configured`);
-      const key = recordKey("power-on", machine);
-      const limits = callBound(writeTimeoutMs, call?.signal);
-      const record: PowerOnRecord = { at: value.at, why: value.why };
-      try {
-        await writer.now({ [key]: JSON.stringify(record) }, limits);
-      } catch (error) {
-        // It may have landed all the same (a timeout, a cancel): the stored key goes back to what memory holds.
-        writer.later({ [key]: stored(powerOns.get(machine)) });
-        throw error;
-      }
-      powerOns.set(machine, record);
+    powerOn: (machine) => memory.powerOns.get(machine),
+    recordPowerOn: (machine, value, call) => recordPowerOn(store, machine, value, call),
+    endPowerOn: (machine) => {
+      endPowerOn(store, machine);
     },
-
-    endPowerOn(machine) {
-      if (!configured(machine)) {
-        ignoreUnconfigured(machine, "ending a power-on");
-        return;
-      }
-      powerOns.delete(machine);
-      writer.later({ [recordKey("power-on", machine)]: null });
+    quarantine: (machine) => memory.quarantines.get(machine),
+    setQuarantine: (machine, value) => {
+      setQuarantine(store, machine, value);
     },
-
-    quarantine: (machine) => quarantines.get(machine),
-
-    setQuarantine(machine, value) {
-      if (!configured(machine)) {
-        ignoreUnconfigured(machine, "quarantining");
-        return;
-      }
-      const record = value === undefined ? undefined : { until: value.until, failures: value.failures };
-      if (record === undefined) quarantines.delete(machine);
-      else quarantines.set(machine, record);
-      writer.later({ [recordKey("quarantine", machine)]: stored(record) });
-    },
-
-    deviceIdentity: (machine) => identities.get(machine),
-
-    async recordDeviceIdentity(machine, id, call) {
-      if (!configured(machine)) throw new PlugpoolError("internal", `not recording the device of machine "${machine}": it is not configured`);
-      const key = recordKey("device", machine);
-      const limits = callBound(writeTimeoutMs, call?.signal);
-      try {
-        await writer.now({ [key]: JSON.stringify({ id }) }, limits);
-      } catch (error) {
-        // It may have landed all the same: the stored key goes back to what memory holds.
-        const known = identities.get(machine);
-        writer.later({ [key]: known === undefined ? null : JSON.stringify({ id: known }) });
-        throw error;
-      }
-      identities.set(machine, id);
-    },
-
-    stored(machine, call) {
-      // Nothing of a machine that is not configured is ever written.
-      if (!configured(machine)) return Promise.resolve();
-      return writer.land([recordKey("power-on", machine), recordKey("quarantine", machine), recordKey("device", machine)], callBound(writeTimeoutMs, call?.signal));
-    },
-
+    deviceIdentity: (machine) => memory.identities.get(machine),
+    recordDeviceIdentity: (machine, id, call) => recordDeviceIdentity(store, machine, id, call),
+    stored: (machine, call) => stored(store, machine, call),
     flushed: () => writer.flushed(),
     stop: () => { writer.stop(); },
   };
+}
+
+/** The keys of the machines' records, with the record each holds. */
+function recordKeys(machines: readonly Machine[]): Map<string, Owner> {
+  const keys = new Map<string, Owner>();
+  for (const { name } of machines) {
+    for (const kind of ["power-on", "quarantine", "device"] as const) keys.set(recordKey(kind, name), { kind, machine: name });
+  }
+  return keys;
+}
+
+const configured = (memory: Memory, machine: string): boolean => memory.keys.has(recordKey("power-on", machine));
+
+const ignoreUnconfigured = (memory: Memory, machine: string, what: string): void => {
+  memory.onError(new PlugpoolError("internal", `not ${what} of machine "${machine}": it is not configured`));
+};
+
+const storedValue = (value: PowerOnRecord | QuarantineRecord | undefined): string | null => (value === undefined ? null : JSON.stringify(value));
+
+/** Takes a stored key into memory; a key that is no configured machine's record, or unreadable, is told and ignored. */
+function take(memory: Memory, key: string, json: string): void {
+  const { where, onError } = memory;
+  const owner = memory.keys.get(key);
+  if (owner === undefined) {
+    onError(new Error(`ignoring key "${key}" of ${where}: not a record of a configured machine`));
+    return;
+  }
+  const value = parse(json);
+  if (owner.kind === "device") {
+    const id = value?.id;
+    if (typeof id === "string" && id !== "") memory.identities.set(owner.machine, id);
+    else onError(new Error(`ignoring unreadable key "${key}" of ${where}`));
+  } else if (owner.kind === "power-on") {
+    const at = value?.at;
+    const why = value?.why;
+    if (isTime(at) && typeof why === "string") memory.powerOns.set(owner.machine, { at, why });
+    else onError(new Error(`ignoring unreadable key "${key}" of ${where}`));
+  } else {
+    const until = value?.until;
+    const failures = value?.failures;
+    if (isTime(until) && Number.isSafeInteger(failures) && (failures as number) >= 0) {
+      memory.quarantines.set(owner.machine, { until, failures: failures as number });
+    } else {
+      onError(new Error(`ignoring unreadable key "${key}" of ${where}`));
+    }
+  }
+}
+
+/** Another writer's values of these keys replace memory's: its view is newer. */
+function takeTheirs(memory: Memory, theirs: ConfigMapUpdate): void {
+  for (const [key, json] of Object.entries(theirs)) {
+    const owner = memory.keys.get(key);
+    if (owner !== undefined) {
+      if (owner.kind === "device") memory.identities.delete(owner.machine);
+      else if (owner.kind === "power-on") memory.powerOns.delete(owner.machine);
+      else memory.quarantines.delete(owner.machine);
+    }
+    if (json !== null) take(memory, key, json);
+  }
+}
+
+async function recordPowerOn(store: Store, machine: string, value: PowerOnRecord, call: CallOptions | undefined): Promise<void> {
+  const { memory, writer } = store;
+  if (!configured(memory, machine)) throw new PlugpoolError("internal", `not recording a power-on of machine "${machine}": it is not configured`);
+  const key = recordKey("power-on", machine);
+  const limits = callBound(store.writeTimeoutMs, call?.signal);
+  const record: PowerOnRecord = { at: value.at, why: value.why };
+  try {
+    await writer.now({ [key]: JSON.stringify(record) }, limits);
+  } catch (error) {
+    // It may have landed all the same (a timeout, a cancel): the stored key goes back to what memory holds.
+    writer.later({ [key]: storedValue(memory.powerOns.get(machine)) });
+    throw error;
+  }
+  memory.powerOns.set(machine, record);
+}
+
+function endPowerOn(store: Store, machine: string): void {
+  const { memory } = store;
+  if (!configured(memory, machine)) {
+    ignoreUnconfigured(memory, machine, "ending a power-on");
+    return;
+  }
+  memory.powerOns.delete(machine);
+  store.writer.later({ [recordKey("power-on", machine)]: null });
+}
+
+function setQuarantine(store: Store, machine: string, value: QuarantineRecord | undefined): void {
+  const { memory } = store;
+  if (!configured(memory, machine)) {
+    ignoreUnconfigured(memory, machine, "quarantining");
+    return;
+  }
+  const record = value === undefined ? undefined : { until: value.until, failures: value.failures };
+  if (record === undefined) memory.quarantines.delete(machine);
+  else memory.quarantines.set(machine, record);
+  store.writer.later({ [recordKey("quarantine", machine)]: storedValue(record) });
+}
+
+async function recordDeviceIdentity(store: Store, machine: string, id: string, call: CallOptions | undefined): Promise<void> {
+  const { memory, writer } = store;
+  if (!configured(memory, machine)) throw new PlugpoolError("internal", `not recording the device of machine "${machine}": it is not configured`);
+  const key = recordKey("device", machine);
+  const limits = callBound(store.writeTimeoutMs, call?.signal);
+  try {
+    await writer.now({ [key]: JSON.stringify({ id }) }, limits);
+  } catch (error) {
+    // It may have landed all the same: the stored key goes back to what memory holds.
+    const known = memory.identities.get(machine);
+    writer.later({ [key]: known === undefined ? null : JSON.stringify({ id: known }) });
+    throw error;
+  }
+  memory.identities.set(machine, id);
+}
+
+function stored(store: Store, machine: string, call: CallOptions | undefined): Promise<void> {
+  // Nothing of a machine that is not configured is ever written.
+  if (!configured(store.memory, machine)) return Promise.resolve();
+  const keys = [recordKey("power-on", machine), recordKey("quarantine", machine), recordKey("device", machine)];
+  return store.writer.land(keys, callBound(store.writeTimeoutMs, call?.signal));
 }
 
 function parse(json: string): Readonly<Record<string, unknown>> | undefined {
