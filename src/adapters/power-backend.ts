@@ -99,6 +99,11 @@ export interface PowerBackend<Address> {
   readonly name: string;
   /** The node's configuration key that selects it, e.g. "plug"; a node has exactly one. */
   readonly section: string;
+  /**
+   * Bound on one call to one of its devices when the configuration sets none (`devices.timeouts`): what a device
+   * of its kind needs to answer and confirm a switch, wait behind other calls included.
+   */
+  readonly defaultTimeoutMs: number;
   /** The JSON Schema of that section (ajv, draft 2020-12): every key described, with its default. */
   readonly schema: Readonly<Record<string, unknown>>;
   /** Parses one section the schema accepted; reports every problem through the context. */

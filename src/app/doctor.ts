@@ -48,6 +48,7 @@ export async function doctor(config: AppConfig, deps: DoctorDeps): Promise<Docto
       status: "ok",
       detail: `${config.pool.groups.length} group(s), ${machines.length} machine(s); gRPC on ${config.listen.host}:${config.listen.port}${config.tls ? " (mTLS)" : ""}; power by ${powerBackends(machines)}`,
     },
+    ...config.warnings.map((detail): Row => ({ area: "config", subject: "file", status: "warn", detail })),
   ];
   const poweredOn = new Set<string>();
   const identities = new Map<string, string>();
@@ -65,7 +66,7 @@ export async function doctor(config: AppConfig, deps: DoctorDeps): Promise<Docto
 
 function defaultProbe(config: AppConfig): (control: PowerControl) => Promise<BackendProbe> {
   // One switch for all controls, so that those of one device are asked one at a time, as in `serve`.
-  const power = createPowerSwitch(config.powerControls, config.plugTimeoutMs);
+  const power = createPowerSwitch(config.powerControls, config.deviceTimeoutsMs);
   return (control) => power.probe(control);
 }
 

@@ -18,7 +18,7 @@ import { createKubernetesNodeLookup } from "../adapters/kubernetes/node-lookup.t
 import { createKubernetesPowerRecords } from "../adapters/kubernetes/power-records.ts";
 import { createKubernetesEventRecorder } from "../adapters/kubernetes/events.ts";
 import { apiserverReason } from "../adapters/kubernetes/api-errors.ts";
-import { createLeaderLease, type LeaderLease } from "../adapters/kubernetes/leader-lease.ts";
+import { createLeaderLease, leaseTimingFor, type LeaderLease } from "../adapters/kubernetes/leader-lease.ts";
 import type { AppConfig } from "./config/index.ts";
 import type { Logger } from "./logger.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
@@ -119,6 +119,7 @@ export async function serve(config: AppConfig, deps: ServeDeps): Promise<Served>
   });
   logger.info("starting", { version: deps.version, machines: machines.length, groups: config.pool.groups.length, dryRun });
   if (dryRun) logger.warn(DRY_RUN_NOTE);
+  for (const warning of config.warnings) logger.warn(warning);
 
   view.start();
   await view.whenSynced();
@@ -163,7 +164,7 @@ function termPorts(config: AppConfig, deps: ServeDeps & { clock: Clock }, view: 
   const { logger, kubeConfig, clock } = deps;
   const machines = config.pool.groups.flatMap((g) => g.machines);
   const dryRun = deps.dryRun === true;
-  const plugs = instrumentPowerSwitch(createPowerSwitch(config.powerControls, config.plugTimeoutMs), metrics, machines);
+  const plugs = instrumentPowerSwitch(createPowerSwitch(config.powerControls, config.deviceTimeoutsMs), metrics, machines);
   const events = createKubernetesEventRecorder(kubeConfig, {
     machines,
     nodeUid: (name) => view.nodeUid(name),
@@ -282,6 +283,12 @@ async function startElected(config: AppConfig, deps: ServeDeps, metrics: Metrics
   };
 }
 
+/** The longest timeout of the kinds of device the machines use. */
+export function longestDeviceTimeout(config: AppConfig): number {
+  const inUse = config.pool.groups.flatMap((g) => g.machines.map((m) => config.deviceTimeoutsMs.get(m.power.backend) ?? 0));
+  return Math.max(0, ...inUse);
+}
+
 function createElection(config: AppConfig, deps: ServeDeps, onChange: () => void): LeaderLease {
   const { logger } = deps;
   const host = deps.instance?.hostname ?? hostname();
@@ -297,6 +304,7 @@ function createElection(config: AppConfig, deps: ServeDeps, onChange: () => void
   return createLeaderLease(deps.kubeConfig, {
     lease,
     identity,
+    timing: leaseTimingFor(longestDeviceTimeout(config)),
     ...(follow !== false && {
       followAutoscaler: { namespace: follow.namespace ?? deps.instance?.namespace ?? "kube-system", name: follow.name, hostname: host },
     }),

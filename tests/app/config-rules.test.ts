@@ -303,14 +303,14 @@ describe("loadConfig() rejection rules", () => {
         [
           group("a", [node("a-1", { url: "http://a.example/x" }), node("a-1", { url: "http://b.example" })], { maxSize: 3, colour: "red" }),
         ],
-        { plugs: { timeout: "10s" } },
+        { devices: { timeouts: { plug: "40s" } } },
       );
       assert.deepEqual(issuesOf(doc, { PLUGPOOL_PLUG_USERNAME: "u" }), [
         "nodeGroups[0].maxSize: 3 is more than the 2 nodes listed",
         "nodeGroups[0].nodes[0].plug.url: must be the device's base URL, without a path, query or fragment (e.g. http://plug-1.local)",
         'nodeGroups[0].nodes[1].name: "a-1" is also listed at nodeGroups[0].nodes[0].name; node names must be unique across all groups',
         "nodeGroups[0].colour: unknown key (expected one of id, minSize, maxSize, template, idleWatts, nodes)",
-        "plugs.timeout: must be more than 0 and at most 4s (cluster-autoscaler allows 5s per call)",
+        "devices.timeouts.plug: must be more than 0 and at most 30s",
         "PLUGPOOL_PLUG_PASSWORD: is not set but PLUGPOOL_PLUG_USERNAME is; plug credentials need both variables, or neither",
       ]);
     });

@@ -151,18 +151,39 @@ describe("loadConfig() value rules", () => {
     });
 
     it("reads Go-style durations", () => {
-      const loaded = load(config(undefined, { powerOff: { notReadyTimeout: "1h30m", grace: "1s", standbyWindow: "1.5s" }, plugs: { timeout: "500ms" } }));
+      const loaded = load(config(undefined, { powerOff: { notReadyTimeout: "1h30m", grace: "1s", standbyWindow: "1.5s" }, devices: { timeouts: { plug: "500ms" } } }));
       assert.deepEqual(
-        [loaded.pool.powerOff.notReadyTimeoutMs, loaded.pool.powerOff.graceMs, loaded.pool.powerOff.standbyWindowMs, loaded.plugTimeoutMs],
+        [loaded.pool.powerOff.notReadyTimeoutMs, loaded.pool.powerOff.graceMs, loaded.pool.powerOff.standbyWindowMs, loaded.deviceTimeoutsMs.get("esphome")],
         [5_400_000, 1_000, 1_500, 500],
       );
     });
 
-    it("rejects a plug timeout of 0 or above 4s, and accepts 4s", () => {
-      const expected = "plugs.timeout: must be more than 0 and at most 4s (cluster-autoscaler allows 5s per call)";
-      assert.deepEqual(issuesOf(config(undefined, { plugs: { timeout: "0s" } })), [expected]);
-      assert.deepEqual(issuesOf(config(undefined, { plugs: { timeout: "4001ms" } })), [expected]);
-      assert.equal(load(config(undefined, { plugs: { timeout: "4s" } })).plugTimeoutMs, 4_000);
+    it("gives each kind of device its own timeout: the one devices.timeouts names, else its default", () => {
+      const loaded = load(config(undefined, { devices: { timeouts: { redfish: "25s" } } }));
+      assert.deepEqual(Object.fromEntries(loaded.deviceTimeoutsMs), { esphome: 2_000, shelly: 2_000, "home-assistant": 4_000, redfish: 25_000 });
+      assert.deepEqual(loaded.warnings, []);
+    });
+
+    it("rejects a device timeout of 0 or above 30s, and accepts 30s", () => {
+      const expected = "devices.timeouts.redfish: must be more than 0 and at most 30s";
+      assert.deepEqual(issuesOf(config(undefined, { devices: { timeouts: { redfish: "0s" } } })), [expected]);
+      assert.deepEqual(issuesOf(config(undefined, { devices: { timeouts: { redfish: "30001ms" } } })), [expected]);
+      assert.equal(load(config(undefined, { devices: { timeouts: { redfish: "30s" } } })).deviceTimeoutsMs.get("redfish"), 30_000);
+    });
+
+    it("rejects a kind of device it does not know under devices.timeouts, naming the key", () => {
+      assert.deepEqual(issuesOf(config(undefined, { devices: { timeouts: { tasmota: "2s" } } })), [
+        "devices.timeouts.tasmota: unknown key (expected one of plug, shelly, homeAssistant, redfish)",
+      ]);
+    });
+
+    it("still reads the deprecated plugs.timeout, for every kind devices.timeouts does not name, and warns", () => {
+      const loaded = load(config(undefined, { plugs: { timeout: "3s" }, devices: { timeouts: { redfish: "12s" } } }));
+      assert.deepEqual(Object.fromEntries(loaded.deviceTimeoutsMs), { esphome: 3_000, shelly: 3_000, "home-assistant": 3_000, redfish: 12_000 });
+      assert.deepEqual(loaded.warnings, [
+        "plugs.timeout: deprecated, use devices.timeouts; until then it is the timeout of every kind of device that devices.timeouts does not name (plug, shelly, homeAssistant, redfish)",
+      ]);
+      assert.deepEqual(issuesOf(config(undefined, { plugs: { timeout: "0s" } })), ["plugs.timeout: must be more than 0 and at most 30s"]);
     });
 
     it("refuses timings that would make the power-off meaningless: the pod and the cut in one pass", () => {

@@ -45,7 +45,13 @@ describe("loadConfig()", () => {
       const expected: AppConfig = {
         listen: { host: "127.0.0.1", port: 8086 },
         opsListen: { host: "0.0.0.0", port: 8087 },
-        plugTimeoutMs: 2_000,
+        deviceTimeoutsMs: new Map([
+          ["esphome", 2_000],
+          ["shelly", 2_000],
+          ["home-assistant", 4_000],
+          ["redfish", 10_000],
+        ]),
+        warnings: [],
         powerControls: new Map(["worker-1", "worker-2"].map((name) => [
           `esphome plug-${name}.example relay`,
           { backend: "esphome", address: plug(name) },
@@ -81,7 +87,7 @@ describe("loadConfig()", () => {
   describe("with every key set", () => {
     const loaded = loadConfig(read("every-key.yaml"), {});
 
-    it("reads the addresses, TLS files and plug timeout", () => {
+    it("reads the addresses, TLS files and device timeouts", () => {
       assert.deepEqual(loaded.listen, { host: "::1", port: 9086 });
       assert.deepEqual(loaded.opsListen, { host: "127.0.0.1", port: 9087 });
       assert.deepEqual(loaded.tls, {
@@ -90,7 +96,16 @@ describe("loadConfig()", () => {
         caFile: "/etc/plugpool/tls/ca.crt",
         clientNames: ["cluster-autoscaler.plugpool.svc", "spiffe://cluster.local/ns/plugpool/sa/cluster-autoscaler"],
       });
-      assert.equal(loaded.plugTimeoutMs, 1_500);
+      assert.deepEqual(
+        [...loaded.deviceTimeoutsMs],
+        [
+          ["esphome", 1_500],
+          ["shelly", 1_000],
+          ["home-assistant", 3_000],
+          ["redfish", 20_000],
+        ],
+      );
+      assert.deepEqual(loaded.warnings, []);
     });
 
     it("reads the power-off settings, with the fixed retry delays", () => {

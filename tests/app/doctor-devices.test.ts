@@ -63,4 +63,17 @@ describe("doctor: device identities", () => {
     assert.deepEqual(devices.map((r) => [r.subject, r.status]), [["device of worker-1", "warn"], ["device of worker-2", "warn"]]);
     assert.match(devices[0]?.detail ?? "", /as the device of worker-2 does: plugpool cannot tell them apart/);
   });
+
+  it("warns of a deprecated key the file still uses, in a config row of its own", async () => {
+    const doc = config([group("workers", [node("worker-1")])], { plugs: { timeout: "3s" } });
+    const report = await doctor(load(doc), { kubeConfig: unreachableCluster(), probe: answering({ "worker-1": 'name "plug-1"' }) });
+    const rows = report.rows.filter((r) => r.area === "config");
+    assert.deepEqual(
+      rows.map((r) => [r.status, r.detail.startsWith("plugs.timeout: deprecated, use devices.timeouts")]),
+      [
+        ["ok", false],
+        ["warn", true],
+      ],
+    );
+  });
 });

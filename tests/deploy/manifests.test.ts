@@ -119,9 +119,9 @@ describe("deploy/examples", () => {
     const cloudConfig = parse(dataOf(file.configMap, file.key)) as { address?: string; grpc_timeout?: string };
     const { listen } = pluginConfig();
     assert.equal(cloudConfig.address, `${listen.host}:${listen.port}`);
-    // Above cluster-autoscaler's 5 s default, and room for several plug timeouts.
+    // Above cluster-autoscaler's 5 s default, and room for several timeouts of the plugs the example uses.
     const timeoutMs = parseDuration(cloudConfig.grpc_timeout ?? "");
-    assert.ok(timeoutMs !== undefined && timeoutMs > 5_000 && timeoutMs >= 3 * pluginConfig().plugTimeoutMs);
+    assert.ok(timeoutMs !== undefined && timeoutMs > 5_000 && timeoutMs >= 3 * (pluginConfig().deviceTimeoutsMs.get("esphome") ?? Infinity));
   });
 
   it("probes plugpool on its ops port, at the configured opsListen port", () => {

@@ -54,6 +54,7 @@ const SCHEMA = {
 export const esphomeBackend: PowerBackend<EsphomePlug> = {
   name: "esphome",
   section: "plug",
+  defaultTimeoutMs: 2_000,
   schema: SCHEMA,
 
   parse(section: unknown, context: SectionContext): ParsedControl<EsphomePlug> | undefined {

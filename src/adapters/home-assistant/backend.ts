@@ -49,6 +49,8 @@ const SCHEMA = {
 export const homeAssistantBackend: PowerBackend<HomeAssistantEntity> = {
   name: "home-assistant",
   section: "homeAssistant",
+  // The hub answers once the integration behind it carried the service call out, which may reach a cloud.
+  defaultTimeoutMs: 4_000,
   schema: SCHEMA,
 
   parse(section: unknown, context: SectionContext): ParsedControl<HomeAssistantEntity> | undefined {

@@ -24,6 +24,19 @@ export interface LeaseTiming {
 
 export const DEFAULT_LEASE_TIMING: LeaseTiming = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
 
+/** A device command is sent right after its last acting check, and ends within its timeout; the default lease allows 4 s. */
+const COVERED_COMMAND_MS = 4_000;
+
+/**
+ * The timing under which a command sent just before this instance stopped acting has ended (its device timeout)
+ * before another instance can start: the lease outlasts the renew deadline by the longest device timeout in use,
+ * and by a second more. Devices of 4 s or less keep client-go's defaults.
+ */
+export function leaseTimingFor(longestDeviceTimeoutMs: number): LeaseTiming {
+  const extra = Math.max(0, longestDeviceTimeoutMs - COVERED_COMMAND_MS);
+  return { ...DEFAULT_LEASE_TIMING, leaseDurationMs: DEFAULT_LEASE_TIMING.leaseDurationMs + Math.ceil(extra / 1000) * 1000 };
+}
+
 export interface LeaseRef {
   readonly namespace: string;
   readonly name: string;

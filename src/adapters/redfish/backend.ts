@@ -78,6 +78,8 @@ export interface RedfishBackend extends PowerBackend<RedfishSystem> {
 export const redfishBackend: RedfishBackend = {
   name: "redfish",
   section: "redfish",
+  // A BMC takes seconds to move the System to On and say so.
+  defaultTimeoutMs: 10_000,
   schema: SCHEMA,
 
   parse(section: unknown, context: SectionContext): ParsedControl<RedfishSystem> | undefined {

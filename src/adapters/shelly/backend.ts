@@ -52,6 +52,7 @@ const SCHEMA = {
 export const shellyBackend: PowerBackend<ShellyAddress> = {
   name: "shelly",
   section: "shelly",
+  defaultTimeoutMs: 2_000,
   schema: SCHEMA,
 
   parse(section, context): ParsedControl<ShellyAddress> | undefined {

@@ -17,7 +17,10 @@ export interface AppConfig {
   };
   /** Plain-HTTP server for /healthz, /readyz and /metrics. */
   readonly opsListen: { readonly host: string; readonly port: number };
-  readonly plugTimeoutMs: number;
+  /** Bound on one call to a device, by backend name (every backend has one). */
+  readonly deviceTimeoutsMs: ReadonlyMap<string, number>;
+  /** What the file asks that still works but should change (a deprecated key): told at start-up and by `doctor`. */
+  readonly warnings: readonly string[];
   /**
    * Each machine's power control as its backend parsed it (credentials as Secrets, kept out of logs), by
    * PowerControl.key.

@@ -3,7 +3,8 @@
 import type { Machine, NodeGroupSpec, PoolConfig } from "../../domain/model.ts";
 import type { AppConfig } from "./app-config.ts";
 import type { ResolvedControl } from "../power/power-switch.ts";
-import type { ParsedConfig, ParsedGroup } from "./parsed.ts";
+import type { Durations, ParsedConfig, ParsedGroup } from "./parsed.ts";
+import { BACKENDS } from "../power/backends.ts";
 
 /** Retry delays of a failing power-off step: not configurable, documented in docs/architecture.md. */
 export const POWER_OFF_RETRY_MS = 5_000;
@@ -17,12 +18,21 @@ export function buildConfig(parsed: ParsedConfig): AppConfig {
     listen: parsed.listen,
     ...(raw.tls && { tls: buildTls(raw.tls) }),
     opsListen: parsed.opsListen,
-    plugTimeoutMs: parsed.durations.plugTimeout,
+    deviceTimeoutsMs: deviceTimeouts(parsed.durations.deviceTimeouts),
+    warnings: parsed.durations.deviceTimeouts.plugs === undefined ? [] : [PLUGS_TIMEOUT_DEPRECATED],
     powerControls: powerControls(parsed.groups),
     powerOffPod: { namespace: raw.powerOff.namespace, image: raw.powerOff.image },
     leaderElection: buildLeaderElection(raw.leaderElection),
     pool: buildPool(parsed),
   };
+}
+
+export const PLUGS_TIMEOUT_DEPRECATED =
+  `plugs.timeout: deprecated, use devices.timeouts; until then it is the timeout of every kind of device that devices.timeouts does not name (${BACKENDS.map((b) => b.section).join(", ")})`;
+
+/** Each backend's timeout: as devices.timeouts names it, else the deprecated plugs.timeout, else the backend's own. */
+function deviceTimeouts({ bySection, plugs }: Durations["deviceTimeouts"]): ReadonlyMap<string, number> {
+  return new Map(BACKENDS.map((b) => [b.name, bySection[b.section] ?? plugs ?? b.defaultTimeoutMs]));
 }
 
 /** cluster-autoscaler's own default Lease name (its --leader-elect-resource-name). */

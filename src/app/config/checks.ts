@@ -7,14 +7,14 @@ import { parseQuantity } from "./quantity.ts";
 import { isLoopback, isWildcard, parseHostPort, PARSED_FORMATS, type HostPort } from "./formats.ts";
 import { childOf, formatPath, type ConfigIssue, type ConfigPath } from "./issues.ts";
 import { readFileSync, statSync } from "node:fs";
-import type { Durations, NodeControl, ParsedConfig, ParsedGroup, ParsedNode, Platform, RawConfig, RawGroup, RawNode } from "./parsed.ts";
+import type { DeviceTimeouts, Durations, NodeControl, ParsedConfig, ParsedGroup, ParsedNode, Platform, RawConfig, RawGroup, RawNode } from "./parsed.ts";
 import { Secret } from "../../adapters/secret.ts";
 import type { ParsedControl, SectionContext } from "../../adapters/power-backend.ts";
 import { BACKENDS } from "../power/backends.ts";
 import schema from "./schema.json" with { type: "json" };
 
-/** cluster-autoscaler gives each externalgrpc call 5 s; a plug request must leave room for the answer. */
-const MAX_PLUG_TIMEOUT_MS = 4000;
+/** A device call longer than this would hold plugpool's Lease long past a stop (see devices.timeouts). */
+const MAX_DEVICE_TIMEOUT_MS = 30_000;
 
 const TEMPLATE_KEYS = ["cpu", "memory", "pods"];
 /** The template's keys as the schema defines them, allowed values included. */
@@ -188,10 +188,7 @@ function all<T>(entries: readonly (T | undefined)[]): readonly T[] | undefined {
 
 /** Parses every duration and checks its limits; all of them, if every one parsed. */
 function checkDurations(read: Reader, duration: (path: ConfigPath) => number | undefined, report: Report): Durations | undefined {
-  const plugTimeout = duration(["plugs", "timeout"]);
-  if (plugTimeout !== undefined && (plugTimeout === 0 || plugTimeout > MAX_PLUG_TIMEOUT_MS)) {
-    report(["plugs", "timeout"], "must be more than 0 and at most 4s (cluster-autoscaler allows 5s per call)");
-  }
+  const deviceTimeouts = checkDeviceTimeouts(read, duration, report);
   // Shorter than these, the power-off pod and the cut would come in one pass: no shutdown could finish between them.
   const notReadyTimeout = duration(["powerOff", "notReadyTimeout"]);
   if (notReadyTimeout !== undefined && notReadyTimeout < MIN_NOT_READY_TIMEOUT_MS) {
@@ -208,12 +205,29 @@ function checkDurations(read: Reader, duration: (path: ConfigPath) => number | u
     report(["quarantine", "max"], `must be at least quarantine.initial (${read.string(["quarantine", "initial"]) ?? ""})`);
   }
   if (
-    plugTimeout === undefined || notReadyTimeout === undefined || grace === undefined || standbyWindow === undefined ||
+    deviceTimeouts === undefined || notReadyTimeout === undefined || grace === undefined || standbyWindow === undefined ||
     powerOnInterval === undefined || quarantineInitial === undefined || quarantineMax === undefined
   ) {
     return undefined;
   }
-  return { plugTimeout, notReadyTimeout, grace, standbyWindow, powerOnInterval, quarantineInitial, quarantineMax };
+  return { deviceTimeouts, notReadyTimeout, grace, standbyWindow, powerOnInterval, quarantineInitial, quarantineMax };
+}
+
+/** devices.timeouts, and the deprecated plugs.timeout, as far as the file sets them; undefined when one is unusable. */
+function checkDeviceTimeouts(read: Reader, duration: (path: ConfigPath) => number | undefined, report: Report): DeviceTimeouts | undefined {
+  /** The timeout at `path`: undefined when not set, "unusable" when set but not usable (reported). */
+  const timeoutAt = (path: ConfigPath): number | "unusable" | undefined => {
+    if (read.string(path) === undefined) return undefined;
+    const ms = duration(path);
+    if (ms !== undefined && ms > 0 && ms <= MAX_DEVICE_TIMEOUT_MS) return ms;
+    if (ms !== undefined) report(path, "must be more than 0 and at most 30s");
+    return "unusable";
+  };
+  const set = BACKENDS.map((b) => [b.section, timeoutAt(["devices", "timeouts", b.section])] as const);
+  const plugs = timeoutAt(["plugs", "timeout"]);
+  if (plugs === "unusable" || set.some(([, ms]) => ms === "unusable")) return undefined;
+  const bySection = Object.fromEntries(set.filter((entry): entry is readonly [string, number] => typeof entry[1] === "number"));
+  return { bySection, ...(plugs !== undefined && { plugs }) };
 }
 
 type Report = (path: ConfigPath, what: string) => void;

@@ -12,7 +12,9 @@ export interface RawConfig {
   readonly providerIDPrefix: string;
   readonly gpuLabel: string;
   readonly gpuTypes: readonly string[];
-  readonly plugs: { readonly timeout: string };
+  readonly devices: { readonly timeouts: Readonly<Record<string, string>> };
+  /** Deprecated: devices.timeouts. */
+  readonly plugs?: { readonly timeout?: string };
   readonly powerOff: {
     readonly namespace: string;
     readonly image: string;
@@ -64,9 +66,17 @@ export interface RawNode {
   readonly deviceIdentity?: string;
 }
 
+/** The device timeouts the file sets, in milliseconds. */
+export interface DeviceTimeouts {
+  /** By the key of a node's section (`plug`, `redfish`, ...), as devices.timeouts names them. */
+  readonly bySection: Readonly<Record<string, number>>;
+  /** The deprecated plugs.timeout, for every kind devices.timeouts does not name. */
+  readonly plugs?: number;
+}
+
 /** Every duration of the file, in milliseconds. */
 export interface Durations {
-  readonly plugTimeout: number;
+  readonly deviceTimeouts: DeviceTimeouts;
   readonly notReadyTimeout: number;
   readonly grace: number;
   readonly standbyWindow: number;

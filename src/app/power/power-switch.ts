@@ -18,11 +18,12 @@ export interface RoutedPowerSwitch extends Required<PowerSwitch> {
 
 /**
  * One switch per backend in use, shared by all its controls, so that calls to one device wait for each other.
- * `controls` by PowerControl.key; a control not in it is a programming error.
+ * `controls` by PowerControl.key; a control not in it is a programming error. `timeoutsMs` by backend name; a
+ * backend not in it has its own default.
  */
 export function createPowerSwitch(
   controls: ReadonlyMap<string, ResolvedControl>,
-  timeoutMs: number,
+  timeoutsMs: ReadonlyMap<string, number>,
   backends: readonly PowerBackend<unknown>[] = BACKENDS,
 ): RoutedPowerSwitch {
   const switches = new Map<string, BackendSwitch<unknown>>();
@@ -32,7 +33,7 @@ export function createPowerSwitch(
     if (resolved === undefined || backend === undefined) throw new Error(`no configured power control ${control.label}`);
     let to = switches.get(backend.name);
     if (to === undefined) {
-      to = backend.create({ timeoutMs });
+      to = backend.create({ timeoutMs: timeoutsMs.get(backend.name) ?? backend.defaultTimeoutMs });
       switches.set(backend.name, to);
     }
     return { to, address: resolved.address };

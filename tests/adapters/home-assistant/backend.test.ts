@@ -171,7 +171,7 @@ describe("homeAssistant section", () => {
       const loaded = load(config([group("gpu", [haNode("gpu-1", { url: ha.url, powerSensor: "sensor.gpu_1_power" })])]), { PLUGPOOL_HOME_ASSISTANT_TOKEN: ha.token });
       const machine = loaded.pool.groups[0]?.machines[0];
       assert.ok(machine !== undefined);
-      const power = createPowerSwitch(loaded.powerControls, 2000);
+      const power = createPowerSwitch(loaded.powerControls, loaded.deviceTimeoutsMs);
       assert.deepEqual(await power.read(machine.power), { on: false, watts: 250 });
       assert.deepEqual(await power.turnOn(machine.power, { device: acceptAny }), { on: true });
       assert.deepEqual(await power.probe(machine.power), { state: "on", watts: 250, detail: "Home Assistant 2025.4.4, switch.turn_on/turn_off" });

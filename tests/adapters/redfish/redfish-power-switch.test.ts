@@ -223,7 +223,7 @@ describe("redfishBackend against sushy-emulator", () => {
       const machine = loaded.pool.groups[0]?.machines[0];
       assert.ok(machine);
       await bmc.setPower("system-9", "Off");
-      const routed = createPowerSwitch(loaded.powerControls, 3000);
+      const routed = createPowerSwitch(loaded.powerControls, new Map([["redfish", 3000]]));
       assert.deepEqual(await routed.read(machine.power), { on: false });
       await bmc.setPower("system-9", "On");
       assert.equal((await routed.probe(machine.power)).state, "on");

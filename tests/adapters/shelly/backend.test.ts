@@ -91,7 +91,7 @@ describe("the shelly section", () => {
     const d = await emulate(t, { gen: 3, password: "pw-3", switches: [{}, { output: true }] });
     d.setDraw(1, 180);
     const loaded = load(config([group("workers", [shellyNode("w1", { url: d.url, switchId: 1, measure: true })])]), { PLUGPOOL_SHELLY_PASSWORD: "pw-3" });
-    const power = createPowerSwitch(loaded.powerControls, 2000);
+    const power = createPowerSwitch(loaded.powerControls, loaded.deviceTimeoutsMs);
     const control = loaded.pool.groups[0]?.machines[0]?.power;
     assert.ok(control);
     assert.deepEqual(await power.read(control), { on: true, watts: 180 });
