@@ -11,6 +11,22 @@ async function turns(n: number): Promise<void> {
   for (let t = n; t > 0; t--) await new Promise((r) => setImmediate(r));
 }
 
+/**
+ * IncreaseSize by 1 whose call ends as its switch-on is sent, which then waits at its device (and fails, when
+ * `fails`) until the returned function is called.
+ */
+async function answeredWhileSwitchingOn(w: World, fails = false): Promise<() => void> {
+  const release = w.power.holdNext("turnOn");
+  if (fails) w.power.failNext("turnOn");
+  const controller = new AbortController();
+  w.power.onCall = (c) => {
+    if (c.op === "turnOn") controller.abort();
+  };
+  await w.pool.increaseSize("workers", 1, { signal: controller.signal });
+  w.power.onCall = undefined;
+  return release;
+}
+
 function turnedOn(w: World): string[] {
   return w.power.callsOf("turnOn").map((c) => c.control.key.replace(/^plug-/, ""));
 }
@@ -96,13 +112,7 @@ describe("Pool.increaseSize()", () => {
   it("answers when the call's signal aborts while a switch-on goes on, counting it as a creating instance", async () => {
     const w = new World();
     await w.pool.refresh();
-    const release = w.power.holdNext("turnOn");
-    const controller = new AbortController();
-    w.power.onCall = (c) => {
-      if (c.op === "turnOn") controller.abort();
-    };
-    await w.pool.increaseSize("workers", 1, { signal: controller.signal });
-    w.power.onCall = undefined;
+    const release = await answeredWhileSwitchingOn(w);
     assert.equal(w.pool.targetSize("workers"), 1);
     assert.deepEqual(w.pool.instances("workers").map((i) => [i.id, i.state, i.error]), [["k3s://worker-1", "creating", undefined]]);
     assert.equal(w.power.isOn(w.machine("worker-1").power), false, "still switching");
@@ -118,14 +128,7 @@ describe("Pool.increaseSize()", () => {
   it("shows a switch-on that fails after the call answered as an error on its instance, and quarantines the machine", async () => {
     const w = new World();
     await w.pool.refresh();
-    const release = w.power.holdNext("turnOn");
-    w.power.failNext("turnOn");
-    const controller = new AbortController();
-    w.power.onCall = (c) => {
-      if (c.op === "turnOn") controller.abort();
-    };
-    await w.pool.increaseSize("workers", 1, { signal: controller.signal });
-    w.power.onCall = undefined;
+    const release = await answeredWhileSwitchingOn(w, true);
     release();
     await turns(5);
     const instances = w.pool.instances("workers");

@@ -27,7 +27,7 @@ export function buildConfig(parsed: ParsedConfig): AppConfig {
   };
 }
 
-export const PLUGS_TIMEOUT_DEPRECATED =
+const PLUGS_TIMEOUT_DEPRECATED =
   `plugs.timeout: deprecated, use devices.timeouts; until then it is the timeout of every kind of device that devices.timeouts does not name (${BACKENDS.map((b) => b.section).join(", ")})`;
 
 /** Each backend's timeout: as devices.timeouts names it, else the deprecated plugs.timeout, else the backend's own. */
