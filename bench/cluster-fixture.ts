@@ -3,7 +3,7 @@
 // and the kubeconfig plugpool uses (through the counting proxy).
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { callOptions } from "../src/adapters/kubernetes/api-errors.ts";
-import type { ControlPlane } from "../tests/support/control-plane.ts";
+import type { ControlPlane } from "../tests/harness/control-plane/index.ts";
 
 export const NAMESPACE = "plugpool";
 const MERGE = callOptions({ contentType: "application/merge-patch+json" });

@@ -1,7 +1,7 @@
 // The simulated site for N machines: groups of up to 100, half the machines registered (Ready Node, plug
 // on), one in ten plugs faulty (dead or slow, alternately), ESP32 and ESP8266 devices alternately. Derived
 // from the index only, so every run and every size has the same shape.
-import type { Platform } from "../tests/support/plug-emulator/index.ts";
+import type { Platform } from "../tests/harness/plug-emulator/index.ts";
 import type { PlugFault } from "./fleet.ts";
 
 export const PROVIDER_ID_PREFIX = "k3s://";

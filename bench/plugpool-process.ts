@@ -7,7 +7,7 @@ import { createWriteStream, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { stripTypeScriptTypes } from "node:module";
 import { createInterface } from "node:readline";
-import { createCloudProviderClient, type CloudProviderClient } from "../tests/support/grpc-client.ts";
+import { createCloudProviderClient, type CloudProviderClient } from "../tests/harness/grpc-client.ts";
 import { round } from "./machine-info.ts";
 
 export interface StartupTimes {

@@ -1,6 +1,6 @@
 // The calls the bench makes, as cluster-autoscaler would make them: each benchmarked RPC cycling over the
 // site's groups or registered nodes, and one whole CA loop.
-import type { CloudProviderClient } from "../tests/support/grpc-client.ts";
+import type { CloudProviderClient } from "../tests/harness/grpc-client.ts";
 import type { BenchedMethod } from "./baseline.ts";
 import type { Probe } from "./latency.ts";
 import { PROVIDER_ID_PREFIX, type Layout } from "./layout.ts";

@@ -15,13 +15,13 @@
 // --foreign-nodes adds that many Nodes of a kubelet's size (about 10 KB each) that match no machine: the heap
 // plugpool needs for a large cluster, under the image's heap cap.
 // --node-arg passes an option to plugpool's Node.js process. Needs the control-plane binaries
-// (tests/support/control-plane/build.sh) and about 10 minutes per size with the defaults.
+// (tests/harness/control-plane/build.sh) and about 10 minutes per size with the defaults.
 import { mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { execFileSync } from "node:child_process";
 import { join, relative } from "node:path";
 import { parseArgs } from "node:util";
 import { parseAllDocuments } from "yaml";
-import { startControlPlane } from "../tests/support/control-plane.ts";
+import { startControlPlane } from "../tests/harness/control-plane/index.ts";
 import { createMemoryCgroup, type MemoryCgroup } from "./cgroup.ts";
 import { containerfileEnv, containerfileNodeArgs } from "./image-env.ts";
 import { apiserverCa, createNamespace, plugpoolKubeconfig } from "./cluster-fixture.ts";

@@ -16,8 +16,8 @@ import { parseArgs } from "node:util";
 import type { CoreV1Api } from "@kubernetes/client-node";
 import { POOL_LABEL, startEnvironment, type Environment } from "../tests/e2e/autoscaler/environment.ts";
 import { deletePod, nodeNames, readPod } from "../tests/e2e/autoscaler/scenario.ts";
-import { eventually } from "../tests/support/eventually.ts";
-import { startPrometheus, writePrometheusConfig, type RunningPrometheus } from "../tests/support/prometheus.ts";
+import { eventually } from "../tests/harness/eventually.ts";
+import { startPrometheus, writePrometheusConfig, type RunningPrometheus } from "../tests/harness/prometheus/index.ts";
 import {
   dashboardOf, dashboardVariables, legendOf, panelTitled, queryWindow, requireData, substitute,
   type Dashboard, type DashboardPanel, type QueryWindow,

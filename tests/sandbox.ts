@@ -2,7 +2,7 @@
 // scheduler), three emulated ESPHome plugs with simulated machines behind them, plugpool serving and the real
 // cluster-autoscaler, all on loopback, with a pending pod to start things off. It tells on stdout what CA
 // decides, what plugpool does with the plugs, and what the machines do, until Ctrl-C. Where cluster-autoscaler
-// is not built, a stand-in takes its place (tests/support/autoscaler-standin.ts), and the sandbox says so.
+// is not built, a stand-in takes its place (tests/harness/autoscaler/stand-in.ts), and the sandbox says so.
 // With --tour it needs no kubectl: it walks through a scale-up whose first machine never boots, then a
 // scale-down to zero, explaining each step, and exits when done.
 //
@@ -15,14 +15,14 @@
 //   PLUGPOOL_SANDBOX_AUTOSCALER=auto|real|stand-in   which autoscaler (default auto: the real one when built)
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
-import type { MachineState } from "./support/machine-simulator.ts";
-import { emulatedObjectId } from "./support/plug-emulator/index.ts";
-import { STAND_IN_NOTICE } from "./support/autoscaler-standin.ts";
-import { followLog, isDecision, parseKlog } from "./e2e/autoscaler/ca-log.ts";
+import type { MachineState } from "./harness/machine-simulator.ts";
+import { emulatedObjectId } from "./harness/plug-emulator/index.ts";
+import { STAND_IN_NOTICE } from "./harness/autoscaler/stand-in.ts";
+import { followLog, isDecision, parseKlog } from "./harness/autoscaler/ca-log.ts";
 import { startEnvironment, type Environment, type MachineSpec } from "./e2e/autoscaler/environment.ts";
 import type { LogLine } from "./e2e/autoscaler/plugpool-log.ts";
 import { createPoolPod, deletePod, nodeNames, readPod } from "./e2e/autoscaler/scenario.ts";
-import { eventually } from "./support/eventually.ts";
+import { eventually } from "./harness/eventually.ts";
 
 const { values } = parseArgs({
   options: {
@@ -271,7 +271,7 @@ const env = await startEnvironment({
   process.exit(1);
 });
 if (env.autoscalerKind === "stand-in") {
-  say("sandbox", `${STAND_IN_NOTICE} (tests/support/autoscaler-standin.ts; tests/support/autoscaler/build.sh tells how to build the real one)`);
+  say("sandbox", `${STAND_IN_NOTICE} (tests/harness/autoscaler/stand-in.ts; tests/harness/autoscaler/build.sh tells how to build the real one)`);
 } else {
   say("sandbox", "the real cluster-autoscaler drives plugpool");
 }

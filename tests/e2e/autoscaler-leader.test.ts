@@ -12,14 +12,14 @@ import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { status } from "@grpc/grpc-js";
 import { CoordinationV1Api, CoreV1Api, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
-import { startAutoscaler, type KillableAutoscaler } from "../support/autoscaler-process.ts";
-import { autoscalerMissing } from "../support/autoscaler/autoscaler.ts";
-import { startControlPlane, type ControlPlane } from "../support/control-plane.ts";
-import { createOwnedTempDir } from "../support/control-plane/process.ts";
-import { eventually } from "../support/eventually.ts";
-import { startMachineSimulator, type MachineSimulator, type MachineState } from "../support/machine-simulator.ts";
-import { startPlugEmulator, type EmulatedPlug } from "../support/plug-emulator/index.ts";
-import { startPlugpoolProcess, type PlugpoolProcess } from "../support/plugpool-process.ts";
+import { startAutoscaler, type KillableAutoscaler } from "../harness/autoscaler/process.ts";
+import { autoscalerMissing } from "../harness/autoscaler/autoscaler.ts";
+import { startControlPlane, type ControlPlane } from "../harness/control-plane/index.ts";
+import { createOwnedTempDir } from "../harness/control-plane/process.ts";
+import { eventually } from "../harness/eventually.ts";
+import { startMachineSimulator, type MachineSimulator, type MachineState } from "../harness/machine-simulator.ts";
+import { startPlugEmulator, type EmulatedPlug } from "../harness/plug-emulator/index.ts";
+import { startPlugpoolProcess, type PlugpoolProcess } from "../harness/plugpool-process.ts";
 import { apply, exampleManifest } from "../adapters/kubernetes/support.ts";
 import { assertBuilt } from "../soak/site.ts";
 import { NAMESPACE, POOL_LABEL, PREFIX, serviceAccount } from "./autoscaler/environment.ts";
@@ -58,7 +58,7 @@ interface Pod {
   readonly ca: KillableAutoscaler;
 }
 
-// Skipped, with the reason, where cluster-autoscaler cannot be built (tests/support/autoscaler/build.sh).
+// Skipped, with the reason, where cluster-autoscaler cannot be built (tests/harness/autoscaler/build.sh).
 describe("cluster-autoscaler in two leader-elected replicas, each with its plugpool", { skip: autoscalerMissing() }, () => {
   let plane: ControlPlane;
   let core: CoreV1Api;

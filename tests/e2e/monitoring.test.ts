@@ -1,5 +1,5 @@
 // deploy/monitoring's alerts in a real Prometheus scraping a real plugpool: `plugpool serve` as a process with
-// an emulated plug and a real kube-apiserver, Prometheus (built by tests/support/prometheus/build.sh) loading
+// an emulated plug and a real kube-apiserver, Prometheus (built by tests/harness/prometheus/build.sh) loading
 // the PrometheusRule's rules unchanged. A machine is switched on and never boots; cluster-autoscaler (its gRPC
 // calls, made here) drops it after its provision time; plugpool cuts and quarantines it, and
 // PlugpoolMachineQuarantined fires in Prometheus.
@@ -14,11 +14,11 @@ import { createInterface } from "node:readline";
 import { credentials } from "@grpc/grpc-js";
 import { CoreV1Api } from "@kubernetes/client-node";
 import { InstanceStatus_InstanceState } from "../../gen/clusterautoscaler/cloudprovider/v1/externalgrpc/externalgrpc_pb.ts";
-import { startControlPlane, type ControlPlane } from "../support/control-plane.ts";
-import { startPlugEmulator, type EmulatedPlug } from "../support/plug-emulator/index.ts";
-import { createCloudProviderClient, type CloudProviderClient } from "../support/grpc-client.ts";
-import { ruleGroupsOf, startPrometheus, writePrometheusConfig, type RunningPrometheus } from "../support/prometheus.ts";
-import { eventually } from "../support/eventually.ts";
+import { startControlPlane, type ControlPlane } from "../harness/control-plane/index.ts";
+import { startPlugEmulator, type EmulatedPlug } from "../harness/plug-emulator/index.ts";
+import { createCloudProviderClient, type CloudProviderClient } from "../harness/grpc-client.ts";
+import { ruleGroupsOf, startPrometheus, writePrometheusConfig, type RunningPrometheus } from "../harness/prometheus/index.ts";
+import { eventually } from "../harness/eventually.ts";
 
 const main = new URL("../../src/app/main.ts", import.meta.url).pathname;
 const rulesManifest = new URL("../../deploy/monitoring/prometheusrule.yaml", import.meta.url).pathname;

@@ -6,9 +6,9 @@ import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { autoscalerMissing } from "../support/autoscaler/autoscaler.ts";
-import { STAND_IN_NOTICE } from "../support/autoscaler-standin.ts";
-import { eventually } from "../support/eventually.ts";
+import { autoscalerMissing } from "../harness/autoscaler/autoscaler.ts";
+import { STAND_IN_NOTICE } from "../harness/autoscaler/stand-in.ts";
+import { eventually } from "../harness/eventually.ts";
 
 const repo = join(import.meta.dirname, "..", "..");
 

@@ -14,10 +14,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Metadata, status, type ServiceError } from "@grpc/grpc-js";
 import { CoreV1Api } from "@kubernetes/client-node";
-import { startControlPlane, type ControlPlane } from "../support/control-plane.ts";
-import { startPlugEmulator, type EmulatedPlug, type Fault, type PlugEmulatorOptions } from "../support/plug-emulator/index.ts";
-import { createCloudProviderClient, type CloudProviderClient } from "../support/grpc-client.ts";
-import { eventually } from "../support/eventually.ts";
+import { startControlPlane, type ControlPlane } from "../harness/control-plane/index.ts";
+import { startPlugEmulator, type EmulatedPlug, type Fault, type PlugEmulatorOptions } from "../harness/plug-emulator/index.ts";
+import { createCloudProviderClient, type CloudProviderClient } from "../harness/grpc-client.ts";
+import { eventually } from "../harness/eventually.ts";
 
 const main = new URL("../../src/app/main.ts", import.meta.url).pathname;
 const PREFIX = "k3s://";

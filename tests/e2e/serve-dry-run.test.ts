@@ -11,10 +11,10 @@ import { serve, type Served } from "../../src/app/serve.ts";
 import { POWER_OFF_ANNOTATION } from "../../src/domain/index.ts";
 import { POWER_RECORDS_CONFIGMAP, recordKey } from "../../src/adapters/kubernetes/power-records.ts";
 import { TEMPLATE_SLICES_CONFIGMAP } from "../../src/adapters/kubernetes/template-slices.ts";
-import { startControlPlane, type ControlPlane } from "../support/control-plane.ts";
-import { startPlugEmulator, type EmulatedPlug } from "../support/plug-emulator/index.ts";
-import { createCloudProviderClient, type CloudProviderClient } from "../support/grpc-client.ts";
-import { eventually } from "../support/eventually.ts";
+import { startControlPlane, type ControlPlane } from "../harness/control-plane/index.ts";
+import { startPlugEmulator, type EmulatedPlug } from "../harness/plug-emulator/index.ts";
+import { createCloudProviderClient, type CloudProviderClient } from "../harness/grpc-client.ts";
+import { eventually } from "../harness/eventually.ts";
 import { nodeBody } from "../adapters/kubernetes/support.ts";
 import { InstanceStatus_InstanceState } from "../../gen/clusterautoscaler/cloudprovider/v1/externalgrpc/externalgrpc_pb.ts";
 

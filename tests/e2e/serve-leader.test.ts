@@ -10,11 +10,11 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { status } from "@grpc/grpc-js";
 import { CoreV1Api } from "@kubernetes/client-node";
-import { startControlPlane, type ControlPlane } from "../support/control-plane.ts";
-import { startPlugEmulator, type EmulatedPlug } from "../support/plug-emulator/index.ts";
-import { startMachineSimulator, type MachineSimulator } from "../support/machine-simulator.ts";
-import { startPlugpoolProcess, type PlugpoolProcess } from "../support/plugpool-process.ts";
-import { eventually } from "../support/eventually.ts";
+import { startControlPlane, type ControlPlane } from "../harness/control-plane/index.ts";
+import { startPlugEmulator, type EmulatedPlug } from "../harness/plug-emulator/index.ts";
+import { startMachineSimulator, type MachineSimulator } from "../harness/machine-simulator.ts";
+import { startPlugpoolProcess, type PlugpoolProcess } from "../harness/plugpool-process.ts";
+import { eventually } from "../harness/eventually.ts";
 import { assertBuilt } from "../soak/site.ts";
 
 const PREFIX = "k3s://";

@@ -9,11 +9,11 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { credentials } from "@grpc/grpc-js";
 import { CoreV1Api } from "@kubernetes/client-node";
-import { startControlPlane, type ControlPlane } from "../support/control-plane.ts";
-import { startPlugEmulator, type EmulatedPlug } from "../support/plug-emulator/index.ts";
-import { createCloudProviderClient } from "../support/grpc-client.ts";
-import { createPki, type Pki } from "../support/test-pki.ts";
-import { eventually } from "../support/eventually.ts";
+import { startControlPlane, type ControlPlane } from "../harness/control-plane/index.ts";
+import { startPlugEmulator, type EmulatedPlug } from "../harness/plug-emulator/index.ts";
+import { createCloudProviderClient } from "../harness/grpc-client.ts";
+import { createPki, type Pki } from "../harness/test-pki.ts";
+import { eventually } from "../harness/eventually.ts";
 
 const main = new URL("../../src/app/main.ts", import.meta.url).pathname;
 const PASSWORD = "Zq-9-unlikely-pw";

@@ -9,11 +9,11 @@ import { createLogger } from "../../src/app/logger.ts";
 import { serve, type Served } from "../../src/app/serve.ts";
 import { callOptions } from "../../src/adapters/kubernetes/api-errors.ts";
 import { InstanceStatus_InstanceState } from "../../gen/clusterautoscaler/cloudprovider/v1/externalgrpc/externalgrpc_pb.ts";
-import { startControlPlane, type ControlPlane } from "../support/control-plane.ts";
-import { startPlugEmulator, type EmulatedPlug } from "../support/plug-emulator/index.ts";
-import { startMachineSimulator, type MachineSimulator } from "../support/machine-simulator.ts";
-import { createCloudProviderClient, type CallResult, type CloudProviderClient } from "../support/grpc-client.ts";
-import { eventually } from "../support/eventually.ts";
+import { startControlPlane, type ControlPlane } from "../harness/control-plane/index.ts";
+import { startPlugEmulator, type EmulatedPlug } from "../harness/plug-emulator/index.ts";
+import { startMachineSimulator, type MachineSimulator } from "../harness/machine-simulator.ts";
+import { createCloudProviderClient, type CallResult, type CloudProviderClient } from "../harness/grpc-client.ts";
+import { eventually } from "../harness/eventually.ts";
 
 const PREFIX = "k3s://";
 

@@ -10,7 +10,7 @@ import type { Observer } from "./observer.ts";
 import { TO_BE_DELETED } from "./observer.ts";
 import type { Random } from "./prng.ts";
 import { SWITCH, type Site } from "./site.ts";
-import { swap } from "../support/lease.ts";
+import { swap } from "../harness/lease.ts";
 
 export const FAULT_KINDS = [
   "plug-dead",

@@ -13,7 +13,7 @@
 // The last two bounds count only time in which the plugpool cluster-autoscaler calls can act: not while it is
 // frozen, nor while another instance holds plugpool's Lease (that one acts, but CA's Refresh never reaches it).
 import { CoordinationV1Api, CoreV1Api, makeInformer, type CoreV1Event, type KubeConfig, type V1Node, type V1Pod } from "@kubernetes/client-node";
-import type { CallRecord, EmulatedPlug } from "../support/plug-emulator/index.ts";
+import type { CallRecord, EmulatedPlug } from "../harness/plug-emulator/index.ts";
 import { CALLED_PLUGPOOL, GRACE_MS, NOT_READY_TIMEOUT_MS, POWER_OFF_NAMESPACE, PREFIX, SWITCH } from "./site.ts";
 
 export const TO_BE_DELETED = "ToBeDeletedByClusterAutoscaler";

@@ -7,14 +7,14 @@ import { readFileSync, rmSync, statSync, readdirSync, writeFileSync } from "node
 import { join } from "node:path";
 import { CoreV1Api, KubernetesObjectApi, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
-import { startAutoscaler, type AutoscalerProcess } from "../support/autoscaler-process.ts";
-import { startControlPlane, type ControlPlane } from "../support/control-plane.ts";
-import { tokenKubeConfig } from "../support/control-plane/credentials.ts";
-import { createOwnedTempDir, onAbruptExit, startProcess, type ManagedProcess } from "../support/control-plane/process.ts";
-import { answersOk, freePorts, waitUntilReady } from "../support/control-plane/readiness.ts";
-import { startMachineSimulator, type MachineSimulator } from "../support/machine-simulator.ts";
-import { startPlugEmulator, type CallRecord, type EmulatedPlug, type Platform, type Version } from "../support/plug-emulator/index.ts";
-import { lease, type Lease } from "../support/lease.ts";
+import { startAutoscaler, type AutoscalerProcess } from "../harness/autoscaler/process.ts";
+import { startControlPlane, type ControlPlane } from "../harness/control-plane/index.ts";
+import { tokenKubeConfig } from "../harness/control-plane/credentials.ts";
+import { createOwnedTempDir, onAbruptExit, startProcess, type ManagedProcess } from "../harness/control-plane/process.ts";
+import { answersOk, freePorts, waitUntilReady } from "../harness/control-plane/readiness.ts";
+import { startMachineSimulator, type MachineSimulator } from "../harness/machine-simulator.ts";
+import { startPlugEmulator, type CallRecord, type EmulatedPlug, type Platform, type Version } from "../harness/plug-emulator/index.ts";
+import { lease, type Lease } from "../harness/lease.ts";
 
 const repo = join(import.meta.dirname, "..", "..");
 const plugpoolMain = join(repo, "dist", "plugpool.mjs");
@@ -32,7 +32,7 @@ export const GRACE_MS = 1_000;
 /** CA's --max-node-provision-time here. */
 export const PROVISION_MS = 45_000;
 
-/** The cluster-autoscaler flags the soak changes from the end-to-end suite's (tests/support/autoscaler-process.ts). */
+/** The cluster-autoscaler flags the soak changes from the end-to-end suite's (tests/harness/autoscaler/process.ts). */
 const AUTOSCALER_FLAGS: Readonly<Record<string, string>> = {
   "max-node-provision-time": `${PROVISION_MS / 1000}s`,
   "scale-down-unneeded-time": "10s",

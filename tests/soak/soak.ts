@@ -6,7 +6,7 @@ import { copyFileSync, existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { followLog, parseKlog } from "../e2e/autoscaler/ca-log.ts";
+import { followLog, parseKlog } from "../harness/autoscaler/ca-log.ts";
 import { createFaults, FAULT_KINDS, type FaultKind } from "./faults.ts";
 import { createObserver, OUT_OF_VIEW_MS, STUCK_MS, type Violation } from "./observer.ts";
 import { seededRandom } from "./prng.ts";

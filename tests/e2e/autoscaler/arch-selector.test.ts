@@ -4,10 +4,10 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { CoreV1Api } from "@kubernetes/client-node";
-import { eventually } from "../../support/eventually.ts";
+import { eventually } from "../../harness/eventually.ts";
 import { startEnvironment, type Environment } from "./environment.ts";
 import { nodeNames, readPod, scenario } from "./scenario.ts";
-import { autoscalerMissing } from "../../support/autoscaler/autoscaler.ts";
+import { autoscalerMissing } from "../../harness/autoscaler/autoscaler.ts";
 
 async function createArchPod(core: CoreV1Api, name: string, arch: string): Promise<void> {
   await core.createNamespacedPod({
@@ -23,7 +23,7 @@ async function createArchPod(core: CoreV1Api, name: string, arch: string): Promi
   });
 }
 
-// Skipped, with the reason, where cluster-autoscaler cannot be built (tests/support/autoscaler/build.sh).
+// Skipped, with the reason, where cluster-autoscaler cannot be built (tests/harness/autoscaler/build.sh).
 describe("cluster-autoscaler with plugpool: pods that select kubernetes.io/arch", { skip: autoscalerMissing() }, () => {
   let env: Environment;
   const diagnostics = (): string => env.diagnostics();

@@ -2,7 +2,7 @@
 // plugpool recorded) and off again, and pods that ask for a GPU through a ResourceClaim. plugpool sends the recorded
 // slices with the group's template, in field 3 of NodeGroupTemplateNodeInfoResponse (resourceSliceBytes).
 // cluster-autoscaler 1.36.1 as released ignores that field, so such a pod stays Pending; the same CA with
-// tests/support/autoscaler/dra-template.patch reads it, as https://github.com/kubernetes/autoscaler/pull/10303
+// tests/harness/autoscaler/dra-template.patch reads it, as https://github.com/kubernetes/autoscaler/pull/10303
 // proposes, and scales the pool up from zero, and the scheduler binds the pod to the new machine's GPU.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
@@ -12,8 +12,8 @@ import { ResourceV1Api, type ResourceV1ResourceClaim, type V1Device } from "@kub
 import { NodeSchema } from "../../../gen/k8s.io/api/core/v1/generated_pb.ts";
 import { ResourceSliceSchema, type ResourceSlice } from "../../../gen/k8s.io/api/resource/v1/generated_pb.ts";
 import { TEMPLATE_SLICES_CONFIGMAP } from "../../../src/adapters/kubernetes/template-slices.ts";
-import { autoscalerMissing, type AutoscalerBuild } from "../../support/autoscaler/autoscaler.ts";
-import { eventually } from "../../support/eventually.ts";
+import { autoscalerMissing, type AutoscalerBuild } from "../../harness/autoscaler/autoscaler.ts";
+import { eventually } from "../../harness/eventually.ts";
 import { NAMESPACE, startEnvironment, type Environment } from "./environment.ts";
 import { createPoolPod, deleteAllPods, nodeNames, readPod, runPoolPod, scenario, turnOnRequests, warningsAbout } from "./scenario.ts";
 
@@ -144,7 +144,7 @@ function useGpuPool(build: AutoscalerBuild): { pool: { env: Environment; resourc
   return { pool, diagnostics: () => pool.env.diagnostics() };
 }
 
-// Skipped, with the reason, where cluster-autoscaler cannot be built (tests/support/autoscaler/build.sh).
+// Skipped, with the reason, where cluster-autoscaler cannot be built (tests/harness/autoscaler/build.sh).
 describe("GPUs from zero with cluster-autoscaler 1.36.1 as released", { skip: autoscalerMissing("release") }, () => {
   const { pool, diagnostics } = useGpuPool("release");
 

@@ -3,12 +3,12 @@
 // takes its deletion taint off again, as the README says.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { eventually } from "../../support/eventually.ts";
+import { eventually } from "../../harness/eventually.ts";
 import { startEnvironment, type Environment } from "./environment.ts";
 import { createPoolPod, deleteAllPods, nodeNames, readPod, scenario, turnOffRequests } from "./scenario.ts";
-import { autoscalerMissing } from "../../support/autoscaler/autoscaler.ts";
+import { autoscalerMissing } from "../../harness/autoscaler/autoscaler.ts";
 
-// Skipped, with the reason, where cluster-autoscaler cannot be built (tests/support/autoscaler/build.sh).
+// Skipped, with the reason, where cluster-autoscaler cannot be built (tests/harness/autoscaler/build.sh).
 describe("cluster-autoscaler with plugpool in dry run", { skip: autoscalerMissing() }, () => {
   let env: Environment;
   const diagnostics = (): string => env.diagnostics();

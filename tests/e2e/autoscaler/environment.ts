@@ -1,7 +1,7 @@
 // The whole site on loopback, as production wires it: a real control plane (with controller-manager and
 // scheduler), emulated ESPHome plugs, Shelly devices and a Home Assistant with simulated machines behind them, plugpool's `serve`, and the real
 // cluster-autoscaler talking to it over externalgrpc (or, for the sandbox on a machine without CA, a stand-in:
-// tests/support/autoscaler-standin.ts). plugpool and CA act as the example ServiceAccount of
+// tests/harness/autoscaler/stand-in.ts). plugpool and CA act as the example ServiceAccount of
 // deploy/examples/rbac.yaml; the simulated kubelets act as admin.
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -9,19 +9,19 @@ import { CoreV1Api, type KubeConfig, type V1Device } from "@kubernetes/client-no
 import { loadConfig, type AppConfig } from "../../../src/app/config/index.ts";
 import { serve, type Served } from "../../../src/app/serve.ts";
 import { parseDuration } from "../../../src/app/config/duration.ts";
-import { AUTOSCALER_FLAGS, startAutoscaler, type AutoscalerProcess } from "../../support/autoscaler-process.ts";
-import { startAutoscalerStandIn } from "../../support/autoscaler-standin.ts";
-import { autoscalerMissing, autoscalerNotBuilt, type AutoscalerBuild } from "../../support/autoscaler/autoscaler.ts";
-import { startControlPlane, type ControlPlane } from "../../support/control-plane.ts";
-import { tokenKubeConfig } from "../../support/control-plane/credentials.ts";
-import { createOwnedTempDir, onAbruptExit } from "../../support/control-plane/process.ts";
-import { freePorts } from "../../support/control-plane/readiness.ts";
-import { createCloudProviderClient, type CloudProviderClient } from "../../support/grpc-client.ts";
-import { pollingOutlet, startMachineSimulator, type MachineSimulator, type MachineState, type Outlet, type PowerSource } from "../../support/machine-simulator.ts";
-import { startShellyEmulator, type EmulatedShelly } from "../../support/shelly-emulator/index.ts";
-import { startHomeAssistantEmulator, type HomeAssistantEmulator } from "../../support/home-assistant/emulator.ts";
-import { startRedfish, type RunningRedfish } from "../../support/redfish/index.ts";
-import { startPlugEmulator, type EmulatedPlug, type Platform, type Version } from "../../support/plug-emulator/index.ts";
+import { AUTOSCALER_FLAGS, startAutoscaler, type AutoscalerProcess } from "../../harness/autoscaler/process.ts";
+import { startAutoscalerStandIn } from "../../harness/autoscaler/stand-in.ts";
+import { autoscalerMissing, autoscalerNotBuilt, type AutoscalerBuild } from "../../harness/autoscaler/autoscaler.ts";
+import { startControlPlane, type ControlPlane } from "../../harness/control-plane/index.ts";
+import { tokenKubeConfig } from "../../harness/control-plane/credentials.ts";
+import { createOwnedTempDir, onAbruptExit } from "../../harness/control-plane/process.ts";
+import { freePorts } from "../../harness/control-plane/readiness.ts";
+import { createCloudProviderClient, type CloudProviderClient } from "../../harness/grpc-client.ts";
+import { pollingOutlet, startMachineSimulator, type MachineSimulator, type MachineState, type Outlet, type PowerSource } from "../../harness/machine-simulator.ts";
+import { startShellyEmulator, type EmulatedShelly } from "../../harness/shelly-emulator/index.ts";
+import { startHomeAssistantEmulator, type HomeAssistantEmulator } from "../../harness/home-assistant/emulator.ts";
+import { startRedfish, type RunningRedfish } from "../../harness/redfish/index.ts";
+import { startPlugEmulator, type EmulatedPlug, type Platform, type Version } from "../../harness/plug-emulator/index.ts";
 import { apply, exampleManifest } from "../../adapters/kubernetes/support.ts";
 import { createFileLogger, type FileLogger, type LogLine } from "./plugpool-log.ts";
 
@@ -57,13 +57,13 @@ export interface EnvironmentOptions {
   readonly machines: readonly MachineSpec[];
   /**
    * Which autoscaler drives plugpool: "real" (the default) requires cluster-autoscaler's binary; "stand-in"
-   * runs tests/support/autoscaler-standin.ts, which is not CA; "auto" takes the real one when it is built.
+   * runs tests/harness/autoscaler/stand-in.ts, which is not CA; "auto" takes the real one when it is built.
    */
   readonly autoscaler?: "real" | "stand-in" | "auto";
   /** Which build of the real cluster-autoscaler (default: the release). */
   readonly autoscalerBuild?: AutoscalerBuild;
   /**
-   * Overrides of tests/support/autoscaler-process.ts AUTOSCALER_FLAGS. The stand-in honours scan-interval,
+   * Overrides of tests/harness/autoscaler/process.ts AUTOSCALER_FLAGS. The stand-in honours scan-interval,
    * scale-down-unneeded-time and max-node-provision-time of the result.
    */
   readonly autoscalerFlags?: Readonly<Record<string, string>>;

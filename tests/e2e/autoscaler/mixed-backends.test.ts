@@ -6,15 +6,15 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { setTimeout as sleep } from "node:timers/promises";
-import { eventually } from "../../support/eventually.ts";
-import { autoscalerMissing } from "../../support/autoscaler/autoscaler.ts";
+import { eventually } from "../../harness/eventually.ts";
+import { autoscalerMissing } from "../../harness/autoscaler/autoscaler.ts";
 import { POOL_LABEL, startEnvironment, type Environment } from "./environment.ts";
 import { deleteAllPods, nodeNames, readPod, runPoolPod, scenario, warningsAbout } from "./scenario.ts";
 
 /** CA's --max-node-provision-time here: what CA would give a machine of its own to register. */
 const PROVISION_MS = 15_000;
 
-// Skipped, with the reason, where cluster-autoscaler cannot be built (tests/support/autoscaler/build.sh).
+// Skipped, with the reason, where cluster-autoscaler cannot be built (tests/harness/autoscaler/build.sh).
 describe("cluster-autoscaler with plugpool: a pool that mixes power backends", { skip: autoscalerMissing() }, () => {
   let env: Environment;
   const diagnostics = (): string => env.diagnostics();

@@ -7,15 +7,15 @@ import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { eventually } from "../../support/eventually.ts";
-import { autoscalerMissing } from "../../support/autoscaler/autoscaler.ts";
-import { ruleGroupsOf, startPrometheus, writePrometheusConfig, type RunningPrometheus } from "../../support/prometheus.ts";
+import { eventually } from "../../harness/eventually.ts";
+import { autoscalerMissing } from "../../harness/autoscaler/autoscaler.ts";
+import { ruleGroupsOf, startPrometheus, writePrometheusConfig, type RunningPrometheus } from "../../harness/prometheus/index.ts";
 import { startEnvironment, type Environment } from "./environment.ts";
 import { createPoolPod, scenario } from "./scenario.ts";
 
 const rulesManifest = new URL("../../../deploy/monitoring/prometheusrule.yaml", import.meta.url).pathname;
 
-// Skipped, with the reason, where cluster-autoscaler cannot be built (tests/support/autoscaler/build.sh).
+// Skipped, with the reason, where cluster-autoscaler cannot be built (tests/harness/autoscaler/build.sh).
 describe("deploy/monitoring with the real cluster-autoscaler: a machine that never boots", { skip: autoscalerMissing() }, () => {
   let env: Environment;
   let prometheus: RunningPrometheus;

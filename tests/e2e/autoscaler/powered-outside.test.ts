@@ -4,15 +4,15 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { setTimeout as sleep } from "node:timers/promises";
-import { eventually } from "../../support/eventually.ts";
-import { autoscalerMissing } from "../../support/autoscaler/autoscaler.ts";
+import { eventually } from "../../harness/eventually.ts";
+import { autoscalerMissing } from "../../harness/autoscaler/autoscaler.ts";
 import { PREFIX, startEnvironment, type Environment } from "./environment.ts";
 import { scenario, turnOffRequests, warningsAbout } from "./scenario.ts";
 
 /** CA's --max-node-provision-time here: what CA would give a machine of its own to register. */
 const PROVISION_MS = 15_000;
 
-// Skipped, with the reason, where cluster-autoscaler cannot be built (tests/support/autoscaler/build.sh).
+// Skipped, with the reason, where cluster-autoscaler cannot be built (tests/harness/autoscaler/build.sh).
 describe("cluster-autoscaler with plugpool: machines powered outside plugpool", { skip: autoscalerMissing() }, () => {
   let env: Environment;
   const diagnostics = (): string => env.diagnostics();

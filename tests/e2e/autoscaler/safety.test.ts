@@ -4,12 +4,12 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { status } from "@grpc/grpc-js";
-import { eventually } from "../../support/eventually.ts";
+import { eventually } from "../../harness/eventually.ts";
 import { NAMESPACE, PREFIX, startEnvironment, type Environment } from "./environment.ts";
 import { deleteAllPods, runPoolPod, scenario } from "./scenario.ts";
-import { autoscalerMissing } from "../../support/autoscaler/autoscaler.ts";
+import { autoscalerMissing } from "../../harness/autoscaler/autoscaler.ts";
 
-// Skipped, with the reason, where cluster-autoscaler cannot be built (tests/support/autoscaler/build.sh).
+// Skipped, with the reason, where cluster-autoscaler cannot be built (tests/harness/autoscaler/build.sh).
 describe("cluster-autoscaler with plugpool: safety", { skip: autoscalerMissing() }, () => {
   let env: Environment;
   const diagnostics = (): string => env.diagnostics();

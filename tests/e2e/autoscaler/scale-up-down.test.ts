@@ -2,12 +2,12 @@
 // scale-down once the pod is gone, and a power-off that survives a restart of plugpool.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { eventually } from "../../support/eventually.ts";
+import { eventually } from "../../harness/eventually.ts";
 import { NAMESPACE, PREFIX, startEnvironment, type Environment } from "./environment.ts";
 import { deleteAllPods, deletePod, nodeNames, runPoolPod, scenario } from "./scenario.ts";
-import { autoscalerMissing } from "../../support/autoscaler/autoscaler.ts";
+import { autoscalerMissing } from "../../harness/autoscaler/autoscaler.ts";
 
-// Skipped, with the reason, where cluster-autoscaler cannot be built (tests/support/autoscaler/build.sh).
+// Skipped, with the reason, where cluster-autoscaler cannot be built (tests/harness/autoscaler/build.sh).
 describe("cluster-autoscaler with plugpool: scale-up and scale-down", { skip: autoscalerMissing() }, () => {
   let env: Environment;
   const diagnostics = (): string => env.diagnostics();

@@ -6,8 +6,8 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { setTimeout as sleep } from "node:timers/promises";
 import { ApiException, PatchStrategy, setHeaderOptions, Watch, type V1Node, type V1Pod } from "@kubernetes/client-node";
-import { eventually } from "../../support/eventually.ts";
-import { autoscalerMissing } from "../../support/autoscaler/autoscaler.ts";
+import { eventually } from "../../harness/eventually.ts";
+import { autoscalerMissing } from "../../harness/autoscaler/autoscaler.ts";
 import { NAMESPACE, startEnvironment, type Environment } from "./environment.ts";
 import type { LogLine } from "./plugpool-log.ts";
 import { deleteAllPods, runPoolPod, scenario, turnOffRequests, warningsAbout } from "./scenario.ts";
@@ -41,7 +41,7 @@ interface Removal {
   readonly time: number;
 }
 
-// Skipped, with the reason, where cluster-autoscaler cannot be built (tests/support/autoscaler/build.sh).
+// Skipped, with the reason, where cluster-autoscaler cannot be built (tests/harness/autoscaler/build.sh).
 describe("cluster-autoscaler with plugpool: CA's taint removed during a power-off", { skip: autoscalerMissing() }, () => {
   let env: Environment;
   let onLog: (line: LogLine) => void = () => undefined;
