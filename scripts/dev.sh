@@ -96,6 +96,6 @@ case "$cmd" in
   setup) setup ;;
   test) setup; npm test -- "$@" ;;
   lint) setup; npm run lint ;;
-  sandbox) sandbox_setup "$@"; npm run build; exec node tests/sandbox.ts "$@" ;;
+  sandbox) sandbox_setup "$@"; npm run build; exec node scripts/sandbox.ts "$@" ;;
   *) echo "usage: scripts/dev.sh setup|test|lint|sandbox" >&2; exit 2 ;;
 esac

@@ -1,4 +1,4 @@
-// The sandbox (tests/sandbox.ts, `scripts/dev.sh sandbox`) as a user runs it: a child process that reaches a
+// The sandbox (scripts/sandbox.ts, `scripts/dev.sh sandbox`) as a user runs it: a child process that reaches a
 // scale-up, and that leaves no process and no file behind however it stops. With the stand-in for
 // cluster-autoscaler it runs on any machine; with the real CA only where its binary is built.
 import { after, describe, it } from "node:test";
@@ -21,7 +21,7 @@ interface Run {
 const runs: Run[] = [];
 
 function startSandbox(autoscaler: "real" | "stand-in", args: readonly string[]): Run {
-  const child = spawn(process.execPath, ["tests/sandbox.ts", ...args], {
+  const child = spawn(process.execPath, ["scripts/sandbox.ts", ...args], {
     cwd: repo,
     stdio: ["ignore", "pipe", "pipe"],
     env: { ...process.env, PLUGPOOL_SANDBOX_AUTOSCALER: autoscaler },

@@ -97,7 +97,7 @@ function commandsOf(file: string): { readonly command: string; readonly line: nu
  * with `checked` instead: what this test checks of them (the script or file they name, and its options).
  */
 const COVERED: readonly { readonly command: RegExp; readonly test: string; readonly evidence: string }[] = [
-  { command: /^bash scripts\/dev\.sh sandbox$/, test: "tests/e2e/sandbox.test.ts", evidence: `"tests/sandbox.ts"` },
+  { command: /^bash scripts\/dev\.sh sandbox$/, test: "tests/e2e/sandbox.test.ts", evidence: `"scripts/sandbox.ts"` },
   { command: /^bash scripts\/dev\.sh test$/, test: ".ci/run", evidence: "bash scripts/dev.sh test" },
   { command: /^bash scripts\/dev\.sh setup$/, test: ".ci/run", evidence: "bash scripts/dev.sh setup" },
   { command: /^\. \.ci\/node-env\.sh$/, test: ".ci/run", evidence: ". .ci/node-env.sh" },

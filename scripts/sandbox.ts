@@ -6,23 +6,23 @@
 // With --tour it needs no kubectl: it walks through a scale-up whose first machine never boots, then a
 // scale-down to zero, explaining each step, and exits when done.
 //
-//   node tests/sandbox.ts [--exit-after-scale-up]    (or PLUGPOOL_SANDBOX_EXIT_AFTER_SCALE_UP=1)
-//   node tests/sandbox.ts --tour
-//   node tests/sandbox.ts --backends    one machine per power backend: worker-1 on a Shelly device, worker-2 on
+//   node scripts/sandbox.ts [--exit-after-scale-up]    (or PLUGPOOL_SANDBOX_EXIT_AFTER_SCALE_UP=1)
+//   node scripts/sandbox.ts --tour
+//   node scripts/sandbox.ts --backends    one machine per power backend: worker-1 on a Shelly device, worker-2 on
 //                                       a Home Assistant entity, worker-3 on a Redfish BMC (the sushy-tools
 //                                       emulator), worker-4 on an ESPHome plug (combines with
 //                                       --exit-after-scale-up, not with --tour)
 //   PLUGPOOL_SANDBOX_AUTOSCALER=auto|real|stand-in   which autoscaler (default auto: the real one when built)
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
-import type { MachineState } from "./harness/machine-simulator.ts";
-import { emulatedObjectId } from "./harness/plug-emulator/index.ts";
-import { STAND_IN_NOTICE } from "./harness/autoscaler/stand-in.ts";
-import { followLog, isDecision, parseKlog } from "./harness/autoscaler/ca-log.ts";
-import { startEnvironment, type Environment, type MachineSpec } from "./e2e/autoscaler/environment.ts";
-import type { LogLine } from "./e2e/autoscaler/plugpool-log.ts";
-import { createPoolPod, deletePod, nodeNames, readPod } from "./e2e/autoscaler/scenario.ts";
-import { eventually } from "./harness/eventually.ts";
+import type { MachineState } from "../tests/harness/machine-simulator.ts";
+import { emulatedObjectId } from "../tests/harness/plug-emulator/index.ts";
+import { STAND_IN_NOTICE } from "../tests/harness/autoscaler/stand-in.ts";
+import { followLog, isDecision, parseKlog } from "../tests/harness/autoscaler/ca-log.ts";
+import { startEnvironment, type Environment, type MachineSpec } from "../tests/e2e/autoscaler/environment.ts";
+import type { LogLine } from "../tests/e2e/autoscaler/plugpool-log.ts";
+import { createPoolPod, deletePod, nodeNames, readPod } from "../tests/e2e/autoscaler/scenario.ts";
+import { eventually } from "../tests/harness/eventually.ts";
 
 const { values } = parseArgs({
   options: {
