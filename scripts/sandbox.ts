@@ -9,9 +9,9 @@
 //   node scripts/sandbox.ts [--exit-after-scale-up]    (or PLUGPOOL_SANDBOX_EXIT_AFTER_SCALE_UP=1)
 //   node scripts/sandbox.ts --tour
 //   node scripts/sandbox.ts --backends    one machine per power backend: worker-1 on a Shelly device, worker-2 on
-//                                       a Home Assistant entity, worker-3 on a Redfish BMC (the sushy-tools
-//                                       emulator), worker-4 on an ESPHome plug (combines with
-//                                       --exit-after-scale-up, not with --tour)
+//                                         a Home Assistant entity, worker-3 on a Redfish BMC (the sushy-tools
+//                                         emulator), worker-4 on an ESPHome plug (combines with
+//                                         --exit-after-scale-up, not with --tour)
 //   PLUGPOOL_SANDBOX_AUTOSCALER=auto|real|stand-in   which autoscaler (default auto: the real one when built)
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
@@ -19,8 +19,7 @@ import type { MachineState } from "../tests/harness/machine-simulator.ts";
 import { emulatedObjectId } from "../tests/harness/plug-emulator/index.ts";
 import { STAND_IN_NOTICE } from "../tests/harness/autoscaler/stand-in.ts";
 import { followLog, isDecision, parseKlog } from "../tests/harness/autoscaler/ca-log.ts";
-import { startEnvironment, type Environment, type MachineSpec } from "../tests/e2e/autoscaler/environment.ts";
-import type { LogLine } from "../tests/e2e/autoscaler/plugpool-log.ts";
+import { startSite, type LogLine, type MachineSpec, type Site } from "../tests/harness/site/index.ts";
 import { createPoolPod, deletePod, nodeNames, readPod } from "../tests/e2e/autoscaler/scenario.ts";
 import { eventually } from "../tests/harness/eventually.ts";
 
@@ -90,12 +89,12 @@ function narrateAutoscaler(who: string, raw: string): void {
   say(who, `${line.level === "I" ? "" : `(${line.level}) `}${line.message}`);
 }
 
-function instructions(env: Environment): string {
-  const served = env.served();
+function instructions(site: Site): string {
+  const served = site.plugpool.served();
   return [
     "",
     "The sandbox is up. In another terminal (with kubectl):",
-    `  export KUBECONFIG=${env.plane.kubeconfigPath}`,
+    `  export KUBECONFIG=${site.plane.kubeconfigPath}`,
     "  kubectl get nodes -L example.com/pool -w        # machines joining and leaving",
     "  kubectl get pods -o wide                         # the pod 'demo' waits for a machine",
     "  kubectl delete pod demo                          # empty node: scale-down after 30 s unneeded",
@@ -109,45 +108,45 @@ function instructions(env: Environment): string {
     "  EOF",
     "Without kubectl:",
     ...machines.map((m) => {
-      if (m.backend === "shelly") return `  curl '${env.shelly(m.name).url}/rpc/Switch.GetStatus?id=0'     # the Shelly device of ${m.name}, with its draw`;
+      if (m.backend === "shelly") return `  curl '${site.shelly(m.name).url}/rpc/Switch.GetStatus?id=0'     # the Shelly device of ${m.name}, with its draw`;
       if (m.backend === "home-assistant") {
-        const ha = env.homeAssistant();
+        const ha = site.homeAssistant();
         return `  ${ha.hub.url}/api/states/switch.${ha.objectId(m.name)}     # ${m.name}'s entity in Home Assistant (with its long-lived token)`;
       }
-      if (m.backend === "redfish") return `  ${env.redfish().url}/redfish/v1/Systems/${m.name}     # ${m.name}'s system on its BMC (https, Basic auth)`;
+      if (m.backend === "redfish") return `  ${site.redfish().url}/redfish/v1/Systems/${m.name}     # ${m.name}'s system on its BMC (https, Basic auth)`;
       // ESPHome before 2026.1 knows the entity by its object_id only.
       const entity = m.version === "2025.12" ? emulatedObjectId("Relay") : "Relay";
-      return `  curl ${env.plug(m.name).url}/switch/${entity}     # the plug of ${m.name} (ESPHome ${m.version ?? ""})`;
+      return `  curl ${site.plug(m.name).url}/switch/${entity}     # the plug of ${m.name} (ESPHome ${m.version ?? ""})`;
     }),
-    ...(values.backends ? [] : [`  curl ${env.plug(tour ? "worker-2" : "worker-1").url}/sensor/Power      # ${tour ? "worker-2" : "worker-1"}'s power draw`]),
+    ...(values.backends ? [] : [`  curl ${site.plug(tour ? "worker-2" : "worker-1").url}/sensor/Power      # ${tour ? "worker-2" : "worker-1"}'s power draw`]),
     `  curl http://127.0.0.1:${String(served?.opsPort ?? "")}/metrics     # plugpool's metrics`,
-    ...logs(env),
+    ...logs(site),
     "Ctrl-C stops everything.",
     "",
   ].join("\n");
 }
 
-function logs(env: Environment): string[] {
+function logs(site: Site): string[] {
   return [
-    `Logs: cluster-autoscaler ${env.autoscaler.logPath}${env.autoscalerKind === "stand-in" ? "   (its stand-in's)" : ""}`,
-    `      plugpool           ${env.plugpoolLog.path}`,
+    `Logs: cluster-autoscaler ${site.autoscaler.logPath}${site.autoscalerKind === "stand-in" ? "   (its stand-in's)" : ""}`,
+    `      plugpool           ${site.plugpool.logPath}`,
   ];
 }
 
-function tourHeader(env: Environment): string {
+function tourHeader(site: Site): string {
   return [
     "",
     "The tour needs nothing from you; it ends by itself. To watch it with kubectl as well:",
-    `  export KUBECONFIG=${env.plane.kubeconfigPath}`,
+    `  export KUBECONFIG=${site.plane.kubeconfigPath}`,
     "  kubectl get nodes -w",
-    ...logs(env),
+    ...logs(site),
   ].join("\n");
 }
 
 /** Resolves once the pod runs, with its node. */
-async function waitUntilRunning(env: Environment, name: string): Promise<string> {
+async function waitUntilRunning(site: Site, name: string): Promise<string> {
   for (;;) {
-    const pod = await readPod(env.core, name).catch(() => undefined);
+    const pod = await readPod(site.core, name).catch(() => undefined);
     if (pod?.status?.phase === "Running") return pod.spec?.nodeName ?? "";
     await sleep(500);
   }
@@ -159,29 +158,29 @@ function explain(...lines: string[]): void {
 }
 
 /** Waits for a step of the tour; on a timeout it shows the logs' tails and stops everything with exit code 1. */
-async function step(env: Environment, what: string, check: () => Promise<void> | void, timeoutMs: number): Promise<void> {
+async function step(site: Site, what: string, check: () => Promise<void> | void, timeoutMs: number): Promise<void> {
   try {
     await eventually(what, check, timeoutMs, 250);
   } catch (error) {
-    console.error(`sandbox tour: ${error instanceof Error ? error.message : String(error)}\n${env.diagnostics()}`);
-    await env.stop();
+    console.error(`sandbox tour: ${error instanceof Error ? error.message : String(error)}\n${site.diagnostics()}`);
+    await site.stop();
     process.exit(1);
   }
 }
 
-const plugsOn = (env: Environment): string[] => machines.filter((m) => env.powered(m.name)).map((m) => m.name);
+const plugsOn = (site: Site): string[] => machines.filter((m) => site.powered(m.name)).map((m) => m.name);
 
 /**
  * Throws until plugpool has logged `type` for `machine`. An emulated plug changes state when plugpool's request
  * arrives, and plugpool logs the act only once it has the answer; a step waits for both, so the narration shows
  * the act before the next step's heading.
  */
-function logged(env: Environment, type: string, machine: string): void {
-  if (!env.events(type).some((e) => e.machine === machine)) throw new Error(`plugpool has not logged ${type} of ${machine} yet`);
+function logged(site: Site, type: string, machine: string): void {
+  if (!site.plugpool.events(type).some((e) => e.machine === machine)) throw new Error(`plugpool has not logged ${type} of ${machine} yet`);
 }
 
 /** The guided tour: a scale-up whose first machine never boots, then a scale-down to zero; then it exits. */
-async function runTour(env: Environment): Promise<never> {
+async function runTour(site: Site): Promise<never> {
   const began = performance.now();
   explain(
     "Step 1 of 3: scale-up from zero.",
@@ -189,11 +188,11 @@ async function runTour(env: Environment): Promise<never> {
     "cluster-autoscaler sees it pending, asks plugpool for one node more, and plugpool switches on the first plug",
     "in config order: worker-1's.",
   );
-  await createPoolPod(env.core, "demo");
+  await createPoolPod(site.core, "demo");
   say("sandbox", "created pod default/demo: pending, no machine is on");
-  await step(env, "worker-1's plug on", () => {
-    if (!env.plug("worker-1").state("Relay")) throw new Error("still off");
-    logged(env, "powered-on", "worker-1");
+  await step(site, "worker-1's plug on", () => {
+    if (!site.plug("worker-1").state("Relay")) throw new Error("still off");
+    logged(site, "powered-on", "worker-1");
   }, 60_000);
 
   explain(
@@ -204,17 +203,17 @@ async function runTour(env: Environment): Promise<never> {
     "(quarantine), and the next scale-up takes worker-2. (Had worker-1's plug a power sensor reading more than",
     "standbyWatts, plugpool would keep its power: a machine drawing power without a Node may be running.)",
   );
-  await step(env, "worker-1's plug cut after CA gave it up", () => {
-    if (env.plug("worker-1").state("Relay")) throw new Error("worker-1 still on");
-    logged(env, "plug-off", "worker-1");
+  await step(site, "worker-1's plug cut after CA gave it up", () => {
+    if (site.plug("worker-1").state("Relay")) throw new Error("worker-1 still on");
+    logged(site, "plug-off", "worker-1");
   }, 120_000);
-  await step(env, "pod demo Running", async () => {
-    const pod = await readPod(env.core, "demo");
+  await step(site, "pod demo Running", async () => {
+    const pod = await readPod(site.core, "demo");
     if (pod.status?.phase !== "Running") throw new Error(`pod demo is ${pod.status?.phase ?? "unknown"}`);
-    logged(env, "powered-on", pod.spec?.nodeName ?? "");
+    logged(site, "powered-on", pod.spec?.nodeName ?? "");
   }, 120_000);
-  const pod = await readPod(env.core, "demo");
-  say("sandbox", `pod demo runs on ${pod.spec?.nodeName ?? "?"}; worker-1 is quarantined: ${String(env.events("quarantined").some((e) => e.machine === "worker-1"))}`);
+  const pod = await readPod(site.core, "demo");
+  say("sandbox", `pod demo runs on ${pod.spec?.nodeName ?? "?"}; worker-1 is quarantined: ${String(site.plugpool.events("quarantined").some((e) => e.machine === "worker-1"))}`);
 
   explain(
     "Step 3 of 3: scale-down to zero.",
@@ -223,23 +222,23 @@ async function runTour(env: Environment): Promise<never> {
     "taint, runs a one-shot pod that shuts the OS down, waits for the Node to go NotReady and a grace period,",
     "cuts the plug and deletes the Node.",
   );
-  await deletePod(env.core, "demo");
+  await deletePod(site.core, "demo");
   say("sandbox", "deleted pod default/demo");
-  await step(env, "no Node and no plug on", async () => {
-    const names = await nodeNames(env.core);
-    const on = plugsOn(env);
+  await step(site, "no Node and no plug on", async () => {
+    const names = await nodeNames(site.core);
+    const on = plugsOn(site);
     if (names.length > 0 || on.length > 0) throw new Error(`Nodes ${names.join(", ") || "none"}; plugs on: ${on.join(", ") || "none"}`);
-    logged(env, "node-deleted", pod.spec?.nodeName ?? "");
+    logged(site, "node-deleted", pod.spec?.nodeName ?? "");
   }, 180_000);
 
-  const cuts = env.events("plug-off").map((e) => `${String(e.machine)} (${String(e.reason)})`);
+  const cuts = site.plugpool.events("plug-off").map((e) => `${String(e.machine)} (${String(e.reason)})`);
   explain(
     `Tour done in ${((performance.now() - began) / 1000).toFixed(0)} s: every plug is off and no Node is left.`,
-    `Plugs cut: ${cuts.join(", ")}. Each machine's history: ${machines.map((m) => `${m.name} ${env.history(m.name).join(" -> ") || "never on"}`).join("; ")}.`,
+    `Plugs cut: ${cuts.join(", ")}. Each machine's history: ${machines.map((m) => `${m.name} ${site.history(m.name).join(" -> ") || "never on"}`).join("; ")}.`,
     "Next: `bash scripts/dev.sh sandbox` keeps the sandbox running for kubectl; the README's install path starts",
     "with `plugpool doctor` and `serve --dry-run` on your own cluster.",
   );
-  await env.stop();
+  await site.stop();
   process.exit(0);
 }
 
@@ -255,7 +254,7 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
 }
 
 say("sandbox", "starting the control plane, plugs, machines, plugpool and cluster-autoscaler…");
-const env = await startEnvironment({
+const site = await startSite({
   machines,
   autoscaler: autoscalerMode,
   // Long enough to watch CA's DeletionCandidate taint before the node goes. The tour gives a machine 20 s to
@@ -270,28 +269,28 @@ const env = await startEnvironment({
   console.error(`sandbox: could not start: ${error instanceof Error ? error.message : String(error)}`);
   process.exit(1);
 });
-if (env.autoscalerKind === "stand-in") {
+if (site.autoscalerKind === "stand-in") {
   say("sandbox", `${STAND_IN_NOTICE} (tests/harness/autoscaler/stand-in.ts; tests/harness/autoscaler/build.sh tells how to build the real one)`);
 } else {
   say("sandbox", "the real cluster-autoscaler drives plugpool");
 }
-const who = env.autoscalerKind === "stand-in" ? "ca stand-in" : "cluster-autoscaler";
-const follower = followLog(env.autoscaler.logPath, (line) => { narrateAutoscaler(who, line); });
+const who = site.autoscalerKind === "stand-in" ? "ca stand-in" : "cluster-autoscaler";
+const follower = followLog(site.autoscaler.logPath, (line) => { narrateAutoscaler(who, line); });
 if (tour) {
-  console.log(tourHeader(env));
-  await runTour(env);
+  console.log(tourHeader(site));
+  await runTour(site);
 }
-console.log(instructions(env));
+console.log(instructions(site));
 
 const created = performance.now();
-await createPoolPod(env.core, "demo");
+await createPoolPod(site.core, "demo");
 say("sandbox", "created pod default/demo (1 CPU, nodeSelector example.com/pool=workers): no machine is on, it is pending");
-const node = await waitUntilRunning(env, "demo");
+const node = await waitUntilRunning(site, "demo");
 say("sandbox", `scaled up: pod demo runs on ${node}, ${((performance.now() - created) / 1000).toFixed(1)} s after it was created`);
 
 if (exitAfterScaleUp) {
   follower.stop();
-  await env.stop();
+  await site.stop();
   say("sandbox", "stopped");
 } else {
   say("sandbox", "try `kubectl delete pod demo` to watch the scale-down; Ctrl-C stops everything");

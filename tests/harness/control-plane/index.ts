@@ -16,8 +16,8 @@ export interface ControlPlane {
   readonly kubeconfigPath: string;
   /** A fresh admin (system:masters) KubeConfig. */
   admin(): KubeConfig;
-  /** Creates the ServiceAccount if it is missing and returns a KubeConfig with a TokenRequest token (1 h). */
-  asServiceAccount(namespace: string, name: string): Promise<KubeConfig>;
+  /** Creates the ServiceAccount if it is missing and returns a KubeConfig with a TokenRequest token (default 1 h). */
+  asServiceAccount(namespace: string, name: string, expirationSeconds?: number): Promise<KubeConfig>;
   /** Writes a kubeconfig file for `kc`'s identity; removed with the plane. */
   kubeconfigFor(kc: KubeConfig): Promise<string>;
   /** Stops kube-apiserver and starts it again on the same port and etcd; resolves once it is ready. */
@@ -211,13 +211,13 @@ async function startOnce(options: ControlPlaneOptions): Promise<ControlPlane> {
       server,
       kubeconfigPath,
       admin,
-      asServiceAccount: async (namespace, name) => {
+      asServiceAccount: async (namespace, name, expirationSeconds = 3600) => {
         const core = admin().makeApiClient(CoreV1Api);
         await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } }).catch((error: unknown) => {
           if (!(error instanceof ApiException && error.code === 409)) throw error;
         });
         const request = await core.createNamespacedServiceAccountToken({
-          namespace, name, body: { spec: { audiences: [], expirationSeconds: 3600 } },
+          namespace, name, body: { spec: { audiences: [], expirationSeconds } },
         });
         const token = request.status?.token;
         if (token === undefined) throw new Error(`TokenRequest for ${namespace}/${name} returned no token`);

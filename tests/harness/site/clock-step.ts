@@ -1,11 +1,11 @@
-// Loaded into a plugpool process with `node --import` by the soak: its wall clock (Date) runs off by the number of
-// milliseconds written in the file PLUGPOOL_SOAK_CLOCK_FILE names, re-read every 100 ms, as a host's clock is when
-// NTP steps it or someone sets it by hand. The monotonic clock (performance.now) is untouched, as a step leaves
-// CLOCK_MONOTONIC. Only this process sees the step: the apiserver's clock, the Node conditions it stamps and the
-// TLS checks made by OpenSSL keep the true time, as they would on another host.
+// Loaded into a plugpool process with `node --import` by the test site (plugpools.ts): its wall clock (Date) runs
+// off by the number of milliseconds written in the file PLUGPOOL_TEST_CLOCK_FILE names, re-read every 100 ms, as a
+// host's clock is when NTP steps it or someone sets it by hand. The monotonic clock (performance.now) is untouched,
+// as a step leaves CLOCK_MONOTONIC. Only this process sees the step: the apiserver's clock, the Node conditions it
+// stamps and the TLS checks made by OpenSSL keep the true time, as they would on another host.
 import { readFileSync } from "node:fs";
 
-const file = process.env.PLUGPOOL_SOAK_CLOCK_FILE;
+const file = process.env.PLUGPOOL_TEST_CLOCK_FILE;
 const RealDate = Date;
 let offset = 0;
 
