@@ -21,10 +21,10 @@ import { execFileSync } from "node:child_process";
 import { join, relative } from "node:path";
 import { parseArgs } from "node:util";
 import { parseAllDocuments } from "yaml";
-import { startControlPlane } from "../tests/harness/control-plane/index.ts";
+import { startCluster } from "../tests/harness/site/index.ts";
 import { createMemoryCgroup, type MemoryCgroup } from "./cgroup.ts";
 import { containerfileEnv, containerfileNodeArgs } from "./image-env.ts";
-import { apiserverCa, createNamespace, plugpoolKubeconfig } from "./cluster-fixture.ts";
+import { apiserverCa, plugpoolKubeconfig } from "./cluster-fixture.ts";
 import { startCountingProxy } from "./counting-proxy.ts";
 import { PLUG_TIMEOUT, SLOW_PLUG_MS } from "./layout.ts";
 import { describeMachine, load, machineInfo } from "./machine-info.ts";
@@ -165,10 +165,10 @@ const conditions: Condition[] = places.flatMap((place) => builds.map((b) => ({
 console.log("");
 
 say("starting the control plane");
-const plane = await startControlPlane();
+// No controllers: nothing marks the Nodes the bench registers NotReady.
+const { plane } = await startCluster({ controllers: false, setup: "bare" });
 const results: SizeResult[] = [];
 try {
-  await createNamespace(plane);
   const proxy = await startCountingProxy(plane.server, apiserverCa(plane));
   try {
     const kubeconfigPath = await plugpoolKubeconfig(plane, proxy.url);
