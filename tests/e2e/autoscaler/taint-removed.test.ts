@@ -8,15 +8,15 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { ApiException, PatchStrategy, setHeaderOptions, Watch, type V1Node, type V1Pod } from "@kubernetes/client-node";
 import { eventually } from "../../harness/eventually.ts";
 import { autoscalerMissing } from "../../harness/autoscaler/autoscaler.ts";
-import { NAMESPACE, startSite, type LogLine, type Site } from "../../harness/site/index.ts";
+import { GRACE_MS, NAMESPACE, NOT_READY_TIMEOUT_MS, startSite, type LogLine, type Site } from "../../harness/site/index.ts";
 import { deleteAllPods, runPoolPod, scenario, turnOffRequests, warningsAbout } from "./scenario.ts";
 
 const TO_BE_DELETED = "ToBeDeletedByClusterAutoscaler";
 const POWER_OFF_MARK = "plugpool.io/power-off-started-at";
 /** Keeps CA from starting another scale-down of the node, as an operator who wants it kept would do. */
 const SCALE_DOWN_DISABLED = "cluster-autoscaler.kubernetes.io/scale-down-disabled";
-/** plugpool's powerOff.notReadyTimeout and grace in the environment, and some room for the steps after. */
-const POWER_OFF_BOUND_MS = 20_000 + 1_000 + 10_000;
+/** plugpool's powerOff.notReadyTimeout and grace on the test site, and some room for the steps after. */
+const POWER_OFF_BOUND_MS = NOT_READY_TIMEOUT_MS + GRACE_MS + 10_000;
 /**
  * The gap between plugpool's last look at the Node and its request that no check can close: a removal that
  * lands inside it races the request and is not plugpool's to see. Far longer than it takes on loopback.
