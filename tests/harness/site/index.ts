@@ -176,25 +176,9 @@ async function start<M extends PlugpoolMode>(
   });
 
   const histories = new Map<string, MachineState[]>(options.machines.map((m) => [m.name, []]));
-  const machines = startMachineSimulator({
-    kubeConfig: admin,
-    providerIDPrefix: PREFIX,
-    machines: options.machines.map((m) => ({
-      name: m.name,
-      ...devices.powerSource(m),
-      neverBoots: m.neverBoots === true,
-      ...(m.nodeName !== undefined && { nodeName: m.nodeName }),
-      ...(m.dra !== undefined && { dra: m.dra }),
-    })),
-    capacity: { cpu: "4", memory: "8Gi", pods: "110" },
-    labels: POOL_LABEL,
-    bootDelayMs: options.bootDelayMs ?? 1000,
-    shutdownDelayMs: options.shutdownDelayMs ?? 500,
-    heartbeatMs: 1000,
-    onChange: (machine, state) => {
-      histories.get(machine)?.push(state);
-      options.onMachineChange?.(machine, state);
-    },
+  const machines = simulateMachines(options, devices, admin, (machine, state) => {
+    histories.get(machine)?.push(state);
+    options.onMachineChange?.(machine, state);
   });
   cleanups.push(() => machines.stop());
 
@@ -209,7 +193,7 @@ async function start<M extends PlugpoolMode>(
       ...options.config,
     },
   });
-  const plugpools = startPlugpools(options, { dir, identity: cluster.identity, kubeconfigPath: cluster.kubeconfigPath, configText, ports });
+  const plugpools = createPlugpools(options, { dir, identity: cluster.identity, kubeconfigPath: cluster.kubeconfigPath, configText, ports });
   const { plugpool, secondPlugpool } = plugpools;
   await plugpool.start();
   cleanups.push(() => plugpool.stop());
@@ -259,6 +243,27 @@ async function start<M extends PlugpoolMode>(
   };
 }
 
+/** The machines behind the devices, each registering a Node with the pool's label once it boots. */
+function simulateMachines(options: SiteOptions, devices: Devices, admin: KubeConfig, onChange: (machine: string, state: MachineState) => void): MachineSimulator {
+  return startMachineSimulator({
+    kubeConfig: admin,
+    providerIDPrefix: PREFIX,
+    machines: options.machines.map((m) => ({
+      name: m.name,
+      ...devices.powerSource(m),
+      neverBoots: m.neverBoots === true,
+      ...(m.nodeName !== undefined && { nodeName: m.nodeName }),
+      ...(m.dra !== undefined && { dra: m.dra }),
+    })),
+    capacity: { cpu: "4", memory: "8Gi", pods: "110" },
+    labels: POOL_LABEL,
+    bootDelayMs: options.bootDelayMs ?? 1000,
+    shutdownDelayMs: options.shutdownDelayMs ?? 500,
+    heartbeatMs: 1000,
+    onChange,
+  });
+}
+
 /** Where plugpool finds what it needs. */
 interface PlugpoolPlace {
   readonly dir: string;
@@ -270,7 +275,7 @@ interface PlugpoolPlace {
 }
 
 /** The site's plugpools as `options.plugpool` asks; none started yet. */
-function startPlugpools<M extends PlugpoolMode>(options: SiteOptions<M>, place: PlugpoolPlace): Pick<Site<M>, "plugpool" | "secondPlugpool"> {
+function createPlugpools<M extends PlugpoolMode>(options: SiteOptions<M>, place: PlugpoolPlace): Pick<Site<M>, "plugpool" | "secondPlugpool"> {
   if (options.plugpool === "process") {
     const instance = (name: string, grpcPort: number): ProcessPlugpool => {
       const configPath = join(place.dir, `${name}.yaml`);
