@@ -5,7 +5,7 @@
 import { join } from "node:path";
 import { toBinary, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
 import { CloudProvider } from "../gen/clusterautoscaler/cloudprovider/v1/externalgrpc/externalgrpc_pb.ts";
-import type { CloudProviderClient } from "../tests/support/grpc-client.ts";
+import type { CloudProviderClient } from "../tests/harness/grpc-client.ts";
 import { forkChild } from "./child.ts";
 import type { ImageRuntime } from "./image-env.ts";
 import { allocatedDuring, type Allocated } from "./plugpool-process.ts";

@@ -1,20 +1,12 @@
-// The cluster side of a bench run: the power-off namespace, Ready Nodes for the registered machines (created
-// as admin, no kubelets: nothing heartbeats, and without a controller-manager nothing marks them NotReady),
-// and the kubeconfig plugpool uses (through the counting proxy).
+// The cluster side of a bench run, on the test site's control plane (tests/harness/site, without controllers):
+// Ready Nodes for the registered machines (created as admin, no kubelets: nothing heartbeats, and without a
+// controller-manager nothing marks them NotReady), and the kubeconfig plugpool uses (through the counting proxy).
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { callOptions } from "../src/adapters/kubernetes/api-errors.ts";
-import type { ControlPlane } from "../tests/support/control-plane.ts";
+import type { ControlPlane } from "../tests/harness/control-plane/index.ts";
 
-export const NAMESPACE = "plugpool";
 const MERGE = callOptions({ contentType: "application/merge-patch+json" });
 const PARALLEL = 16;
-
-export async function createNamespace(plane: ControlPlane): Promise<void> {
-  const core = plane.admin().makeApiClient(CoreV1Api);
-  await core.createNamespace({
-    body: { metadata: { name: NAMESPACE, labels: { "pod-security.kubernetes.io/enforce": "privileged" } } },
-  });
-}
 
 export interface RegisteredNode {
   readonly name: string;

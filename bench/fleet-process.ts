@@ -1,5 +1,5 @@
 // Child process of bench/fleet.ts: runs the emulated devices until the parent disconnects.
-import { startPlugEmulator, type EmulatedPlug, type Fault } from "../tests/support/plug-emulator/index.ts";
+import { startPlugEmulator, type EmulatedPlug, type Fault } from "../tests/harness/plug-emulator/index.ts";
 import type { DeviceSpec, FleetReply, FleetRequest } from "./fleet.ts";
 
 let plugs: EmulatedPlug[] = [];

@@ -1,7 +1,7 @@
 // The emulated plugs, one ESPHome device per machine, in a process of their own: 500 HTTP servers answering
 // a Refresh would otherwise share an event loop with the client whose latencies are being measured.
 import { join } from "node:path";
-import type { Platform } from "../tests/support/plug-emulator/index.ts";
+import type { Platform } from "../tests/harness/plug-emulator/index.ts";
 import { forkChild } from "./child.ts";
 
 export type PlugFault = "dead" | "slow";

@@ -1,10 +1,10 @@
 // The simulated site for N machines: groups of up to 100, half the machines registered (Ready Node, plug
 // on), one in ten plugs faulty (dead or slow, alternately), ESP32 and ESP8266 devices alternately. Derived
 // from the index only, so every run and every size has the same shape.
-import type { Platform } from "../tests/support/plug-emulator/index.ts";
+import type { Platform } from "../tests/harness/plug-emulator/index.ts";
+import { plugpoolConfig } from "../tests/harness/site/index.ts";
 import type { PlugFault } from "./fleet.ts";
 
-export const PROVIDER_ID_PREFIX = "k3s://";
 export const GROUP_SIZE = 100;
 export const PLUG_TIMEOUT = "1s";
 export const PLUG_TIMEOUT_MS = 1000;
@@ -51,24 +51,12 @@ export function layout(count: number): Layout {
 
 /** The configuration file plugpool is started with (gRPC and ops on free loopback ports). */
 export function configYaml(site: Layout, urls: readonly string[]): string {
-  const lines = [
-    "listen: 127.0.0.1:0",
-    "opsListen: 127.0.0.1:0",
-    `providerIDPrefix: "${PROVIDER_ID_PREFIX}"`,
-    `plugs: { timeout: ${PLUG_TIMEOUT} }`,
-    "nodeGroups:",
-  ];
-  for (const group of site.groups) {
-    const members = site.machines.map((m, i) => ({ m, url: urls[i] ?? "" })).filter(({ m }) => m.group === group);
-    lines.push(
-      `  - id: ${group}`,
-      `    maxSize: ${members.length}`,
-      `    template: { cpu: "4", memory: 8Gi, labels: { example.com/pool: ${group} } }`,
-      "    nodes:",
-      ...members.map(({ m, url }) => `      - { name: ${m.name}, plug: { url: "${url}", switch: Relay } }`),
-    );
-  }
-  return `${lines.join("\n")}\n`;
+  const nodes = (group: string): Record<string, unknown>[] =>
+    site.machines.flatMap((m, i) => (m.group === group ? [{ name: m.name, plug: { url: urls[i] ?? "", switch: "Relay" } }] : []));
+  return plugpoolConfig({
+    groups: site.groups.map((group) => ({ id: group, labels: site.labels(group), nodes: nodes(group) })),
+    sections: { plugs: { timeout: PLUG_TIMEOUT } },
+  });
 }
 
 export function summary(site: Layout): { machines: number; groups: number; registered: number; dead: number; slow: number } {

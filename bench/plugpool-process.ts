@@ -1,13 +1,14 @@
-// `plugpool serve` as its own process, compiled, as the container image runs it (node dist/plugpool.mjs),
-// optionally inside a memory-limited cgroup. Its memory and CPU are read from /proc (no scrape: a scrape would
-// itself allocate in plugpool); the garbage a batch of calls makes is counted in the process by gc-probe.ts.
-// Start-up is timed from the spawn, through the log lines serve() writes, to the first answered RPC.
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { createWriteStream, readFileSync, writeFileSync } from "node:fs";
+// `plugpool serve` as its own process, compiled, as the container image runs it (node dist/plugpool.mjs), started
+// by the test site (tests/harness/site), optionally inside a memory-limited cgroup. Its memory and CPU are read
+// from /proc (no scrape: a scrape would itself allocate in plugpool); the garbage a batch of calls makes is counted
+// in the process by gc-probe.ts. Start-up is timed from the spawn, through the log lines serve() writes, to the
+// first answered RPC.
+import { spawnSync, type ChildProcess } from "node:child_process";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { stripTypeScriptTypes } from "node:module";
-import { createInterface } from "node:readline";
-import { createCloudProviderClient, type CloudProviderClient } from "../tests/support/grpc-client.ts";
+import type { CloudProviderClient } from "../tests/harness/grpc-client.ts";
+import { startPlugpoolProcess } from "../tests/harness/site/index.ts";
 import { round } from "./machine-info.ts";
 
 export interface StartupTimes {
@@ -42,7 +43,7 @@ export interface PlugpoolProcessOptions {
   readonly entry: string;
   readonly configPath: string;
   readonly kubeconfigPath: string;
-  /** plugpool's own log (JSON lines) goes here. */
+  /** plugpool's own log (JSON lines) goes here, replacing an earlier run's. */
   readonly logPath: string;
   readonly nodeArgs?: readonly string[];
   /** cgroup.procs of a memory-limited cgroup to run in. */
@@ -55,8 +56,6 @@ export interface PlugpoolProcessOptions {
   readonly workDir: string;
 }
 
-// The kernel kills the child if the bench dies, even by SIGKILL (as the test control plane does).
-const hasSetpriv = spawnSync("setpriv", ["--pdeathsig", "KILL", "--", "true"]).status === 0;
 const CLOCK_TICK_MS = 1000 / (Number(spawnSync("getconf", ["CLK_TCK"]).stdout.toString().trim()) || 100);
 
 /** gc-probe.ts as plain JavaScript: loading TypeScript would bring the type stripper into plugpool's memory. */
@@ -67,30 +66,35 @@ export function probeModule(workDir: string): string {
 }
 
 export async function startPlugpool(options: PlugpoolProcessOptions): Promise<PlugpoolProcess> {
-  const nodeArgs = [
-    ...(options.nodeArgs ?? []),
-    `--import=${probeModule(options.workDir)}`,
-    ...(options.cpuProfileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${options.cpuProfileDir}`]),
-    options.entry, "serve", "--config", options.configPath, "--kubeconfig", options.kubeconfigPath,
-  ];
-  const command = [...(hasSetpriv ? ["setpriv", "--pdeathsig", "KILL", "--"] : []), process.execPath, ...nodeArgs];
-  const [file = "", ...args] = options.cgroupProcs === undefined
-    ? command
-    // The shell joins the cgroup, then becomes plugpool (same pid), so nothing runs outside the limit.
-    : ["sh", "-c", `echo $$ > "$0" && exec "$@"`, options.cgroupProcs, ...command];
-  const spawned = performance.now();
-  const env = { ...process.env, NODE_OPTIONS: "", ...options.env };
-  const child = spawn(file, args, { stdio: ["ignore", "pipe", "pipe", "ipc"], env });
-  const killOnExit = (): void => { child.kill("SIGKILL"); };
-  process.once("exit", killOnExit);
-  const exited = new Promise<void>((resolve) => child.once("exit", () => { resolve(); }));
+  rmSync(options.logPath, { force: true });
+  const started = await startPlugpoolProcess({
+    entry: options.entry,
+    configPath: options.configPath,
+    kubeconfigPath: options.kubeconfigPath,
+    logPath: options.logPath,
+    // plugpool's default level, as the image runs it.
+    logLevel: "info",
+    nodeArgs: [
+      ...(options.nodeArgs ?? []),
+      `--import=${probeModule(options.workDir)}`,
+      ...(options.cpuProfileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${options.cpuProfileDir}`]),
+    ],
+    env: { NODE_OPTIONS: "", ...options.env },
+    inheritEnv: true,
+    ipc: true,
+    ...(options.cgroupProcs !== undefined && { cgroupProcs: options.cgroupProcs }),
+    timeoutMs: Number.POSITIVE_INFINITY,
+  });
+  const stop = (): Promise<void> => started.stop(15_000);
   try {
-    const { marks, grpc } = await readStartup(child, options.logPath, spawned);
-    const client = createCloudProviderClient(grpc);
+    const { client, pid, child } = started;
     const first = await client.call("nodeGroups", {});
     if (first.error) throw new Error(`first NodeGroups failed: ${first.error.message}`);
-    const startup = { ...marks, firstRpcMs: round(performance.now() - spawned, 0) };
-    const pid = child.pid ?? 0;
+    const startup = {
+      startingMs: round(started.startup.starting ?? Number.NaN, 0),
+      syncedMs: round(started.startup["cluster view synced"] ?? Number.NaN, 0),
+      firstRpcMs: round(performance.now() - started.spawnedAt, 0),
+    };
     return {
       pid,
       client,
@@ -100,15 +104,10 @@ export async function startPlugpool(options: PlugpoolProcessOptions): Promise<Pl
       mainThreadCpuMs: () => threadCpuMs(pid, pid),
       allocatedDuring: (work) => allocatedDuring(child, work),
       heap: async () => (await ask(child, "heap")) as HeapReport,
-      stop: async () => {
-        client.close();
-        await stop(child, exited);
-        process.off("exit", killOnExit);
-      },
+      stop,
     };
   } catch (error) {
-    await stop(child, exited);
-    process.off("exit", killOnExit);
+    await stop();
     throw error;
   }
 }
@@ -151,38 +150,6 @@ function ask(child: ChildProcess, message: string): Promise<unknown> {
       resolve(reply);
     });
     child.send(message);
-  });
-}
-
-interface LogLine {
-  readonly message?: string;
-  readonly grpc?: string;
-}
-
-/** Copies the child's output to the log file and resolves once it logs "serving" (rejects if it exits first). */
-function readStartup(child: ChildProcess, logPath: string, spawned: number) {
-  const log = createWriteStream(logPath);
-  child.stderr?.pipe(log, { end: false });
-  child.once("close", () => log.end());
-  const lines = createInterface({ input: child.stdout ?? process.stdin });
-  const at: Record<string, number> = {};
-  return new Promise<{ marks: Omit<StartupTimes, "firstRpcMs">; grpc: string }>((resolve, reject) => {
-    child.once("exit", (code, signal) => {
-      reject(new Error(`plugpool exited (${String(code ?? signal)}) before serving; see ${logPath}`));
-    });
-    lines.on("line", (text) => {
-      log.write(`${text}\n`);
-      let line: LogLine;
-      try {
-        line = JSON.parse(text) as LogLine;
-      } catch {
-        return;
-      }
-      if (line.message !== undefined) at[line.message] ??= round(performance.now() - spawned, 0);
-      if (line.message === "serving" && line.grpc !== undefined) {
-        resolve({ marks: { startingMs: at.starting ?? Number.NaN, syncedMs: at["cluster view synced"] ?? Number.NaN }, grpc: line.grpc });
-      }
-    });
   });
 }
 
@@ -229,13 +196,4 @@ function statCpuMs(path: string): number {
   } catch {
     return Number.NaN;
   }
-}
-
-async function stop(child: ChildProcess, exited: Promise<void>): Promise<void> {
-  // The IPC channel of gc-probe.ts would keep the process alive after serve() ends.
-  if (child.connected) child.disconnect();
-  if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
-  const timer = setTimeout(() => child.kill("SIGKILL"), 15_000);
-  await exited;
-  clearTimeout(timer);
 }

@@ -1,9 +1,10 @@
 // The calls the bench makes, as cluster-autoscaler would make them: each benchmarked RPC cycling over the
 // site's groups or registered nodes, and one whole CA loop.
-import type { CloudProviderClient } from "../tests/support/grpc-client.ts";
+import type { CloudProviderClient } from "../tests/harness/grpc-client.ts";
 import type { BenchedMethod } from "./baseline.ts";
 import type { Probe } from "./latency.ts";
-import { PROVIDER_ID_PREFIX, type Layout } from "./layout.ts";
+import { PREFIX } from "../tests/harness/site/index.ts";
+import type { Layout } from "./layout.ts";
 
 export interface ExternalNode {
   readonly name: string;
@@ -15,7 +16,7 @@ export interface ExternalNode {
 export function registeredNodes(site: Layout): ExternalNode[] {
   return site.machines
     .filter((m) => m.registered)
-    .map((m) => ({ name: m.name, providerID: `${PROVIDER_ID_PREFIX}${m.name}`, labels: site.labels(m.group) }));
+    .map((m) => ({ name: m.name, providerID: `${PREFIX}${m.name}`, labels: site.labels(m.group) }));
 }
 
 function cycle<T>(items: readonly T[]): () => T {

@@ -15,16 +15,16 @@
 // --foreign-nodes adds that many Nodes of a kubelet's size (about 10 KB each) that match no machine: the heap
 // plugpool needs for a large cluster, under the image's heap cap.
 // --node-arg passes an option to plugpool's Node.js process. Needs the control-plane binaries
-// (tests/support/control-plane/build.sh) and about 10 minutes per size with the defaults.
+// (tests/harness/control-plane/build.sh) and about 10 minutes per size with the defaults.
 import { mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { execFileSync } from "node:child_process";
 import { join, relative } from "node:path";
 import { parseArgs } from "node:util";
 import { parseAllDocuments } from "yaml";
-import { startControlPlane } from "../tests/support/control-plane.ts";
+import { startCluster } from "../tests/harness/site/index.ts";
 import { createMemoryCgroup, type MemoryCgroup } from "./cgroup.ts";
 import { containerfileEnv, containerfileNodeArgs } from "./image-env.ts";
-import { apiserverCa, createNamespace, plugpoolKubeconfig } from "./cluster-fixture.ts";
+import { apiserverCa, plugpoolKubeconfig } from "./cluster-fixture.ts";
 import { startCountingProxy } from "./counting-proxy.ts";
 import { PLUG_TIMEOUT, SLOW_PLUG_MS } from "./layout.ts";
 import { describeMachine, load, machineInfo } from "./machine-info.ts";
@@ -165,10 +165,10 @@ const conditions: Condition[] = places.flatMap((place) => builds.map((b) => ({
 console.log("");
 
 say("starting the control plane");
-const plane = await startControlPlane();
+// No controllers: nothing marks the Nodes the bench registers NotReady.
+const { plane } = await startCluster({ controllers: false, setup: "bare" });
 const results: SizeResult[] = [];
 try {
-  await createNamespace(plane);
   const proxy = await startCountingProxy(plane.server, apiserverCa(plane));
   try {
     const kubeconfigPath = await plugpoolKubeconfig(plane, proxy.url);

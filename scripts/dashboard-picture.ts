@@ -14,10 +14,10 @@ import { dirname, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
 import type { CoreV1Api } from "@kubernetes/client-node";
-import { POOL_LABEL, startEnvironment, type Environment } from "../tests/e2e/autoscaler/environment.ts";
+import { POOL_LABEL, startSite, type Site } from "../tests/harness/site/index.ts";
 import { deletePod, nodeNames, readPod } from "../tests/e2e/autoscaler/scenario.ts";
-import { eventually } from "../tests/support/eventually.ts";
-import { startPrometheus, writePrometheusConfig, type RunningPrometheus } from "../tests/support/prometheus.ts";
+import { eventually } from "../tests/harness/eventually.ts";
+import { startPrometheus, writePrometheusConfig, type RunningPrometheus } from "../tests/harness/prometheus/index.ts";
 import {
   dashboardOf, dashboardVariables, legendOf, panelTitled, queryWindow, requireData, substitute,
   type Dashboard, type DashboardPanel, type QueryWindow,
@@ -74,15 +74,15 @@ async function podNode(core: CoreV1Api, name: string): Promise<string> {
   return node;
 }
 
-async function plugOff(env: Environment, machine: string): Promise<void> {
+async function plugOff(site: Site, machine: string): Promise<void> {
   await eventually(`${machine}'s plug off and its Node gone`, async () => {
-    if (env.plug(machine).state("Relay")) throw new Error(`${machine} still on`);
-    if ((await nodeNames(env.core)).includes(machine)) throw new Error(`Node ${machine} still there`);
+    if (site.plug(machine).state("Relay")) throw new Error(`${machine} still on`);
+    if ((await nodeNames(site.core)).includes(machine)) throw new Error(`Node ${machine} still there`);
   }, 180_000, 250);
 }
 
 /** The scenario; resolves with the range it covers (seconds since the epoch). */
-async function runScenario(env: Environment, prometheus: RunningPrometheus): Promise<{ from: number; to: number }> {
+async function runScenario(site: Site, prometheus: RunningPrometheus): Promise<{ from: number; to: number }> {
   await eventually("plugpool's and cluster-autoscaler's metrics in Prometheus", async () => {
     const names = await prometheus.api<string[]>("/api/v1/label/__name__/values");
     for (const name of ["plugpool_plug_on", "cluster_autoscaler_unschedulable_pods_count"]) {
@@ -93,35 +93,35 @@ async function runScenario(env: Environment, prometheus: RunningPrometheus): Pro
   say("Prometheus scrapes plugpool and cluster-autoscaler; every machine is off");
   await sleep(20_000);
 
-  await createBigPod(env.core, "app-a");
+  await createBigPod(site.core, "app-a");
   say("pod app-a created (3 CPUs): pending");
   await eventually("worker-1 switched on", () => {
-    if (!env.plug("worker-1").state("Relay")) throw new Error("worker-1 off");
+    if (!site.plug("worker-1").state("Relay")) throw new Error("worker-1 off");
   }, 60_000, 250);
   say("worker-1 switched on (it never boots)");
   await eventually("worker-1 cut after cluster-autoscaler's provisioning timeout", () => {
-    if (env.plug("worker-1").state("Relay")) throw new Error("worker-1 on");
+    if (site.plug("worker-1").state("Relay")) throw new Error("worker-1 on");
   }, 120_000, 250);
   say("worker-1 given up by cluster-autoscaler, cut and quarantined by plugpool");
-  say(`pod app-a runs on ${await podNode(env.core, "app-a")}`);
+  say(`pod app-a runs on ${await podNode(site.core, "app-a")}`);
   await sleep(10_000);
 
-  await createBigPod(env.core, "app-b");
+  await createBigPod(site.core, "app-b");
   say("pod app-b created (3 CPUs): pending");
-  say(`pod app-b runs on ${await podNode(env.core, "app-b")}`);
+  say(`pod app-b runs on ${await podNode(site.core, "app-b")}`);
   await sleep(30_000);
 
-  const nodeA = (await readPod(env.core, "app-a")).spec?.nodeName ?? "";
-  await deletePod(env.core, "app-a");
+  const nodeA = (await readPod(site.core, "app-a")).spec?.nodeName ?? "";
+  await deletePod(site.core, "app-a");
   say("pod app-a deleted");
-  await plugOff(env, nodeA);
+  await plugOff(site, nodeA);
   say(`${nodeA} powered off and its Node deleted`);
   await sleep(10_000);
 
-  const nodeB = (await readPod(env.core, "app-b")).spec?.nodeName ?? "";
-  await deletePod(env.core, "app-b");
+  const nodeB = (await readPod(site.core, "app-b")).spec?.nodeName ?? "";
+  await deletePod(site.core, "app-b");
   say("pod app-b deleted");
-  await plugOff(env, nodeB);
+  await plugOff(site, nodeB);
   say(`${nodeB} powered off and its Node deleted: the group is at zero`);
   await sleep(20_000);
   const to = Date.now() / 1000;
@@ -186,7 +186,7 @@ const dashboard = dashboardOf(readFileSync(join(root, "deploy", "monitoring", "g
 const panels = PANELS.map((title) => panelTitled(dashboard, title));
 
 say("starting the control plane, plugs, machines, plugpool and cluster-autoscaler…");
-const env = await startEnvironment({
+const site = await startSite({
   machines: [{ name: "worker-1", neverBoots: true }, { name: "worker-2", powerSensor: true }, { name: "worker-3", powerSensor: true }],
   // As the sandbox's tour: 20 s for a machine to register, a failed group retried after 5 s, and an empty node
   // removed after 15 s unneeded.
@@ -196,17 +196,17 @@ const env = await startEnvironment({
 const dir = mkdtempSync(join(tmpdir(), "plugpool-dashboard-picture-"));
 let prometheus: RunningPrometheus | undefined;
 try {
-  const served = env.served();
+  const served = site.plugpool.served();
   if (served === undefined) throw new Error("plugpool is not serving");
   const pod = { namespace: "plugpool", pod: "cluster-autoscaler-0" };
   prometheus = await startPrometheus(writePrometheusConfig(dir, {
     rules: [],
     targets: [
       { job: "plugpool", address: `127.0.0.1:${served.opsPort}`, labels: pod },
-      { job: "cluster-autoscaler", address: new URL(env.autoscaler.metricsUrl).host, labels: pod },
+      { job: "cluster-autoscaler", address: new URL(site.autoscaler.metricsUrl).host, labels: pod },
     ],
   }), dir);
-  const { from, to } = await runScenario(env, prometheus);
+  const { from, to } = await runScenario(site, prometheus);
   const window = queryWindow(from, to, PANEL_WIDTH, SCRAPE_INTERVAL_SECONDS);
   const drawn: PanelData[] = [];
   for (const panel of panels) drawn.push(await panelData(prometheus, dashboard, panel, window));
@@ -229,11 +229,11 @@ try {
   say(`wrote ${values.out} (${svg.length} bytes, ${drawn.length} panels, ${minutes} min of data)`);
 } catch (error) {
   console.error(`dashboard-picture: ${error instanceof Error ? error.message : String(error)}`);
-  console.error(env.diagnostics());
+  console.error(site.diagnostics());
   if (prometheus !== undefined) console.error(`--- prometheus ---\n${prometheus.process.logTail(20)}`);
   process.exitCode = 1;
 } finally {
   await prometheus?.stop();
-  await env.stop();
+  await site.stop();
   rmSync(dir, { recursive: true, force: true });
 }

@@ -16,12 +16,12 @@ cd "$(dirname "$0")/.."
 setup() {
   packages
   # The Python installs are mostly downloads: they run beside the Go builds, which keep both cores busy.
-  beside bash tests/support/home-assistant/install.sh
-  beside bash tests/support/redfish/install.sh
-  bash tests/support/control-plane/build.sh >/dev/null
+  beside bash tests/harness/home-assistant/install.sh
+  beside bash tests/harness/redfish/install.sh
+  bash tests/harness/control-plane/build.sh >/dev/null
   autoscaler
-  bash tests/support/helm/build.sh >/dev/null
-  bash tests/support/prometheus/build.sh >/dev/null
+  bash tests/harness/helm/build.sh >/dev/null
+  bash tests/harness/prometheus/build.sh >/dev/null
   await_beside
 }
 
@@ -56,9 +56,9 @@ sandbox_setup() {
   packages
   local arg
   for arg in "$@"; do
-    if [ "$arg" = "--backends" ]; then beside bash tests/support/redfish/install.sh; fi
+    if [ "$arg" = "--backends" ]; then beside bash tests/harness/redfish/install.sh; fi
   done
-  bash tests/support/control-plane/build.sh etcd kube-apiserver kube-controller-manager kube-scheduler >/dev/null
+  bash tests/harness/control-plane/build.sh etcd kube-apiserver kube-controller-manager kube-scheduler >/dev/null
   autoscaler
   await_beside
 }
@@ -71,17 +71,17 @@ autoscaler() {
   local archive
   archive="$(autoscaler_archive)"
   if [ -n "$archive" ]; then
-    if ! bash tests/support/autoscaler/build.sh >/dev/null; then
+    if ! bash tests/harness/autoscaler/build.sh >/dev/null; then
       echo "error: cluster-autoscaler did not build although its source ships at $archive (see above)" >&2
       exit 1
     fi
-  elif ! bash tests/support/autoscaler/build.sh >/dev/null; then
-    echo "notice: cluster-autoscaler is not available here (see tests/support/autoscaler/build.sh);" \
+  elif ! bash tests/harness/autoscaler/build.sh >/dev/null; then
+    echo "notice: cluster-autoscaler is not available here (see tests/harness/autoscaler/build.sh);" \
       "the end-to-end scenarios that need it will be skipped" >&2
   fi
 }
 
-# The cluster-autoscaler source archive, as tests/support/autoscaler/autoscaler.ts finds it; empty if none.
+# The cluster-autoscaler source archive, as tests/harness/autoscaler/autoscaler.ts finds it; empty if none.
 autoscaler_archive() {
   if [ -n "${PLUGPOOL_AUTOSCALER_ARCHIVE:-}" ]; then
     if [ -f "$PLUGPOOL_AUTOSCALER_ARCHIVE" ]; then echo "$PLUGPOOL_AUTOSCALER_ARCHIVE"; fi
@@ -96,6 +96,6 @@ case "$cmd" in
   setup) setup ;;
   test) setup; npm test -- "$@" ;;
   lint) setup; npm run lint ;;
-  sandbox) sandbox_setup "$@"; npm run build; exec node tests/sandbox.ts "$@" ;;
+  sandbox) sandbox_setup "$@"; npm run build; exec node scripts/sandbox.ts "$@" ;;
   *) echo "usage: scripts/dev.sh setup|test|lint|sandbox" >&2; exit 2 ;;
 esac

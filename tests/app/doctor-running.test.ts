@@ -9,7 +9,7 @@ import { checkRunningInstance, opsUrl } from "../../src/app/doctor-running.ts";
 import { createMetrics } from "../../src/app/metrics.ts";
 import { startOpsServer } from "../../src/app/ops-server.ts";
 import { loadConfig, type AppConfig } from "../../src/app/config/index.ts";
-import { World } from "../fakes/world.ts";
+import { World } from "../harness/fakes/world.ts";
 
 function configOn(port: number): AppConfig {
   return loadConfig(

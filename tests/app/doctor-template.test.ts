@@ -5,8 +5,8 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { doctor, type DoctorReport } from "../../src/app/doctor.ts";
-import { startControlPlane, type ControlPlane } from "../support/control-plane.ts";
-import { startPlugEmulator, type EmulatedPlug } from "../support/plug-emulator/index.ts";
+import { startControlPlane, type ControlPlane } from "../harness/control-plane/index.ts";
+import { startPlugEmulator, type EmulatedPlug } from "../harness/plug-emulator/index.ts";
 import { apply, createNamespace, exampleManifest, nodeBody } from "../adapters/kubernetes/support.ts";
 import { config, group, load, node } from "./fixtures/config-builders.ts";
 

@@ -12,8 +12,8 @@ import { CoreV1Api, KubeConfig, type V1ClusterRoleBinding, type V1RoleBinding } 
 import { stringify } from "yaml";
 import { doctor, type DoctorReport } from "../../src/app/doctor.ts";
 import { callOptions } from "../../src/adapters/kubernetes/api-errors.ts";
-import { startControlPlane, type ControlPlane } from "../support/control-plane.ts";
-import { startPlugEmulator, type EmulatedPlug } from "../support/plug-emulator/index.ts";
+import { startControlPlane, type ControlPlane } from "../harness/control-plane/index.ts";
+import { startPlugEmulator, type EmulatedPlug } from "../harness/plug-emulator/index.ts";
 import { apply, createNamespace, exampleManifest, nodeBody } from "../adapters/kubernetes/support.ts";
 import { load, group, node, config } from "./fixtures/config-builders.ts";
 

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { createMetrics } from "../../src/app/metrics.ts";
 import { createReporter } from "../../src/app/reporting.ts";
 import { createLogger } from "../../src/app/logger.ts";
-import { World } from "../fakes/world.ts";
+import { World } from "../harness/fakes/world.ts";
 
 const S = 1000;
 

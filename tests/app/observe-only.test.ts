@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import type { ClusterView, Machine, NodeView, PowerOffPodView, PowerRecords, PowerSwitch } from "../../src/domain/index.ts";
 import { createPool, POWER_OFF_ANNOTATION } from "../../src/domain/index.ts";
 import { observeOnlyPowerSwitch, observeOnlyRecords, observeOnlyTeardown, type DryRunAction } from "../../src/app/observe-only.ts";
-import { World } from "../fakes/world.ts";
+import { World } from "../harness/fakes/world.ts";
 
 const machine: Machine = { name: "worker-1", group: "workers", index: 0, hold: false, power: { backend: "esphome", key: "p1 relay", label: "plug p1", measuresWatts: true } };
 

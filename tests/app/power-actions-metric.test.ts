@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { createMetrics, POWER_ACTIONS } from "../../src/app/metrics.ts";
 import { createReporter } from "../../src/app/reporting.ts";
 import { createLogger } from "../../src/app/logger.ts";
-import { World } from "../fakes/world.ts";
+import { World } from "../harness/fakes/world.ts";
 
 const actions = (text: string): string[] => text.split("\n").filter((l) => l.startsWith("plugpool_power_actions_total{"));
 

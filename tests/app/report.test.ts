@@ -9,7 +9,7 @@ import { promisify } from "node:util";
 import { createMetrics } from "../../src/app/metrics.ts";
 import { startOpsServer } from "../../src/app/ops-server.ts";
 import { energyReport, formatSpan, promDuration, ReportError } from "../../src/app/report.ts";
-import { World } from "../fakes/world.ts";
+import { World } from "../harness/fakes/world.ts";
 
 const HOUR = 3_600_000;
 const main = new URL("../../src/app/main.ts", import.meta.url).pathname;

@@ -6,9 +6,9 @@ import type { Leadership } from "../../src/domain/index.ts";
 import type { LeaderLease } from "../../src/adapters/kubernetes/leader-lease.ts";
 import { currentPool, followTerms, type Term } from "../../src/app/terms.ts";
 import { createLogger } from "../../src/app/logger.ts";
-import { World } from "../fakes/world.ts";
-import { rejectsWith, throwsWith } from "../fakes/assertions.ts";
-import { eventually } from "../support/eventually.ts";
+import { World } from "../harness/fakes/world.ts";
+import { rejectsWith, throwsWith } from "../harness/fakes/assertions.ts";
+import { eventually } from "../harness/eventually.ts";
 
 /** A Lease the test wins and loses by hand; each win is a new term. */
 class FakeLease implements LeaderLease {

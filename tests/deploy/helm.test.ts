@@ -18,9 +18,9 @@ import { parse, parseAllDocuments } from "yaml";
 import { requiredAccess } from "../../src/adapters/kubernetes/access.ts";
 import { powerOffPodManifest } from "../../src/adapters/kubernetes/power-off-pod.ts";
 import { loadConfig, type AppConfig } from "../../src/app/config/index.ts";
-import { autoscalerBinaryPath, autoscalerMissing, autoscalerNotBuilt } from "../support/autoscaler/autoscaler.ts";
-import { startControlPlane, type ControlPlane } from "../support/control-plane.ts";
-import { chartArchive, chartMissing, helm, helmTemplate } from "../support/helm/helm.ts";
+import { autoscalerBinaryPath, autoscalerMissing, autoscalerNotBuilt } from "../harness/autoscaler/autoscaler.ts";
+import { startControlPlane, type ControlPlane } from "../harness/control-plane/index.ts";
+import { chartArchive, chartMissing, helm, helmTemplate } from "../harness/helm/helm.ts";
 import { exampleManifest } from "../adapters/kubernetes/support.ts";
 
 const root = join(import.meta.dirname, "..", "..");
@@ -28,7 +28,7 @@ const valuesFile = join(root, "deploy", "helm", "values.yaml");
 const release = "cluster-autoscaler";
 const namespace = "plugpool";
 /** The Kubernetes version of the control plane the tests run, as helm's .Capabilities.KubeVersion. */
-const kubeVersion = /^\s*k8s\.io\/kubernetes (v\S+)$/m.exec(readFileSync(join(root, "tests", "support", "control-plane", "go.mod"), "utf8"))?.[1] ?? "";
+const kubeVersion = /^\s*k8s\.io\/kubernetes (v\S+)$/m.exec(readFileSync(join(root, "tests", "harness", "control-plane", "go.mod"), "utf8"))?.[1] ?? "";
 
 describe("deploy/helm/values.yaml with the cluster-autoscaler chart", { skip: chartMissing() }, () => {
   let objects: KubernetesObject[] = [];

@@ -13,7 +13,7 @@ import {
 import { parse, parseAllDocuments } from "yaml";
 import { loadConfig, type AppConfig } from "../../src/app/config/index.ts";
 import { parseDuration } from "../../src/app/config/duration.ts";
-import { startControlPlane, type ControlPlane } from "../support/control-plane.ts";
+import { startControlPlane, type ControlPlane } from "../harness/control-plane/index.ts";
 
 const examples = join(import.meta.dirname, "..", "..", "deploy", "examples");
 

@@ -13,8 +13,8 @@ import { after, describe, it } from "node:test";
 import { parse, parseAllDocuments } from "yaml";
 import type { V1Deployment } from "@kubernetes/client-node";
 import { createMetrics } from "../../src/app/metrics.ts";
-import { autoscalerArchive } from "../support/autoscaler/autoscaler.ts";
-import { metricNames, promtool, ruleGroupsOf, writeRuleFile, type RuleGroup } from "../support/prometheus.ts";
+import { autoscalerArchive } from "../harness/autoscaler/autoscaler.ts";
+import { metricNames, promtool, ruleGroupsOf, writeRuleFile, type RuleGroup } from "../harness/prometheus/index.ts";
 
 const run = promisify(execFile);
 const root = join(import.meta.dirname, "..", "..");

@@ -7,7 +7,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { ApiException, CoreV1Api, type KubeConfig, type V1ConfigMap, type V1Pod } from "@kubernetes/client-node";
 import { powerOffPodManifest } from "../../src/adapters/kubernetes/power-off-pod.ts";
 import { loadConfig } from "../../src/app/config/index.ts";
-import { startControlPlane, type ControlPlane } from "../support/control-plane.ts";
+import { startControlPlane, type ControlPlane } from "../harness/control-plane/index.ts";
 import { apply, createNamespace, exampleManifest } from "../adapters/kubernetes/support.ts";
 
 const POLICY = "plugpool-power-off-pods";

@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { World } from "../fakes/world.ts";
-import { rejectsWith } from "../fakes/assertions.ts";
+import { World } from "../harness/fakes/world.ts";
+import { rejectsWith } from "../harness/fakes/assertions.ts";
 
 const FOUR = { groups: [{ id: "workers", machines: ["worker-1", "worker-2", "worker-3", "worker-4"] }] };
 

@@ -1,8 +1,8 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { HOLD_ANNOTATION, POWER_OFF_ANNOTATION } from "../../src/domain/index.ts";
-import { World } from "../fakes/world.ts";
-import { rejectsWith } from "../fakes/assertions.ts";
+import { World } from "../harness/fakes/world.ts";
+import { rejectsWith } from "../harness/fakes/assertions.ts";
 
 /** worker-1 and worker-2 registered and running, worker-3 off. */
 async function running(options: ConstructorParameters<typeof World>[0] = {}): Promise<World> {

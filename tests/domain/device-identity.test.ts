@@ -3,7 +3,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { deviceCheck, deviceMismatchOf } from "../../src/domain/device-identity.ts";
-import { World } from "../fakes/world.ts";
+import { World } from "../harness/fakes/world.ts";
 
 /** worker-1 and worker-2, both switched on once by plugpool (so both devices are known), neither registered. */
 async function bothKnown(): Promise<World> {

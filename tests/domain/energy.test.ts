@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { MAX_READING_GAP_MS, WATT_MS_PER_KWH, interrupted, newMeter, observe, switched } from "../../src/domain/energy.ts";
-import { FakeClock } from "../fakes/clock.ts";
+import { FakeClock } from "../harness/fakes/clock.ts";
 
 const S = 1000;
 

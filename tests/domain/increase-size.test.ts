@@ -1,8 +1,8 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { HOLD_ANNOTATION } from "../../src/domain/index.ts";
-import { World } from "../fakes/world.ts";
-import { rejectsWith, throwsWith } from "../fakes/assertions.ts";
+import { World } from "../harness/fakes/world.ts";
+import { rejectsWith, throwsWith } from "../harness/fakes/assertions.ts";
 
 const FOUR = { groups: [{ id: "workers", machines: ["worker-1", "worker-2", "worker-3", "worker-4"] }] };
 

@@ -1,8 +1,8 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { HOLD_ANNOTATION } from "../../src/domain/index.ts";
-import { World } from "../fakes/world.ts";
-import { throwsWith } from "../fakes/assertions.ts";
+import { World } from "../harness/fakes/world.ts";
+import { throwsWith } from "../harness/fakes/assertions.ts";
 
 describe("Pool.instances()", () => {
   it("lists no instance for a machine that is off and unregistered", async () => {

@@ -2,10 +2,10 @@
 // irreversible act, so leadership lost between a check and the act still stops the act.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import type { Arrival } from "../fakes/power-switch.ts";
-import { FakeLeadership } from "../fakes/leadership.ts";
-import { World, deletingWorker1, type WorldOptions } from "../fakes/world.ts";
-import { rejectsWith, throwsWith } from "../fakes/assertions.ts";
+import type { Arrival } from "../harness/fakes/power-switch.ts";
+import { FakeLeadership } from "../harness/fakes/leadership.ts";
+import { World, deletingWorker1, type WorldOptions } from "../harness/fakes/world.ts";
+import { rejectsWith, throwsWith } from "../harness/fakes/assertions.ts";
 import { actingCheck, actingGuard, actingOnly, poolThrough, whileActing } from "../../src/domain/leadership.ts";
 import type { Pool, PoolDeps } from "../../src/domain/index.ts";
 

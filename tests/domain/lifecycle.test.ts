@@ -13,7 +13,7 @@ import {
   type PowerOffJob,
 } from "../../src/domain/state.ts";
 import { lifecycleOf, type Phase } from "../../src/domain/lifecycle.ts";
-import { World } from "../fakes/world.ts";
+import { World } from "../harness/fakes/world.ts";
 
 const JOB = { node: "worker-1", startedAt: 0, aborting: undefined } as unknown as PowerOffJob;
 

@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createLock, untilAborted } from "../../src/domain/lock.ts";
-import { rejectsWith } from "../fakes/assertions.ts";
+import { rejectsWith } from "../harness/fakes/assertions.ts";
 
 function deferred(): { promise: Promise<void>; resolve: () => void } {
   let resolve = (): void => undefined;

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import type { Machine } from "../../src/domain/model.ts";
 import { claimsNoMachine, createMachineIndex, foreignProviderID, matchedNode, resolveRef, safetyNodes } from "../../src/domain/matching.ts";
-import { PREFIX, World } from "../fakes/world.ts";
+import { PREFIX, World } from "../harness/fakes/world.ts";
 
 describe("matching", () => {
   describe("matchedNode()", () => {

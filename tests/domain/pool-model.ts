@@ -4,14 +4,14 @@
 // from src/: its names and numbers are written out here, so a change to the domain's cannot move the rules too.
 import type { CaOp, NodeEvent, Op, RegisterMode } from "./pool-ops.ts";
 import { GROUPS, NAMES } from "./pool-ops.ts";
-import type { Machine, NodeRef, NodeView, PoolDeps, PowerControl, QuarantineSettings, ScaleUpSettings } from "../fakes/world.ts";
-import { PREFIX, World } from "../fakes/world.ts";
-import { FakeLeadership } from "../fakes/leadership.ts";
+import type { Machine, NodeRef, NodeView, PoolDeps, PowerControl, QuarantineSettings, ScaleUpSettings } from "../harness/fakes/world.ts";
+import { PREFIX, World } from "../harness/fakes/world.ts";
+import { FakeLeadership } from "../harness/fakes/leadership.ts";
 
 const TO_BE_DELETED_TAINT = "ToBeDeletedByClusterAutoscaler";
 const HOLD_ANNOTATION = "plugpool.io/hold";
 const POWER_OFF_ANNOTATION = "plugpool.io/power-off-started-at";
-/** The walks' standby draw (tests/fakes/world.ts POWER_OFF). */
+/** The walks' standby draw (tests/harness/fakes/world.ts POWER_OFF). */
 const STANDBY_WATTS = 5;
 /** The walks' powerOff.notReadyTimeout (the World's default). */
 const SHUTDOWN_TIMEOUT_MS = 300_000;

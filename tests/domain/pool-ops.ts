@@ -1,8 +1,8 @@
 // The operations the property test draws: CA calls, cluster and plug events, time and restarts.
 import fc from "fast-check";
-import type { PowerOp } from "../fakes/power-switch.ts";
-import type { TeardownOp } from "../fakes/cluster.ts";
-import type { GroupOptions } from "../fakes/world.ts";
+import type { PowerOp } from "../harness/fakes/power-switch.ts";
+import type { TeardownOp } from "../harness/fakes/cluster.ts";
+import type { GroupOptions } from "../harness/fakes/world.ts";
 
 // The pool mixes backends as a site would: ESPHome plugs, BMCs that shut the OS down themselves (no power-off
 // pod), and Home Assistant entities whose calls all queue at one hub.

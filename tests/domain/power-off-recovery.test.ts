@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { HOLD_ANNOTATION, POWER_OFF_ANNOTATION } from "../../src/domain/index.ts";
-import { World, deletingWorker1 } from "../fakes/world.ts";
+import { World, deletingWorker1 } from "../harness/fakes/world.ts";
 
 const deleting = deletingWorker1;
 

@@ -9,8 +9,8 @@ import { formatPowerOffRecord, POWER_OFF_ANNOTATION } from "../../src/domain/ind
 import type { PowerOffStep } from "../../src/domain/events.ts";
 import { POWER_OFF_STEPS, type StepOutcome } from "../../src/domain/power-off-steps.ts";
 import { beginPowerOff, createContext, stateOf, type MachineState, type PoolContext, type PowerOffFacts, type PowerOffJob } from "../../src/domain/state.ts";
-import { PREFIX, World, type WorldOptions } from "../fakes/world.ts";
-import { rejectsWith } from "../fakes/assertions.ts";
+import { PREFIX, World, type WorldOptions } from "../harness/fakes/world.ts";
+import { rejectsWith } from "../harness/fakes/assertions.ts";
 
 /** The fake clock's time at the start. */
 const T0 = 1_800_000_000_000;

@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { POWER_OFF_ANNOTATION } from "../../src/domain/index.ts";
-import { World, deletingWorker1, plugOffAndOnAgainMidPowerOff, type WorldOptions } from "../fakes/world.ts";
+import { World, deletingWorker1, plugOffAndOnAgainMidPowerOff, type WorldOptions } from "../harness/fakes/world.ts";
 
 const deleting = deletingWorker1;
 

@@ -1,8 +1,8 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { HOLD_ANNOTATION, POWER_OFF_ANNOTATION } from "../../src/domain/index.ts";
-import { World } from "../fakes/world.ts";
-import type { WorldOptions } from "../fakes/world.ts";
+import { World } from "../harness/fakes/world.ts";
+import type { WorldOptions } from "../harness/fakes/world.ts";
 
 const MINUTE = 60_000;
 

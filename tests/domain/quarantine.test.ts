@@ -1,8 +1,8 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { World } from "../fakes/world.ts";
-import type { WorldOptions } from "../fakes/world.ts";
-import { rejectsWith } from "../fakes/assertions.ts";
+import { World } from "../harness/fakes/world.ts";
+import type { WorldOptions } from "../harness/fakes/world.ts";
+import { rejectsWith } from "../harness/fakes/assertions.ts";
 
 const MINUTE = 60_000;
 

@@ -2,7 +2,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { PowerControl, PlugReading, PowerSwitch } from "../../src/domain/index.ts";
 import { PlugpoolError, createPool } from "../../src/domain/index.ts";
-import { World } from "../fakes/world.ts";
+import { World } from "../harness/fakes/world.ts";
 
 describe("Pool.refresh()", () => {
   it("sends every read at once and never fails because of a plug", async () => {

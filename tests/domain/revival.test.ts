@@ -10,7 +10,7 @@ import { HOLD_ANNOTATION } from "../../src/domain/index.ts";
 import { revive } from "../../src/domain/revival.ts";
 import { readPlug } from "../../src/domain/switching.ts";
 import { beginPowerOff, createContext, stateOf, type PoolContext, type PowerOffFacts, type PowerOffJob } from "../../src/domain/state.ts";
-import { PREFIX, World, type WorldOptions } from "../fakes/world.ts";
+import { PREFIX, World, type WorldOptions } from "../harness/fakes/world.ts";
 
 /** The fake clock's time at the start. */
 const T0 = 1_800_000_000_000;

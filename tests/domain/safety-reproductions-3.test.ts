@@ -2,8 +2,8 @@
 // double-counted a machine or stranded it, replayed on the fakes. Each fails on the code as it was before its fix.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { World, deletingWorker1 } from "../fakes/world.ts";
-import { rejectsWith } from "../fakes/assertions.ts";
+import { World, deletingWorker1 } from "../harness/fakes/world.ts";
+import { rejectsWith } from "../harness/fakes/assertions.ts";
 
 describe("safety reproductions, round 3b", () => {
   describe("3b-1: a machine plugpool switched on that registers under another name", () => {

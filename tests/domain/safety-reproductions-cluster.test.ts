@@ -2,7 +2,7 @@
 // fakes: the Node the power-off deletes, and the record of a power-on that a crash must not bring back.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { World, PREFIX } from "../fakes/world.ts";
+import { World, PREFIX } from "../harness/fakes/world.ts";
 
 /** worker-1 registered, drained and asked to be deleted; its Node goes NotReady once the power-off pod exists. */
 async function poweringOff(w: World): Promise<void> {

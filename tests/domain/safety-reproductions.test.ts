@@ -3,8 +3,8 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { POWER_OFF_ANNOTATION, TO_BE_DELETED_TAINT, isPlugpoolError } from "../../src/domain/index.ts";
-import { World, deletingWorker1, plugOffAndOnAgainMidPowerOff } from "../fakes/world.ts";
-import { rejectsWith } from "../fakes/assertions.ts";
+import { World, deletingWorker1, plugOffAndOnAgainMidPowerOff } from "../harness/fakes/world.ts";
+import { rejectsWith } from "../harness/fakes/assertions.ts";
 
 const TAINT = { key: TO_BE_DELETED_TAINT, value: "1", effect: "NoSchedule" as const };
 

@@ -4,9 +4,9 @@ import { HOLD_ANNOTATION, mayCutPower, type Verdict } from "../../src/domain/ind
 import { CONDITION_TIME_RESOLUTION_MS, freshVerdict, watchShutdownNode, type CutKind } from "../../src/domain/safety.ts";
 import type { NodeView } from "../../src/domain/model.ts";
 import { beginPowerOff, stateOf, type PoolContext, type PowerOffFacts, type PowerOffJob } from "../../src/domain/state.ts";
-import { type WorldOptions } from "../fakes/world.ts";
-import { PREFIX, World } from "../fakes/world.ts";
-import { rejectsWith } from "../fakes/assertions.ts";
+import { type WorldOptions } from "../harness/fakes/world.ts";
+import { PREFIX, World } from "../harness/fakes/world.ts";
+import { rejectsWith } from "../harness/fakes/assertions.ts";
 
 describe("mayCutPower()", () => {
   const world = (): World => new World({ groups: [{ id: "g", machines: ["m-1", "m-2"], hold: ["m-2"] }] });

@@ -4,7 +4,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { HOLD_ANNOTATION, POWER_OFF_ANNOTATION, isPlugpoolError } from "../../src/domain/index.ts";
 import type { ErrorCode } from "../../src/domain/index.ts";
-import { World, deletingWorker1 } from "../fakes/world.ts";
+import { World, deletingWorker1 } from "../harness/fakes/world.ts";
 
 const LIMIT = { maxPowerOnsPerInterval: 2, powerOnIntervalMs: 10_000 };
 

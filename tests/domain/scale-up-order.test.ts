@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { ScaleUpOrder } from "../../src/domain/index.ts";
-import { World } from "../fakes/world.ts";
+import { World } from "../harness/fakes/world.ts";
 
 const S = 1000;
 const MACHINES = ["worker-1", "worker-2", "worker-3", "worker-4"];

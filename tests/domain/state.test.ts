@@ -14,7 +14,7 @@ import {
   withGroupLock,
   type PowerOffJob,
 } from "../../src/domain/state.ts";
-import { World } from "../fakes/world.ts";
+import { World } from "../harness/fakes/world.ts";
 
 const JOB = { node: "worker-1", startedAt: 0 } as unknown as PowerOffJob;
 

@@ -8,7 +8,7 @@ import { PlugpoolError } from "../../src/domain/index.ts";
 import { beginPowerOff, stateOf, type PoolContext, type PowerOffJob } from "../../src/domain/state.ts";
 import { lifecycleOf, type Lifecycle } from "../../src/domain/lifecycle.ts";
 import { powerOnSlotWait, readPlug, restorePower, switchOff, switchOn, takePowerOnSlot } from "../../src/domain/switching.ts";
-import { World, type WorldOptions } from "../fakes/world.ts";
+import { World, type WorldOptions } from "../harness/fakes/world.ts";
 
 /** The world's plugs, except that switch commands answer with `answer` once they acted (a plug that lies). */
 function answering(w: World, answer: PlugReading): PowerSwitch {

@@ -1,8 +1,8 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { DeviceSlice } from "../../src/domain/index.ts";
-import { TEMPLATE, World } from "../fakes/world.ts";
-import { throwsWith } from "../fakes/assertions.ts";
+import { TEMPLATE, World } from "../harness/fakes/world.ts";
+import { throwsWith } from "../harness/fakes/assertions.ts";
 
 function slice(node: string, pool: string, devices: string[], model = "A100"): DeviceSlice {
   return {

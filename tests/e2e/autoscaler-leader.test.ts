@@ -11,18 +11,16 @@ import assert from "node:assert/strict";
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { status } from "@grpc/grpc-js";
-import { CoordinationV1Api, CoreV1Api, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
-import { startAutoscaler, type KillableAutoscaler } from "../support/autoscaler-process.ts";
-import { autoscalerMissing } from "../support/autoscaler/autoscaler.ts";
-import { startControlPlane, type ControlPlane } from "../support/control-plane.ts";
-import { createOwnedTempDir } from "../support/control-plane/process.ts";
-import { eventually } from "../support/eventually.ts";
-import { startMachineSimulator, type MachineSimulator, type MachineState } from "../support/machine-simulator.ts";
-import { startPlugEmulator, type EmulatedPlug } from "../support/plug-emulator/index.ts";
-import { startPlugpoolProcess, type PlugpoolProcess } from "../support/plugpool-process.ts";
-import { apply, exampleManifest } from "../adapters/kubernetes/support.ts";
-import { assertBuilt } from "../soak/site.ts";
-import { NAMESPACE, POOL_LABEL, PREFIX, serviceAccount } from "./autoscaler/environment.ts";
+import { CoordinationV1Api, PatchStrategy, setHeaderOptions, type CoreV1Api } from "@kubernetes/client-node";
+import { startAutoscaler, type KillableAutoscaler } from "../harness/autoscaler/process.ts";
+import { autoscalerMissing } from "../harness/autoscaler/autoscaler.ts";
+import { createOwnedTempDir } from "../harness/control-plane/process.ts";
+import { eventually } from "../harness/eventually.ts";
+import { startMachineSimulator, type MachineSimulator, type MachineState } from "../harness/machine-simulator.ts";
+import type { EmulatedPlug } from "../harness/plug-emulator/index.ts";
+import {
+  assertBuilt, NAMESPACE, plugpoolConfig, POOL_LABEL, PREFIX, startCluster, startDevices, startPlugpoolProcess, type Devices, type MachineSpec, type PlugpoolProcess,
+} from "../harness/site/index.ts";
 import { deleteAllPods, deletePod, nodeNames, readPod, runPoolPod, scenario } from "./autoscaler/scenario.ts";
 
 const TO_BE_DELETED = "ToBeDeletedByClusterAutoscaler";
@@ -58,24 +56,21 @@ interface Pod {
   readonly ca: KillableAutoscaler;
 }
 
-// Skipped, with the reason, where cluster-autoscaler cannot be built (tests/support/autoscaler/build.sh).
+// Skipped, with the reason, where cluster-autoscaler cannot be built (tests/harness/autoscaler/build.sh).
 describe("cluster-autoscaler in two leader-elected replicas, each with its plugpool", { skip: autoscalerMissing() }, () => {
-  let plane: ControlPlane;
   let core: CoreV1Api;
   let leases: CoordinationV1Api;
   let machines: MachineSimulator;
-  const plugs = new Map<string, EmulatedPlug>();
+  let devices: Devices;
   const histories = new Map<string, MachineState[]>();
+  /** The control plane's and the plugs' stops, in the order they started. */
+  const cleanups: (() => Promise<void> | void)[] = [];
   let dir: string;
   let configPath: string;
   let kubeconfigPath: string;
   const pods: Pod[] = [];
 
-  const plug = (machine: string): EmulatedPlug => {
-    const found = plugs.get(machine);
-    if (found === undefined) throw new Error(`no plug for ${machine}`);
-    return found;
-  };
+  const plug = (machine: string): EmulatedPlug => devices.plug(machine);
   /** The switch commands that reached a machine's plug, in order. */
   const switches = (machine: string): ("on" | "off")[] =>
     plug(machine).calls.flatMap((c) => {
@@ -139,38 +134,28 @@ describe("cluster-autoscaler in two leader-elected replicas, each with its plugp
   before(async () => {
     assertBuilt();
     dir = createOwnedTempDir("plugpool-ca-leader-");
-    plane = await startControlPlane({ controllerManager: true, scheduler: true });
-    const admin = plane.admin();
-    core = admin.makeApiClient(CoreV1Api);
-    leases = admin.makeApiClient(CoordinationV1Api);
-    await apply(admin, [...exampleManifest("namespace.yaml"), ...exampleManifest("rbac.yaml")]);
-    kubeconfigPath = await plane.kubeconfigFor(await serviceAccount(plane, admin));
+    const cluster = await startCluster();
+    cleanups.push(() => cluster.plane.stop());
+    core = cluster.core;
+    leases = cluster.admin.makeApiClient(CoordinationV1Api);
+    kubeconfigPath = cluster.kubeconfigPath;
     // worker-1 has a power sensor: its grace ends once it draws standby, so its power-offs take seconds. worker-2
     // has none and waits the whole grace: the power-off that is in flight at the second takeover.
-    for (const name of ["worker-1", "worker-2"]) {
-      plugs.set(name, await startPlugEmulator({ switches: [{ name: "Relay", ...(name === "worker-1" && { powerSensor: "Power" }) }] }));
-      histories.set(name, []);
-    }
+    const specs: MachineSpec[] = [{ name: "worker-1", powerSensor: true }, { name: "worker-2" }];
+    devices = await startDevices(specs, dir, cleanups);
+    for (const m of specs) histories.set(m.name, []);
     configPath = join(dir, "config.yaml");
-    writeFileSync(configPath, [
-      "listen: 127.0.0.1:0",
-      "opsListen: 127.0.0.1:0",
-      `providerIDPrefix: "${PREFIX}"`,
-      "plugs: { timeout: 1s }",
-      `powerOff: { namespace: ${NAMESPACE}, notReadyTimeout: 20s, grace: ${GRACE_MS / 1000}s, standbyWatts: 5, standbyWindow: 500ms }`,
-      "nodeGroups:",
-      "  - id: workers",
-      "    maxSize: 2",
-      `    template: { cpu: '4', memory: 8Gi, labels: { ${Object.entries(POOL_LABEL).map(([k, v]) => `${k}: ${v}`).join(", ")} } }`,
-      "    nodes:",
-      `      - { name: worker-1, plug: { url: "${plug("worker-1").url}", switch: Relay, powerSensor: Power } }`,
-      `      - { name: worker-2, plug: { url: "${plug("worker-2").url}", switch: Relay } }`,
-      "",
-    ].join("\n"));
+    writeFileSync(configPath, plugpoolConfig({
+      groups: [{ id: "workers", labels: POOL_LABEL, nodes: specs.map((m) => devices.configNode(m)) }],
+      sections: {
+        plugs: { timeout: "1s" },
+        powerOff: { namespace: NAMESPACE, notReadyTimeout: "20s", grace: `${GRACE_MS / 1000}s`, standbyWatts: 5, standbyWindow: "500ms" },
+      },
+    }));
     machines = startMachineSimulator({
-      kubeConfig: admin,
+      kubeConfig: cluster.admin,
       providerIDPrefix: PREFIX,
-      machines: [...plugs].map(([name, p]) => ({ name, plug: p, switchName: "Relay" })),
+      machines: specs.map((m) => ({ name: m.name, ...devices.powerSource(m) })),
       capacity: { cpu: "4", memory: "8Gi", pods: "110" },
       labels: POOL_LABEL,
       bootDelayMs: 1000,
@@ -185,8 +170,7 @@ describe("cluster-autoscaler in two leader-elected replicas, each with its plugp
     await Promise.all(pods.map((p) => p.ca.stop()));
     await Promise.all(pods.map((p) => p.plugpool.close()));
     await machines.stop();
-    await Promise.all([...plugs.values()].map((p) => p.close()));
-    await plane.stop();
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
     rmSync(dir, { recursive: true, force: true });
   });
 

@@ -1,89 +1,52 @@
 // deploy/monitoring's alerts in a real Prometheus scraping a real plugpool: `plugpool serve` as a process with
-// an emulated plug and a real kube-apiserver, Prometheus (built by tests/support/prometheus/build.sh) loading
+// an emulated plug and a real kube-apiserver, Prometheus (built by tests/harness/prometheus/build.sh) loading
 // the PrometheusRule's rules unchanged. A machine is switched on and never boots; cluster-autoscaler (its gRPC
 // calls, made here) drops it after its provision time; plugpool cuts and quarantines it, and
 // PlugpoolMachineQuarantined fires in Prometheus.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
-import { once } from "node:events";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
-import { credentials } from "@grpc/grpc-js";
-import { CoreV1Api } from "@kubernetes/client-node";
 import { InstanceStatus_InstanceState } from "../../gen/clusterautoscaler/cloudprovider/v1/externalgrpc/externalgrpc_pb.ts";
-import { startControlPlane, type ControlPlane } from "../support/control-plane.ts";
-import { startPlugEmulator, type EmulatedPlug } from "../support/plug-emulator/index.ts";
-import { createCloudProviderClient, type CloudProviderClient } from "../support/grpc-client.ts";
-import { ruleGroupsOf, startPrometheus, writePrometheusConfig, type RunningPrometheus } from "../support/prometheus.ts";
-import { eventually } from "../support/eventually.ts";
+import type { ControlPlane } from "../harness/control-plane/index.ts";
+import { startPlugEmulator, type EmulatedPlug } from "../harness/plug-emulator/index.ts";
+import type { CloudProviderClient } from "../harness/grpc-client.ts";
+import { ruleGroupsOf, startPrometheus, writePrometheusConfig, type RunningPrometheus } from "../harness/prometheus/index.ts";
+import { eventually } from "../harness/eventually.ts";
+import { plugpoolConfig, PREFIX, SOURCE, startCluster, startPlugpoolProcess, type PlugpoolProcess } from "../harness/site/index.ts";
 
-const main = new URL("../../src/app/main.ts", import.meta.url).pathname;
 const rulesManifest = new URL("../../deploy/monitoring/prometheusrule.yaml", import.meta.url).pathname;
-const PREFIX = "k3s://";
 
 describe("deploy/monitoring in a real Prometheus scraping plugpool", () => {
   let plane: ControlPlane;
   let plug: EmulatedPlug;
   let dir: string;
-  let child: ChildProcess;
+  let plugpool: PlugpoolProcess;
   let prometheus: RunningPrometheus;
   let client: CloudProviderClient;
-  let log = "";
-  const lines: Record<string, unknown>[] = [];
 
   before(async () => {
-    plane = await startControlPlane();
-    const core = plane.admin().makeApiClient(CoreV1Api);
-    await core.createNamespace({ body: { metadata: { name: "plugpool" } } });
+    ({ plane } = await startCluster({ controllers: false, setup: "bare" }));
     // No machine behind the plug: switched on, nothing ever boots.
     plug = await startPlugEmulator();
     dir = mkdtempSync(join(tmpdir(), "plugpool-monitoring-e2e-"));
     const config = join(dir, "config.yaml");
-    writeFileSync(
-      config,
-      [
-        "listen: 127.0.0.1:0",
-        "opsListen: 127.0.0.1:0",
-        `providerIDPrefix: "${PREFIX}"`,
-        "nodeGroups:",
-        "  - id: workers",
-        "    maxSize: 1",
-        "    template: { cpu: '4', memory: 8Gi }",
-        `    nodes: [{ name: worker-1, plug: { url: "${plug.url}", switch: Relay } }]`,
-      ].join("\n"),
-    );
-    child = spawn(process.execPath, [main, "serve", "--config", config, "--kubeconfig", plane.kubeconfigPath], {
-      env: { PATH: process.env.PATH ?? "" },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    child.stderr?.on("data", (d: Buffer) => (log += d.toString()));
-    createInterface({ input: child.stdout ?? process.stdin }).on("line", (line) => {
-      log += `${line}\n`;
-      lines.push(JSON.parse(line) as Record<string, unknown>);
-    });
-    await eventually("plugpool serving", () => {
-      assert.ok(lines.some((l) => l.message === "serving"), log);
-    }, 30_000);
-    const serving = lines.find((l) => l.message === "serving");
-    client = createCloudProviderClient(String(serving?.grpc), credentials.createInsecure());
+    writeFileSync(config, plugpoolConfig({ groups: [{ id: "workers", nodes: [{ name: "worker-1", plug: { url: plug.url, switch: "Relay" } }] }] }));
+    // From its source, at its default log level.
+    plugpool = await startPlugpoolProcess({ entry: SOURCE, logLevel: "info", configPath: config, kubeconfigPath: plane.kubeconfigPath });
+    client = plugpool.client;
 
     // The rules exactly as deploy/monitoring ships them.
     prometheus = await startPrometheus(writePrometheusConfig(dir, {
       rules: ruleGroupsOf(readFileSync(rulesManifest, "utf8")),
-      targets: [{ job: "plugpool", address: `127.0.0.1:${String(serving?.ops)}`, labels: { namespace: "plugpool", pod: "cluster-autoscaler-0" } }],
+      targets: [{ job: "plugpool", address: `127.0.0.1:${plugpool.opsPort}`, labels: { namespace: "plugpool", pod: "cluster-autoscaler-0" } }],
     }), dir);
   });
 
   after(async () => {
-    client.close();
     await prometheus.stop();
-    if (child.exitCode === null) {
-      child.kill("SIGTERM");
-      await once(child, "exit");
-    }
+    await plugpool.stop();
     await plug.close();
     await plane.stop();
     rmSync(dir, { recursive: true, force: true });

@@ -9,9 +9,9 @@ import { stringify } from "yaml";
 import { createMetrics } from "../../src/app/metrics.ts";
 import { startOpsServer, type OpsServer } from "../../src/app/ops-server.ts";
 import { energyReport, type EnergyReport } from "../../src/app/report.ts";
-import { startPrometheus, type RunningPrometheus } from "../support/prometheus.ts";
-import { eventually } from "../support/eventually.ts";
-import { World } from "../fakes/world.ts";
+import { startPrometheus, type RunningPrometheus } from "../harness/prometheus/index.ts";
+import { eventually } from "../harness/eventually.ts";
+import { World } from "../harness/fakes/world.ts";
 
 describe("plugpool report from a real Prometheus", { timeout: 120_000 }, () => {
   const dir = mkdtempSync(join(tmpdir(), "plugpool-report-"));

@@ -1,4 +1,4 @@
-// The sandbox (tests/sandbox.ts, `scripts/dev.sh sandbox`) as a user runs it: a child process that reaches a
+// The sandbox (scripts/sandbox.ts, `scripts/dev.sh sandbox`) as a user runs it: a child process that reaches a
 // scale-up, and that leaves no process and no file behind however it stops. With the stand-in for
 // cluster-autoscaler it runs on any machine; with the real CA only where its binary is built.
 import { after, describe, it } from "node:test";
@@ -6,9 +6,9 @@ import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { autoscalerMissing } from "../support/autoscaler/autoscaler.ts";
-import { STAND_IN_NOTICE } from "../support/autoscaler-standin.ts";
-import { eventually } from "../support/eventually.ts";
+import { autoscalerMissing } from "../harness/autoscaler/autoscaler.ts";
+import { STAND_IN_NOTICE } from "../harness/autoscaler/stand-in.ts";
+import { eventually } from "../harness/eventually.ts";
 
 const repo = join(import.meta.dirname, "..", "..");
 
@@ -21,7 +21,7 @@ interface Run {
 const runs: Run[] = [];
 
 function startSandbox(autoscaler: "real" | "stand-in", args: readonly string[]): Run {
-  const child = spawn(process.execPath, ["tests/sandbox.ts", ...args], {
+  const child = spawn(process.execPath, ["scripts/sandbox.ts", ...args], {
     cwd: repo,
     stdio: ["ignore", "pipe", "pipe"],
     env: { ...process.env, PLUGPOOL_SANDBOX_AUTOSCALER: autoscaler },

@@ -13,14 +13,14 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Metadata, status, type ServiceError } from "@grpc/grpc-js";
-import { CoreV1Api } from "@kubernetes/client-node";
-import { startControlPlane, type ControlPlane } from "../support/control-plane.ts";
-import { startPlugEmulator, type EmulatedPlug, type Fault, type PlugEmulatorOptions } from "../support/plug-emulator/index.ts";
-import { createCloudProviderClient, type CloudProviderClient } from "../support/grpc-client.ts";
-import { eventually } from "../support/eventually.ts";
+import type { CoreV1Api } from "@kubernetes/client-node";
+import type { ControlPlane } from "../harness/control-plane/index.ts";
+import { startPlugEmulator, type EmulatedPlug, type Fault, type PlugEmulatorOptions } from "../harness/plug-emulator/index.ts";
+import { createCloudProviderClient, type CloudProviderClient } from "../harness/grpc-client.ts";
+import { eventually } from "../harness/eventually.ts";
+import { plugpoolConfig, PREFIX, startCluster } from "../harness/site/index.ts";
 
 const main = new URL("../../src/app/main.ts", import.meta.url).pathname;
-const PREFIX = "k3s://";
 const USERNAME = "plug-admin";
 // Distinctive and awkward on purpose: `+` and `/` change under URL-encoding and stand out in base64's
 // alphabet, `!` and `%` are special to URLs, `ä` is two bytes in UTF-8 and escaped by some encoders.
@@ -175,27 +175,21 @@ describe("plugpool serve and doctor (processes) facing plugs that fail with cred
   let out = "";
   const env = { PATH: process.env.PATH ?? "", PLUGPOOL_PLUG_USERNAME: USERNAME, PLUGPOOL_PLUG_PASSWORD: PASSWORD };
 
-  function configText(opsListen: string): string {
+  function configText(opsPort = 0): string {
     const nodes = SPECS.map((s) => {
-      const plug = plugs.get(s.name);
-      const sensor = s.powerSensor === undefined ? "" : `, powerSensor: ${s.powerSensor}`;
-      const own = s.fileCredentials === true ? `, credentials: { usernameFile: "${join(dir, "username")}", passwordFile: "${join(dir, "password")}" }` : "";
-      return `      - { name: ${s.name}, plug: { url: "${plug?.url ?? ""}", switch: Relay${sensor}${own} } }`;
+      const sensor = s.powerSensor === undefined ? {} : { powerSensor: s.powerSensor };
+      const own = s.fileCredentials === true ? { credentials: { usernameFile: join(dir, "username"), passwordFile: join(dir, "password") } } : {};
+      return { name: s.name, plug: { url: plugs.get(s.name)?.url ?? "", switch: "Relay", ...sensor, ...own } };
     });
-    return [
-      "listen: 127.0.0.1:0",
-      `opsListen: ${opsListen}`,
-      `providerIDPrefix: "${PREFIX}"`,
-      "plugs: { timeout: 1s }",
-      // Only to queue the first plug-ons: with a limit, nothing is switched on in the first interval.
-      `scaleUp: { maxPowerOnsPerInterval: 100, powerOnInterval: ${INRUSH_INTERVAL} }`,
-      "nodeGroups:",
-      "  - id: workers",
-      `    maxSize: ${SPECS.length}`,
-      "    template: { cpu: '4', memory: 8Gi }",
-      "    nodes:",
-      ...nodes,
-    ].join("\n");
+    return plugpoolConfig({
+      opsPort,
+      groups: [{ id: "workers", nodes }],
+      sections: {
+        plugs: { timeout: "1s" },
+        // Only to queue the first plug-ons: with a limit, nothing is switched on in the first interval.
+        scaleUp: { maxPowerOnsPerInterval: 100, powerOnInterval: INRUSH_INTERVAL },
+      },
+    });
   }
 
   before(async () => {
@@ -203,19 +197,14 @@ describe("plugpool serve and doctor (processes) facing plugs that fail with cred
     // A mounted Secret's files end in a newline that is no part of the value.
     writeFileSync(join(dir, "username"), `${FILE_USERNAME}\n`);
     writeFileSync(join(dir, "password"), `${FILE_PASSWORD}\n`);
-    plane = await startControlPlane();
-    core = plane.admin().makeApiClient(CoreV1Api);
-    await core.createNamespace({
-      body: { metadata: { name: "plugpool", labels: { "pod-security.kubernetes.io/enforce": "privileged" } } },
-    });
-    await core.createNamespacedServiceAccount({ namespace: "plugpool", body: { metadata: { name: "default" } } });
+    ({ plane, core } = await startCluster({ controllers: false, setup: "bare" }));
     for (const s of SPECS) {
       const plug = await startPlugEmulator(s.emulator);
       if (s.early === true && s.fault) await plug.inject(s.fault);
       plugs.set(s.name, plug);
     }
     configPath = join(dir, "config.yaml");
-    writeFileSync(configPath, configText("127.0.0.1:0"));
+    writeFileSync(configPath, configText());
   });
 
   after(async () => {
@@ -254,7 +243,7 @@ describe("plugpool serve and doctor (processes) facing plugs that fail with cred
     const grpcAddress = String(serving?.grpc);
     const opsPort = Number(serving?.ops);
     // The same config for doctor, with the ops port serve actually took, so doctor also reads the running instance.
-    writeFileSync(configPath, configText(`127.0.0.1:${opsPort}`));
+    writeFileSync(configPath, configText(opsPort));
     const rpc = createCloudProviderClient(grpcAddress);
     client = rpc;
 

@@ -4,22 +4,20 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { status } from "@grpc/grpc-js";
-import { CoreV1Api, type CoreV1Event } from "@kubernetes/client-node";
+import type { CoreV1Api, CoreV1Event } from "@kubernetes/client-node";
 import { loadConfig } from "../../src/app/config/index.ts";
 import { createLogger } from "../../src/app/logger.ts";
 import { serve, type Served } from "../../src/app/serve.ts";
 import { POWER_OFF_ANNOTATION } from "../../src/domain/index.ts";
 import { POWER_RECORDS_CONFIGMAP, recordKey } from "../../src/adapters/kubernetes/power-records.ts";
 import { TEMPLATE_SLICES_CONFIGMAP } from "../../src/adapters/kubernetes/template-slices.ts";
-import { startControlPlane, type ControlPlane } from "../support/control-plane.ts";
-import { startPlugEmulator, type EmulatedPlug } from "../support/plug-emulator/index.ts";
-import { createCloudProviderClient, type CloudProviderClient } from "../support/grpc-client.ts";
-import { eventually } from "../support/eventually.ts";
+import type { ControlPlane } from "../harness/control-plane/index.ts";
+import { startPlugEmulator, type EmulatedPlug } from "../harness/plug-emulator/index.ts";
+import { createCloudProviderClient, type CloudProviderClient } from "../harness/grpc-client.ts";
+import { eventually } from "../harness/eventually.ts";
+import { NAMESPACE, plugpoolConfig, PREFIX, startCluster } from "../harness/site/index.ts";
 import { nodeBody } from "../adapters/kubernetes/support.ts";
 import { InstanceStatus_InstanceState } from "../../gen/clusterautoscaler/cloudprovider/v1/externalgrpc/externalgrpc_pb.ts";
-
-const PREFIX = "k3s://";
-const NAMESPACE = "plugpool";
 
 describe("plugpool serve --dry-run (real apiserver, emulated plugs)", () => {
   let plane: ControlPlane;
@@ -39,10 +37,7 @@ describe("plugpool serve --dry-run (real apiserver, emulated plugs)", () => {
   let recordsBefore: string[] = [];
 
   before(async () => {
-    plane = await startControlPlane();
-    core = plane.admin().makeApiClient(CoreV1Api);
-    await core.createNamespace({ body: { metadata: { name: NAMESPACE, labels: { "pod-security.kubernetes.io/enforce": "privileged" } } } });
-    await core.createNamespacedServiceAccount({ namespace: NAMESPACE, body: { metadata: { name: "default" } } });
+    ({ plane, core } = await startCluster({ controllers: false, setup: "bare" }));
     plugs = await Promise.all([
       startPlugEmulator({ switches: [{ name: "Relay" }] }),
       startPlugEmulator({ switches: [{ name: "Relay" }] }),
@@ -65,18 +60,10 @@ describe("plugpool serve --dry-run (real apiserver, emulated plugs)", () => {
       }),
     });
     const config = loadConfig(
-      [
-        "listen: 127.0.0.1:0",
-        "opsListen: 127.0.0.1:0",
-        `providerIDPrefix: "${PREFIX}"`,
-        "plugs: { timeout: 1s }",
-        "nodeGroups:",
-        "  - id: workers",
-        "    maxSize: 3",
-        "    template: { cpu: '4', memory: 8Gi }",
-        "    nodes:",
-        ...plugs.map((plug, i) => `      - { name: worker-${i + 1}, plug: { url: "${plug.url}", switch: Relay } }`),
-      ].join("\n"),
+      plugpoolConfig({
+        groups: [{ id: "workers", nodes: plugs.map((plug, i) => ({ name: `worker-${i + 1}`, plug: { url: plug.url, switch: "Relay" } })) }],
+        sections: { plugs: { timeout: "1s" } },
+      }),
       {},
     );
     const logger = createLogger({ level: process.env.PLUGPOOL_TEST_LOG ?? "info", silent: process.env.PLUGPOOL_TEST_LOG === undefined });

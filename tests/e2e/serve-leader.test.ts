@@ -9,15 +9,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { status } from "@grpc/grpc-js";
-import { CoreV1Api } from "@kubernetes/client-node";
-import { startControlPlane, type ControlPlane } from "../support/control-plane.ts";
-import { startPlugEmulator, type EmulatedPlug } from "../support/plug-emulator/index.ts";
-import { startMachineSimulator, type MachineSimulator } from "../support/machine-simulator.ts";
-import { startPlugpoolProcess, type PlugpoolProcess } from "../support/plugpool-process.ts";
-import { eventually } from "../support/eventually.ts";
-import { assertBuilt } from "../soak/site.ts";
+import type { CoreV1Api } from "@kubernetes/client-node";
+import type { ControlPlane } from "../harness/control-plane/index.ts";
+import { startPlugEmulator, type EmulatedPlug } from "../harness/plug-emulator/index.ts";
+import { startMachineSimulator, type MachineSimulator } from "../harness/machine-simulator.ts";
+import { assertBuilt, plugpoolConfig, PREFIX, startCluster, startPlugpoolProcess, type PlugpoolProcess } from "../harness/site/index.ts";
+import { eventually } from "../harness/eventually.ts";
 
-const PREFIX = "k3s://";
 /** client-go's lease duration, which plugpool uses, and a retry period on top. */
 const LEASE_MS = 15_000 + 2_000;
 const GRACE_S = 12;
@@ -49,26 +47,14 @@ describe("two plugpool serve processes (real apiserver, emulated plugs, simulate
 
   before(async () => {
     assertBuilt();
-    plane = await startControlPlane();
-    core = plane.admin().makeApiClient(CoreV1Api);
-    await core.createNamespace({ body: { metadata: { name: "plugpool", labels: { "pod-security.kubernetes.io/enforce": "privileged" } } } });
-    await core.createNamespacedServiceAccount({ namespace: "plugpool", body: { metadata: { name: "default" } } });
+    ({ plane, core } = await startCluster({ controllers: false, setup: "bare" }));
     plugs = await Promise.all([1, 2].map(() => startPlugEmulator({ version: "2026.7", platform: "esp32", switches: [{ name: "Relay" }] })));
     dir = mkdtempSync(join(tmpdir(), "plugpool-leader-"));
     config = join(dir, "config.yaml");
-    writeFileSync(config, [
-      "listen: 127.0.0.1:0",
-      "opsListen: 127.0.0.1:0",
-      `providerIDPrefix: "${PREFIX}"`,
-      "plugs: { timeout: 1s }",
-      `powerOff: { notReadyTimeout: 20s, grace: ${GRACE_S}s }`,
-      "nodeGroups:",
-      "  - id: workers",
-      "    maxSize: 2",
-      "    template: { cpu: '4', memory: 8Gi }",
-      "    nodes:",
-      ...plugs.map((plug, i) => `      - { name: worker-${i + 1}, plug: { url: "${plug.url}", switch: Relay } }`),
-    ].join("\n"));
+    writeFileSync(config, plugpoolConfig({
+      groups: [{ id: "workers", nodes: plugs.map((plug, i) => ({ name: `worker-${i + 1}`, plug: { url: plug.url, switch: "Relay" } })) }],
+      sections: { plugs: { timeout: "1s" }, powerOff: { notReadyTimeout: "20s", grace: `${GRACE_S}s` } },
+    }));
     machines = startMachineSimulator({
       kubeConfig: plane.admin(),
       providerIDPrefix: PREFIX,

@@ -8,12 +8,12 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { credentials } from "@grpc/grpc-js";
-import { CoreV1Api } from "@kubernetes/client-node";
-import { startControlPlane, type ControlPlane } from "../support/control-plane.ts";
-import { startPlugEmulator, type EmulatedPlug } from "../support/plug-emulator/index.ts";
-import { createCloudProviderClient } from "../support/grpc-client.ts";
-import { createPki, type Pki } from "../support/test-pki.ts";
-import { eventually } from "../support/eventually.ts";
+import type { ControlPlane } from "../harness/control-plane/index.ts";
+import { startPlugEmulator, type EmulatedPlug } from "../harness/plug-emulator/index.ts";
+import { createCloudProviderClient } from "../harness/grpc-client.ts";
+import { createPki, type Pki } from "../harness/test-pki.ts";
+import { eventually } from "../harness/eventually.ts";
+import { plugpoolConfig, startCluster } from "../harness/site/index.ts";
 
 const main = new URL("../../src/app/main.ts", import.meta.url).pathname;
 const PASSWORD = "Zq-9-unlikely-pw";
@@ -27,26 +27,14 @@ describe("plugpool serve (as a process)", () => {
   let raw = "";
 
   before(async () => {
-    plane = await startControlPlane();
-    const core = plane.admin().makeApiClient(CoreV1Api);
-    await core.createNamespace({ body: { metadata: { name: "plugpool" } } });
+    ({ plane } = await startCluster({ controllers: false, setup: "bare" }));
     plug = await startPlugEmulator({ version: "2026.7", platform: "esp8266", auth: { type: "basic", username: "admin", password: PASSWORD } });
     pki = createPki();
     const config = join(pki.dir, "config.yaml");
-    writeFileSync(
-      config,
-      [
-        "listen: 127.0.0.1:0",
-        "opsListen: 127.0.0.1:0",
-        `tls: { cert: ${pki.serverCert}, key: ${pki.serverKey}, cacert: ${pki.ca} }`,
-        'providerIDPrefix: "k3s://"',
-        "nodeGroups:",
-        "  - id: workers",
-        "    maxSize: 1",
-        "    template: { cpu: '4', memory: 8Gi }",
-        `    nodes: [{ name: worker-1, plug: { url: "${plug.url}", switch: Relay } }]`,
-      ].join("\n"),
-    );
+    writeFileSync(config, plugpoolConfig({
+      groups: [{ id: "workers", nodes: [{ name: "worker-1", plug: { url: plug.url, switch: "Relay" } }] }],
+      sections: { tls: { cert: pki.serverCert, key: pki.serverKey, cacert: pki.ca } },
+    }));
     child = spawn(process.execPath, [main, "serve", "--config", config, "--kubeconfig", plane.kubeconfigPath], {
       env: { PATH: process.env.PATH ?? "", PLUGPOOL_PLUG_USERNAME: "admin", PLUGPOOL_PLUG_PASSWORD: PASSWORD },
       stdio: ["ignore", "pipe", "pipe"],

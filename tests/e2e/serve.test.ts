@@ -3,19 +3,18 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { status } from "@grpc/grpc-js";
-import { CoreV1Api } from "@kubernetes/client-node";
+import type { CoreV1Api } from "@kubernetes/client-node";
 import { loadConfig } from "../../src/app/config/index.ts";
 import { createLogger } from "../../src/app/logger.ts";
 import { serve, type Served } from "../../src/app/serve.ts";
 import { callOptions } from "../../src/adapters/kubernetes/api-errors.ts";
 import { InstanceStatus_InstanceState } from "../../gen/clusterautoscaler/cloudprovider/v1/externalgrpc/externalgrpc_pb.ts";
-import { startControlPlane, type ControlPlane } from "../support/control-plane.ts";
-import { startPlugEmulator, type EmulatedPlug } from "../support/plug-emulator/index.ts";
-import { startMachineSimulator, type MachineSimulator } from "../support/machine-simulator.ts";
-import { createCloudProviderClient, type CallResult, type CloudProviderClient } from "../support/grpc-client.ts";
-import { eventually } from "../support/eventually.ts";
-
-const PREFIX = "k3s://";
+import type { ControlPlane } from "../harness/control-plane/index.ts";
+import { startPlugEmulator, type EmulatedPlug } from "../harness/plug-emulator/index.ts";
+import { startMachineSimulator, type MachineSimulator } from "../harness/machine-simulator.ts";
+import { createCloudProviderClient, type CallResult, type CloudProviderClient } from "../harness/grpc-client.ts";
+import { eventually } from "../harness/eventually.ts";
+import { plugpoolConfig, PREFIX, startCluster } from "../harness/site/index.ts";
 
 describe("plugpool serve (real apiserver, emulated plugs, simulated machines)", () => {
   let plane: ControlPlane;
@@ -28,32 +27,23 @@ describe("plugpool serve (real apiserver, emulated plugs, simulated machines)", 
   let first: CallResult<"nodeGroups"> | undefined;
 
   before(async () => {
-    plane = await startControlPlane();
-    core = plane.admin().makeApiClient(CoreV1Api);
-    await core.createNamespace({
-      body: { metadata: { name: "plugpool", labels: { "pod-security.kubernetes.io/enforce": "privileged" } } },
-    });
-    // Without a controller-manager nobody creates the namespace's default ServiceAccount, which pods need.
-    await core.createNamespacedServiceAccount({ namespace: "plugpool", body: { metadata: { name: "default" } } });
+    ({ plane, core } = await startCluster({ controllers: false, setup: "bare" }));
     plugs = await Promise.all([
       startPlugEmulator({ version: "2026.7", platform: "esp32", switches: [{ name: "Relay", powerSensor: "Power" }] }),
       startPlugEmulator({ version: "2025.12", platform: "esp8266", switches: [{ name: "Relay" }] }),
     ]);
     const config = loadConfig(
-      [
-        "listen: 127.0.0.1:0",
-        "opsListen: 127.0.0.1:0",
-        `providerIDPrefix: "${PREFIX}"`,
-        "plugs: { timeout: 1s }",
-        "powerOff: { notReadyTimeout: 20s, grace: 10s, standbyWatts: 5, standbyWindow: 500ms }",
-        "nodeGroups:",
-        "  - id: workers",
-        "    maxSize: 2",
-        "    template: { cpu: '4', memory: 8Gi, labels: { example.com/pool: workers } }",
-        "    nodes:",
-        `      - { name: worker-1, plug: { url: "${plugs[0]?.url ?? ""}", switch: Relay, powerSensor: Power } }`,
-        `      - { name: worker-2, plug: { url: "${plugs[1]?.url ?? ""}", switch: Relay } }`,
-      ].join("\n"),
+      plugpoolConfig({
+        groups: [{
+          id: "workers",
+          labels: { "example.com/pool": "workers" },
+          nodes: [
+            { name: "worker-1", plug: { url: plugs[0]?.url ?? "", switch: "Relay", powerSensor: "Power" } },
+            { name: "worker-2", plug: { url: plugs[1]?.url ?? "", switch: "Relay" } },
+          ],
+        }],
+        sections: { plugs: { timeout: "1s" }, powerOff: { notReadyTimeout: "20s", grace: "10s", standbyWatts: 5, standbyWindow: "500ms" } },
+      }),
       {},
     );
     machines = startMachineSimulator({

@@ -97,7 +97,7 @@ function commandsOf(file: string): { readonly command: string; readonly line: nu
  * with `checked` instead: what this test checks of them (the script or file they name, and its options).
  */
 const COVERED: readonly { readonly command: RegExp; readonly test: string; readonly evidence: string }[] = [
-  { command: /^bash scripts\/dev\.sh sandbox$/, test: "tests/e2e/sandbox.test.ts", evidence: `"tests/sandbox.ts"` },
+  { command: /^bash scripts\/dev\.sh sandbox$/, test: "tests/e2e/sandbox.test.ts", evidence: `"scripts/sandbox.ts"` },
   { command: /^bash scripts\/dev\.sh test$/, test: ".ci/run", evidence: "bash scripts/dev.sh test" },
   { command: /^bash scripts\/dev\.sh setup$/, test: ".ci/run", evidence: "bash scripts/dev.sh setup" },
   { command: /^\. \.ci\/node-env\.sh$/, test: ".ci/run", evidence: ". .ci/node-env.sh" },
@@ -106,9 +106,9 @@ const COVERED: readonly { readonly command: RegExp; readonly test: string; reado
   { command: /^npm run lint$/, test: ".ci/run", evidence: "npm run lint" },
   { command: /^npm run bundle$/, test: "package.json", evidence: "npm run build && npm run bundle && node --test" },
   { command: /^npm run proto$/, test: ".ci/check-proto.sh", evidence: "gen/ is stale: run npm run proto" },
-  { command: /^npm run planted$/, test: "tests/planted/planted.test.ts", evidence: "runPlant" },
+  { command: /^npm run planted$/, test: "tests/repository/planted/planted.test.ts", evidence: "runPlant" },
   { command: /^npm run soak -- --minutes \d+$/, test: "tests/soak/soak.test.ts", evidence: "runSoak" },
-  { command: /^helm repo add autoscaler https:\/\/kubernetes\.github\.io\/autoscaler$/, test: "tests/support/helm/helm.ts", evidence: "helm repo add autoscaler https://kubernetes.github.io/autoscaler" },
+  { command: /^helm repo add autoscaler https:\/\/kubernetes\.github\.io\/autoscaler$/, test: "tests/harness/helm/helm.ts", evidence: "helm repo add autoscaler https://kubernetes.github.io/autoscaler" },
   { command: /^helm install cluster-autoscaler autoscaler\/cluster-autoscaler --version 9\.59\.0 --namespace plugpool --create-namespace -f deploy\/helm\/values\.yaml$/, test: "tests/deploy/helm.test.ts", evidence: `helm(["install", release, chart, "--namespace", namespace, "--values", valuesFile` },
   { command: /^plugpool report --metrics-url \S+$/, test: "tests/app/report.test.ts", evidence: `[main, "report", "--metrics-url"` },
 ];

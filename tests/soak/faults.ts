@@ -9,8 +9,8 @@ import { ApiException, CoreV1Api, PatchStrategy, setHeaderOptions } from "@kuber
 import type { Observer } from "./observer.ts";
 import { TO_BE_DELETED } from "./observer.ts";
 import type { Random } from "./prng.ts";
-import { SWITCH, type Site } from "./site.ts";
-import { swap } from "../support/lease.ts";
+import { swap } from "../harness/lease.ts";
+import { RELAY, type Site } from "../harness/site/index.ts";
 
 export const FAULT_KINDS = [
   "plug-dead",
@@ -52,7 +52,7 @@ interface Pending {
   readonly finish: () => Promise<void>;
 }
 
-export function createFaults(site: Site, observer: Observer, random: Random, log: (message: string) => void): Faults {
+export function createFaults(site: Site<"process">, observer: Observer, random: Random, log: (message: string) => void): Faults {
   const core = site.admin.makeApiClient(CoreV1Api);
   const counts = Object.fromEntries(FAULT_KINDS.map((k) => [k, 0])) as Record<FaultKind, number>;
   /** Plugs with a fault in effect: one fault per plug at a time. */
@@ -83,7 +83,7 @@ export function createFaults(site: Site, observer: Observer, random: Random, log
     pending.add(entry);
   };
 
-  const freePlugs = (): string[] => site.machines.filter((m) => !busy.has(m));
+  const freePlugs = (): string[] => site.machineNames.filter((m) => !busy.has(m));
 
   async function plugFault(kind: "plug-dead" | "plug-slow" | "plug-flapping"): Promise<string> {
     const free = freePlugs();
@@ -112,7 +112,7 @@ export function createFaults(site: Site, observer: Observer, random: Random, log
     later(ms, async () => {
       await plug.clearFaults();
       busy.delete(machine);
-      log(`${kind} over: ${machine}'s plug healthy (relay ${plug.state(SWITCH) ? "on" : "off"})`);
+      log(`${kind} over: ${machine}'s plug healthy (relay ${plug.state(RELAY) ? "on" : "off"})`);
     });
     return count(kind, what);
   }
@@ -150,10 +150,10 @@ export function createFaults(site: Site, observer: Observer, random: Random, log
   }
 
   function powerOnByHand(): string {
-    const candidates = freePlugs().filter((m) => !site.plug(m).state(SWITCH) && !observer.claimed(m));
+    const candidates = freePlugs().filter((m) => !site.plug(m).state(RELAY) && !observer.claimed(m));
     if (candidates.length === 0) return "powered-on-by-hand: no machine is off";
     const machine = random.pick(candidates);
-    site.plug(machine).setState(SWITCH, true);
+    site.plug(machine).setState(RELAY, true);
     return count("powered-on-by-hand", `${machine}'s plug switched on at the device`);
   }
 
@@ -207,13 +207,13 @@ export function createFaults(site: Site, observer: Observer, random: Random, log
   }
 
   async function deleteNodeByHand(): Promise<string> {
-    const candidates = observer.nodes().filter((n) => n.ready && !n.tainted && !n.marked && site.machines.includes(n.name));
+    const candidates = observer.nodes().filter((n) => n.ready && !n.tainted && !n.marked && site.machineNames.includes(n.name));
     if (candidates.length === 0) return "node-deleted-by-hand: no Ready node to delete";
     const { name } = random.pick(candidates);
     const restartMs = random.int(30_000, 120_000);
     await core.deleteNode({ name });
     later(restartMs, () => {
-      site.simulator.restartKubelet(name);
+      site.machines.restartKubelet(name);
       log(`node-deleted-by-hand over: ${name}'s kubelet restarted`);
       return Promise.resolve();
     });

@@ -13,8 +13,8 @@
 // The last two bounds count only time in which the plugpool cluster-autoscaler calls can act: not while it is
 // frozen, nor while another instance holds plugpool's Lease (that one acts, but CA's Refresh never reaches it).
 import { CoordinationV1Api, CoreV1Api, makeInformer, type CoreV1Event, type KubeConfig, type V1Node, type V1Pod } from "@kubernetes/client-node";
-import type { CallRecord, EmulatedPlug } from "../support/plug-emulator/index.ts";
-import { CALLED_PLUGPOOL, GRACE_MS, NOT_READY_TIMEOUT_MS, POWER_OFF_NAMESPACE, PREFIX, SWITCH } from "./site.ts";
+import type { CallRecord, EmulatedPlug } from "../harness/plug-emulator/index.ts";
+import { CALLED_PLUGPOOL, GRACE_MS, NAMESPACE, NOT_READY_TIMEOUT_MS, PREFIX, RELAY } from "../harness/site/index.ts";
 
 export const TO_BE_DELETED = "ToBeDeletedByClusterAutoscaler";
 export const POWER_OFF_MARK = "plugpool.io/power-off-started-at";
@@ -171,7 +171,7 @@ export function createObserver(machines: readonly string[], log: (message: strin
   function checkPlugRequest(machine: string, record: Readonly<CallRecord>): void {
     const action = /^\/switch\/[^/?]+\/(turn_on|turn_off|toggle)(\?|$)/.exec(record.path)?.[1];
     if (action === undefined) return;
-    const relayOn = plugOf?.(machine).state(SWITCH);
+    const relayOn = plugOf?.(machine).state(RELAY);
     const now = Date.now();
     const swappedAt = swapped.get(machine);
     // A request already on its way when the addresses moved may still land: the relay drops what it carried.
@@ -238,7 +238,7 @@ export function createObserver(machines: readonly string[], log: (message: strin
 
   async function readRecords(core: CoreV1Api): Promise<void> {
     try {
-      const map = await core.readNamespacedConfigMap({ namespace: POWER_OFF_NAMESPACE, name: RECORDS_CONFIGMAP });
+      const map = await core.readNamespacedConfigMap({ namespace: NAMESPACE, name: RECORDS_CONFIGMAP });
       records = new Set(Object.keys(map.data ?? {}).filter((k) => k.startsWith(POWER_ON_KEY)).map((k) => k.slice(POWER_ON_KEY.length)));
       const now = Date.now();
       for (const machine of records) poweredByPlugpool.set(machine, now);
@@ -275,7 +275,7 @@ export function createObserver(machines: readonly string[], log: (message: strin
    * handovers are counted on the way).
    */
   async function away(leases: CoordinationV1Api): Promise<boolean> {
-    const lease = await leases.readNamespacedLease({ namespace: POWER_OFF_NAMESPACE, name: "plugpool" }).catch(() => undefined);
+    const lease = await leases.readNamespacedLease({ namespace: NAMESPACE, name: "plugpool" }).catch(() => undefined);
     const holder = lease?.spec?.holderIdentity ?? "";
     if (holder !== "" && holder !== lastHolder) {
       const second = !holder.startsWith(`${CALLED_PLUGPOOL}_`);
@@ -298,7 +298,7 @@ export function createObserver(machines: readonly string[], log: (message: strin
     if (isAway && lastTick !== undefined) pauseBounds(now - lastTick);
     lastTick = now;
     for (const machine of machines) {
-      const on = plugOf?.(machine).state(SWITCH) === true;
+      const on = plugOf?.(machine).state(RELAY) === true;
       const unseen = on && claiming(machine).length === 0 && !records.has(machine);
       if (!unseen) {
         unseenSince.delete(machine);
@@ -372,7 +372,7 @@ export function createObserver(machines: readonly string[], log: (message: strin
       const core = admin.makeApiClient(CoreV1Api);
       const leases = admin.makeApiClient(CoordinationV1Api);
       await inform<V1Node>(admin, "/api/v1/nodes", () => core.listNode(), onNode, (n) => { nodes.delete(n.metadata?.name ?? ""); });
-      await inform<V1Pod>(admin, `/api/v1/namespaces/${POWER_OFF_NAMESPACE}/pods`, () => core.listNamespacedPod({ namespace: POWER_OFF_NAMESPACE }),
+      await inform<V1Pod>(admin, `/api/v1/namespaces/${NAMESPACE}/pods`, () => core.listNamespacedPod({ namespace: NAMESPACE }),
         onPod, (p) => { pods.delete(p.metadata?.uid ?? ""); });
       ticker = setInterval(() => {
         ticking = ticking.then(() => tick(core, leases)).catch((error: unknown) => { log(`observer tick failed: ${String(error)}`); });

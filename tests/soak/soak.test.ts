@@ -4,12 +4,12 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { randomInt } from "node:crypto";
-import { autoscalerMissing } from "../support/autoscaler/autoscaler.ts";
+import { autoscalerMissing } from "../harness/autoscaler/autoscaler.ts";
 import { formatSummary, runSoak } from "./soak.ts";
 
 const MINUTES = 2;
 
-// Skipped, with the reason, where cluster-autoscaler cannot be built (tests/support/autoscaler/build.sh).
+// Skipped, with the reason, where cluster-autoscaler cannot be built (tests/harness/autoscaler/build.sh).
 describe("soak with an independent observer", { skip: autoscalerMissing() }, () => {
   it(`keeps every safety promise through ${MINUTES} minutes of random workload and faults`, { timeout: (MINUTES + 5) * 60_000 }, async () => {
     const configured = process.env.PLUGPOOL_SOAK_SEED;

@@ -6,12 +6,13 @@ import { copyFileSync, existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { followLog, parseKlog } from "../e2e/autoscaler/ca-log.ts";
+import { followLog, parseKlog } from "../harness/autoscaler/ca-log.ts";
+import type { Platform, Version } from "../harness/plug-emulator/index.ts";
+import { assertBuilt, NAMESPACE, startSite, type MachineSpec } from "../harness/site/index.ts";
 import { createFaults, FAULT_KINDS, type FaultKind } from "./faults.ts";
 import { createObserver, OUT_OF_VIEW_MS, STUCK_MS, type Violation } from "./observer.ts";
 import { seededRandom } from "./prng.ts";
-import { assertBuilt, machineNames, startSite } from "./site.ts";
-import { createWorkload } from "./workload.ts";
+import { createWorkload, WORKLOAD_NAMESPACE } from "./workload.ts";
 
 export interface SoakOptions {
   readonly minutes: number;
@@ -41,6 +42,37 @@ export interface SoakResult {
 }
 
 const SETTLE_MS = 5_000;
+/** CA's --max-node-provision-time here. */
+const PROVISION_MS = 45_000;
+
+/** The cluster-autoscaler flags the soak changes from the end-to-end suite's (tests/harness/autoscaler/process.ts). */
+const AUTOSCALER_FLAGS: Readonly<Record<string, string>> = {
+  "max-node-provision-time": `${PROVISION_MS / 1000}s`,
+  "scale-down-unneeded-time": "10s",
+  // A failed scale-up (a dead plug, a quarantined machine) backs the group off for 10 s, doubling up to a minute
+  // (defaults 5 min and 30 min): long enough to matter, short enough to go on scaling within a soak.
+  "initial-node-group-backoff-duration": "10s",
+  "max-node-group-backoff-duration": "1m",
+};
+
+/** The machines' names: `worker-1` … `worker-n`. */
+function machineNames(count: number): string[] {
+  return Array.from({ length: count }, (_, i) => `worker-${i + 1}`);
+}
+
+/** The machines, on plugs of every firmware profile, every other one with a power sensor. */
+function machinePlans(count: number): MachineSpec[] {
+  const profiles: { version: Version; platform: Platform }[] = [
+    { version: "2026.7", platform: "esp32" },
+    { version: "2026.1", platform: "esp32" },
+    { version: "2025.12", platform: "esp8266" },
+    { version: "2026.7", platform: "esp8266" },
+  ];
+  return machineNames(count).map((name, i) => {
+    const profile = profiles[i % profiles.length] ?? { version: "2026.7", platform: "esp32" };
+    return { name, ...profile, restoreMode: "RESTORE_DEFAULT_OFF", powerSensor: i % 2 === 0 };
+  });
+}
 
 export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   assertBuilt();
@@ -54,7 +86,25 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   say(`bounds: a machine out of everyone's view ${OUT_OF_VIEW_MS / 1000} s, a power-off ${STUCK_MS / 1000} s`);
 
   const observer = createObserver(machineNames(count), say);
-  const site = await startSite({ machines: count, onPlugRequest: (machine, record) => { observer.onPlugRequest(machine, record); }, log: say });
+  // plugpool as its own process, as the container runs it, reached only through its published interfaces (config
+  // file, CLI, gRPC port, readiness endpoint), with a wall clock the faults can step; the plugs behind addresses the
+  // faults can swap.
+  const site = await startSite({
+    machines: machinePlans(count),
+    plugpool: "process",
+    leases: true,
+    namespaces: [WORKLOAD_NAMESPACE],
+    bootDelayMs: 2000,
+    shutdownDelayMs: 1500,
+    config: {
+      quarantine: { initial: "30s", max: "2m" },
+      // cluster-autoscaler's namespace, which a pod learns from POD_NAMESPACE.
+      leaderElection: { followAutoscaler: { namespace: NAMESPACE } },
+    },
+    autoscalerFlags: AUTOSCALER_FLAGS,
+    onPlugRequest: (machine, record) => { observer.onPlugRequest(machine, record); },
+    log: say,
+  });
   const notes: string[] = [];
   let scaleUps = 0;
   let scaleDowns = 0;
@@ -75,7 +125,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
       say(`cluster-autoscaler: ${line.message}`);
     }
   };
-  let caLog = followLog(site.autoscaler().logPath, onCaLine);
+  let caLog = followLog(site.autoscaler.logPath, onCaLine);
   const stopLoops = new AbortController();
   const { signal } = stopLoops;
   /** Sleeps `ms`; false once the soak is over. */
@@ -109,13 +159,13 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     // Neither CA nor plugpool should stop by themselves; if one does, it is told and started again.
     const supervisor = async (): Promise<void> => {
       while (await pause(2_000)) {
-        if (!site.autoscaler().running()) {
-          const note = `cluster-autoscaler exited; its log ended:\n${site.autoscaler().logTail(20)}`;
+        if (!site.autoscaler.running()) {
+          const note = `cluster-autoscaler exited; its log ended:\n${site.autoscaler.logTail(20)}`;
           notes.push(note);
           say(note);
           caLog.stop();
           await site.restartAutoscaler().catch((error: unknown) => { say(`cluster-autoscaler did not restart: ${message(error)}`); });
-          caLog = followLog(site.autoscaler().logPath, onCaLine);
+          caLog = followLog(site.autoscaler.logPath, onCaLine);
         }
         if (!site.plugpool.running() && !faults.plugpoolDown()) {
           const note = `plugpool was not running without being killed; its log ended:\n${site.plugpool.logTail(20)}`;
@@ -139,10 +189,10 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
       const kept = mkdtempSync(join(tmpdir(), `plugpool-soak-${options.seed}-logs-`));
       copyFileSync(site.plugpool.logPath, join(kept, "plugpool.log"));
       if (existsSync(site.secondPlugpool.logPath)) copyFileSync(site.secondPlugpool.logPath, join(kept, "plugpool-b.log"));
-      copyFileSync(site.autoscaler().logPath, join(kept, "cluster-autoscaler.log"));
+      copyFileSync(site.autoscaler.logPath, join(kept, "cluster-autoscaler.log"));
       const short = (text: string): string => text.split("\n").map((l) => (l.length > 300 ? `${l.slice(0, 300)}…` : l)).join("\n");
       write(`--- plugpool ---\n${short(site.plugpool.logTail(30))}`);
-      write(`--- cluster-autoscaler ---\n${short(site.autoscaler().logTail(30))}`);
+      write(`--- cluster-autoscaler ---\n${short(site.autoscaler.logTail(30))}`);
       write(`--- the whole logs are kept in ${kept} ---`);
     }
     const stats = observer.stats();

@@ -3,8 +3,10 @@
 // a node, and a cap on the CPU asked for so that the pool can always hold it.
 import { AppsV1Api, PatchStrategy, setHeaderOptions, type KubeConfig } from "@kubernetes/client-node";
 import type { Random } from "./prng.ts";
-import { POOL_LABEL, WORKLOAD_NAMESPACE } from "./site.ts";
+import { POOL_LABEL } from "../harness/site/index.ts";
 
+/** Where the workload runs. */
+export const WORKLOAD_NAMESPACE = "soak";
 /** At most this much CPU (millicores) asked for at once: half the pool of eight 4-CPU machines. */
 const CPU_CAP = 16_000;
 const MAX_DEPLOYMENTS = 4;

@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { connect } from "node:net";
 import { describe, it } from "node:test";
-import { emulatedObjectId, startPlugEmulator, type EmulatedPlug } from "../../support/plug-emulator/index.ts";
+import { emulatedObjectId, startPlugEmulator, type EmulatedPlug } from "../../harness/plug-emulator/index.ts";
 import { emulate, eventually, timed } from "./support.ts";
 
 /** Sends raw request text and returns all the socket received until the device closed it. */

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { describe, it, type TestContext } from "node:test";
 import { createEsphomePowerSwitch } from "../../../src/adapters/esphome/esphome-power-switch.ts";
-import type { Fault, PlugEmulatorOptions } from "../../support/plug-emulator/index.ts";
+import type { Fault, PlugEmulatorOptions } from "../../harness/plug-emulator/index.ts";
 import { acceptAny, addressOf, allowCut, assertNoSecret, assertPlugError, emulate, timed } from "./support.ts";
 
 const USER = "ops";

@@ -6,7 +6,7 @@ import { gzipSync } from "node:zlib";
 import type { AddressInfo } from "node:net";
 import { describe, it, type TestContext } from "node:test";
 import { createEsphomePowerSwitch } from "../../../src/adapters/esphome/esphome-power-switch.ts";
-import type { Fault } from "../../support/plug-emulator/index.ts";
+import type { Fault } from "../../harness/plug-emulator/index.ts";
 import { acceptAny, addressOf, allowCut, assertPlugError, emulate, timed } from "./support.ts";
 
 const TIMEOUT_MS = 1000;

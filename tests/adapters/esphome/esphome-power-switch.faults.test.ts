@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { describe, it, type TestContext } from "node:test";
 import { createEsphomePowerSwitch } from "../../../src/adapters/esphome/esphome-power-switch.ts";
-import type { PlugEmulatorOptions } from "../../support/plug-emulator/index.ts";
+import type { PlugEmulatorOptions } from "../../harness/plug-emulator/index.ts";
 import { acceptAny, addressOf, allowCut, assertPlugError, emulate, requests, timed, withEvents } from "./support.ts";
 
 const TIMEOUT_MS = 300;

@@ -4,7 +4,7 @@ import { describe, it, type TestContext } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { createEsphomePowerSwitch } from "../../../src/adapters/esphome/esphome-power-switch.ts";
 import type { CutGuard, DeviceCheck } from "../../../src/domain/ports.ts";
-import type { PlugEmulatorOptions } from "../../support/plug-emulator/index.ts";
+import type { PlugEmulatorOptions } from "../../harness/plug-emulator/index.ts";
 import { acceptAny, addressOf, assertPlugError, emulate, eventually, expectDevice, requests, timed } from "./support.ts";
 
 const REFUSED = /^turning off plug http:\/\/127\.0\.0\.1:\d+ switch "Relay": the switch-off was refused at the plug by the safety check$/;

@@ -7,8 +7,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { createEsphomePowerSwitch } from "../../../src/adapters/esphome/esphome-power-switch.ts";
 import type { CutGuard, DeviceCheck } from "../../../src/domain/ports.ts";
 import { PlugpoolError } from "../../../src/domain/errors.ts";
-import type { EmulatedPlug, PlugEmulatorOptions } from "../../support/plug-emulator/index.ts";
-import { lease, swap } from "../../support/lease.ts";
+import type { EmulatedPlug, PlugEmulatorOptions } from "../../harness/plug-emulator/index.ts";
+import { lease, swap } from "../../harness/lease.ts";
 import { acceptAny, addressOf, allowCut, assertPlugError, emulate, eventually, expectDevice, requests, timed } from "./support.ts";
 
 async function setup(t: TestContext, opts: PlugEmulatorOptions = {}, timeoutMs = 1000) {

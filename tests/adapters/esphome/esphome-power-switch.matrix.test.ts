@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { describe, it, type TestContext } from "node:test";
 import { createEsphomePowerSwitch } from "../../../src/adapters/esphome/esphome-power-switch.ts";
-import { startPlugEmulator, type Platform, type Version } from "../../support/plug-emulator/index.ts";
+import { startPlugEmulator, type Platform, type Version } from "../../harness/plug-emulator/index.ts";
 import { acceptAny, addressOf, allowCut, emulate, eventually, expectDevice, requests } from "./support.ts";
 
 type AuthProfile = "none" | "basic" | "digest";

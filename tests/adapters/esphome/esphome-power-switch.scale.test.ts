@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { createEsphomePowerSwitch } from "../../../src/adapters/esphome/esphome-power-switch.ts";
-import { startPlugEmulator } from "../../support/plug-emulator/index.ts";
+import { startPlugEmulator } from "../../harness/plug-emulator/index.ts";
 import { acceptAny, addressOf, allowCut, assertPlugError, emulate, timed } from "./support.ts";
 
 // Generous for one loopback request, but 50 parallel reads served by the same process on a busy

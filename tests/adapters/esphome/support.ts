@@ -7,7 +7,7 @@ import { parsePlugUrl } from "../../../src/adapters/esphome/plug.ts";
 import { isPlugpoolError, type ErrorCode } from "../../../src/domain/errors.ts";
 import type { EsphomePlug } from "../../../src/adapters/esphome/plug.ts";
 import type { CutGuard, DeviceCheck, DeviceIdentity } from "../../../src/domain/ports.ts";
-import { startPlugEmulator, type EmulatedPlug, type PlugEmulatorOptions } from "../../support/plug-emulator/index.ts";
+import { startPlugEmulator, type EmulatedPlug, type PlugEmulatorOptions } from "../../harness/plug-emulator/index.ts";
 
 /** Starts an emulated plug that closes when the test ends. */
 export async function emulate(t: TestContext, opts: PlugEmulatorOptions = {}): Promise<EmulatedPlug> {

@@ -9,7 +9,7 @@ import * as grpc from "@grpc/grpc-js";
 import { cloudProviderRoutes, errorMapping } from "../../../src/adapters/grpc/routes.ts";
 import { MAX_MESSAGE_CHARS } from "../../../src/adapters/grpc/errors.ts";
 import { startGrpcServer, type GrpcServer } from "../../../src/adapters/grpc/server.ts";
-import { createCloudProviderClient, type CloudProviderClient } from "../../support/grpc-client.ts";
+import { createCloudProviderClient, type CloudProviderClient } from "../../harness/grpc-client.ts";
 import { stubPool } from "./stub-pool.ts";
 
 const SERVICE = "/clusterautoscaler.cloudprovider.v1.externalgrpc.CloudProvider";

@@ -8,8 +8,8 @@ import { cloudProviderRoutes, errorMapping } from "../../../src/adapters/grpc/ro
 import { startGrpcServer, type GrpcServer } from "../../../src/adapters/grpc/server.ts";
 import { InstanceStatus_InstanceState } from "../../../gen/clusterautoscaler/cloudprovider/v1/externalgrpc/externalgrpc_pb.ts";
 import { NodeSchema } from "../../../gen/k8s.io/api/core/v1/generated_pb.ts";
-import { createCloudProviderClient, type CloudProviderClient } from "../../support/grpc-client.ts";
-import { World, PREFIX } from "../../fakes/world.ts";
+import { createCloudProviderClient, type CloudProviderClient } from "../../harness/grpc-client.ts";
+import { World, PREFIX } from "../../harness/fakes/world.ts";
 
 interface Served {
   world: World;

@@ -5,9 +5,9 @@ import assert from "node:assert/strict";
 import { credentials, status } from "@grpc/grpc-js";
 import { cloudProviderRoutes, errorMapping } from "../../../src/adapters/grpc/routes.ts";
 import { startGrpcServer, type GrpcServer } from "../../../src/adapters/grpc/server.ts";
-import { createCloudProviderClient } from "../../support/grpc-client.ts";
-import { createPki, type Pki } from "../../support/test-pki.ts";
-import { World } from "../../fakes/world.ts";
+import { createCloudProviderClient } from "../../harness/grpc-client.ts";
+import { createPki, type Pki } from "../../harness/test-pki.ts";
+import { World } from "../../harness/fakes/world.ts";
 import { stubPool } from "./stub-pool.ts";
 
 describe("the gRPC server with mTLS", () => {

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { inspect } from "node:util";
 import type { HomeAssistantEntity } from "../../../src/adapters/home-assistant/entity.ts";
 import { createPowerSwitch } from "../../../src/app/power/power-switch.ts";
-import { startHomeAssistantEmulator } from "../../support/home-assistant/emulator.ts";
+import { startHomeAssistantEmulator } from "../../harness/home-assistant/emulator.ts";
 import { config, group, issuesOf, load } from "../../app/fixtures/config-builders.ts";
 import { acceptAny } from "./support.ts";
 

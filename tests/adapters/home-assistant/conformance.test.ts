@@ -3,9 +3,9 @@
 // unknown and unavailable entities, which service acts on which domain's entities).
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import type { HomeAssistantBackstage, HomeAssistantSetup } from "../../support/home-assistant/backstage.ts";
-import { startHomeAssistantEmulator } from "../../support/home-assistant/emulator.ts";
-import { homeAssistantMissing, startHomeAssistant } from "../../support/home-assistant/index.ts";
+import type { HomeAssistantBackstage, HomeAssistantSetup } from "../../harness/home-assistant/backstage.ts";
+import { startHomeAssistantEmulator } from "../../harness/home-assistant/emulator.ts";
+import { homeAssistantMissing, startHomeAssistant } from "../../harness/home-assistant/index.ts";
 
 const setup: HomeAssistantSetup = {
   switches: ["read", "service", "idempotent", "helper", "generic", "domain", "away", "behind"],

@@ -3,7 +3,7 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createHomeAssistantSwitch } from "../../../src/adapters/home-assistant/home-assistant-switch.ts";
-import { homeAssistantMissing, startHomeAssistant, type RunningHomeAssistant } from "../../support/home-assistant/index.ts";
+import { homeAssistantMissing, startHomeAssistant, type RunningHomeAssistant } from "../../harness/home-assistant/index.ts";
 import { acceptAny, addressOf, failure } from "./support.ts";
 
 describe("Home Assistant switch against the real Home Assistant", { skip: homeAssistantMissing() }, () => {

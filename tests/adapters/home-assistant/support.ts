@@ -5,7 +5,7 @@ import { inspect } from "node:util";
 import { isPlugpoolError, type PlugpoolError } from "../../../src/domain/errors.ts";
 import type { HomeAssistantEntity } from "../../../src/adapters/home-assistant/entity.ts";
 import { Secret } from "../../../src/adapters/secret.ts";
-import type { HomeAssistantBackstage } from "../../support/home-assistant/backstage.ts";
+import type { HomeAssistantBackstage } from "../../harness/home-assistant/backstage.ts";
 
 /** The address plugpool's configuration would give `entity` of `ha` (token: ha's, unless another is given). */
 export function addressOf(ha: Pick<HomeAssistantBackstage, "url" | "token">, entity: string, extra: { powerSensor?: string; token?: string } = {}): HomeAssistantEntity {

@@ -4,7 +4,7 @@ import { after, afterEach, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createHomeAssistantSwitch, MAX_ANSWER_BYTES } from "../../../src/adapters/home-assistant/home-assistant-switch.ts";
 import type { CallOptions } from "../../../src/domain/ports.ts";
-import { startHomeAssistantEmulator, type HomeAssistantEmulator } from "../../support/home-assistant/emulator.ts";
+import { startHomeAssistantEmulator, type HomeAssistantEmulator } from "../../harness/home-assistant/emulator.ts";
 import { acceptAny, addressOf, failure } from "./support.ts";
 
 const TIMEOUT_MS = 600;

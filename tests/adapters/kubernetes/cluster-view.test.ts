@@ -12,7 +12,7 @@ import {
 import { powerOffPodManifest } from "../../../src/adapters/kubernetes/power-off-pod.ts";
 import { LIST_PAGE_SIZE } from "../../../src/adapters/kubernetes/reflector.ts";
 import { POWER_OFF_ANNOTATION, TO_BE_DELETED_TAINT } from "../../../src/domain/model.ts";
-import { startControlPlane, type ControlPlane } from "../../support/control-plane.ts";
+import { startControlPlane, type ControlPlane } from "../../harness/control-plane/index.ts";
 import { createNamespace, delayingProxy, eventually, fastRetry, machine, nodeBody, throughPort } from "./support.ts";
 
 const namespace = "plugpool";

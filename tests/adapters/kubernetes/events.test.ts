@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { createKubernetesEventRecorder, nodeEvent } from "../../../src/adapters/kubernetes/events.ts";
 import type { PoolEvent } from "../../../src/domain/events.ts";
-import { startControlPlane, type ControlPlane } from "../../support/control-plane.ts";
+import { startControlPlane, type ControlPlane } from "../../harness/control-plane/index.ts";
 import { machine } from "./support.ts";
 
 describe("nodeEvent()", () => {

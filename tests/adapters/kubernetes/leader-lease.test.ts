@@ -8,7 +8,7 @@ import { after, before, describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { CoordinationV1Api, CoreV1Api, KubeConfig, V1MicroTime } from "@kubernetes/client-node";
 import { createLeaderLease, type LeaderLease, type LeaderLeaseOptions, type LeaseTiming } from "../../../src/adapters/kubernetes/leader-lease.ts";
-import { startControlPlane, type ControlPlane } from "../../support/control-plane.ts";
+import { startControlPlane, type ControlPlane } from "../../harness/control-plane/index.ts";
 import { createNamespace, eventually } from "./support.ts";
 
 const namespace = "plugpool";

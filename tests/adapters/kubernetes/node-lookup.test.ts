@@ -7,7 +7,7 @@ import { createKubernetesClusterView, type KubernetesClusterView } from "../../.
 import { createKubernetesNodeLookup, type NodeCache } from "../../../src/adapters/kubernetes/node-lookup.ts";
 import { isPlugpoolError } from "../../../src/domain/errors.ts";
 import type { NodeLookup } from "../../../src/domain/ports.ts";
-import { startControlPlane, type ControlPlane } from "../../support/control-plane.ts";
+import { startControlPlane, type ControlPlane } from "../../harness/control-plane/index.ts";
 import { TO_BE_DELETED_TAINT } from "../../../src/domain/model.ts";
 import { delayingProxy, fastRetry, machine, nodeBody, throughPort } from "./support.ts";
 

@@ -8,7 +8,7 @@ import { powerOffPodName } from "../../../src/adapters/kubernetes/power-off-pod.
 import { isPlugpoolError, type PlugpoolError } from "../../../src/domain/errors.ts";
 import { POWER_OFF_ANNOTATION, TO_BE_DELETED_TAINT, type Taint } from "../../../src/domain/model.ts";
 import type { NodeTeardown } from "../../../src/domain/ports.ts";
-import { startControlPlane, type ControlPlane } from "../../support/control-plane.ts";
+import { startControlPlane, type ControlPlane } from "../../harness/control-plane/index.ts";
 import { apply, createNamespace, exampleManifest, machine, nodeBody } from "./support.ts";
 
 const namespace = "plugpool";

@@ -14,7 +14,7 @@ import {
   type KubernetesPowerRecordsOptions,
 } from "../../../src/adapters/kubernetes/power-records.ts";
 import { isPlugpoolError } from "../../../src/domain/errors.ts";
-import { startControlPlane, type ControlPlane } from "../../support/control-plane.ts";
+import { startControlPlane, type ControlPlane } from "../../harness/control-plane/index.ts";
 import { createNamespace, eventually, fastRetry, machine } from "./support.ts";
 
 const namespace = "plugpool";

@@ -13,7 +13,7 @@ import { createLeaderLease } from "../../../src/adapters/kubernetes/leader-lease
 import { createKubernetesPowerRecords, POWER_RECORDS_CONFIGMAP } from "../../../src/adapters/kubernetes/power-records.ts";
 import { TEMPLATE_SLICES_CONFIGMAP } from "../../../src/adapters/kubernetes/template-slices.ts";
 import { POWER_OFF_ANNOTATION } from "../../../src/domain/model.ts";
-import { startControlPlane, type ControlPlane } from "../../support/control-plane.ts";
+import { startControlPlane, type ControlPlane } from "../../harness/control-plane/index.ts";
 import { apply, createNamespace, eventually, exampleManifest, fastRetry, machine, nodeBody } from "./support.ts";
 
 const namespace = "plugpool";

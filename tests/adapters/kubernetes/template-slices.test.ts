@@ -6,7 +6,7 @@ import { after, before, describe, it } from "node:test";
 import { createKubernetesClusterView, type KubernetesClusterView } from "../../../src/adapters/kubernetes/cluster-view.ts";
 import { TEMPLATE_SLICES_CONFIGMAP } from "../../../src/adapters/kubernetes/template-slices.ts";
 import type { DeviceSlice } from "../../../src/domain/model.ts";
-import { startControlPlane, type ControlPlane } from "../../support/control-plane.ts";
+import { startControlPlane, type ControlPlane } from "../../harness/control-plane/index.ts";
 import { createNamespace, eventually, fastRetry, machine } from "./support.ts";
 
 const namespace = "plugpool";

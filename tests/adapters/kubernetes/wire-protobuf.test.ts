@@ -11,7 +11,7 @@ import { NodeSchema } from "../../../gen/k8s.io/api/core/v1/generated_pb.ts";
 import { ResourceSliceSchema } from "../../../gen/k8s.io/api/resource/v1/generated_pb.ts";
 import { encodeTemplateNode } from "../../../src/adapters/grpc/k8s-encoding.ts";
 import type { TemplateNode } from "../../../src/domain/model.ts";
-import { startControlPlane, type ControlPlane } from "../../support/control-plane.ts";
+import { startControlPlane, type ControlPlane } from "../../harness/control-plane/index.ts";
 import { nodeBody } from "./support.ts";
 
 const protobuf = "application/vnd.kubernetes.protobuf";

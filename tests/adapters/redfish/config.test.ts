@@ -8,7 +8,7 @@ import { join } from "node:path";
 import type { RedfishSystem } from "../../../src/adapters/redfish/redfish-system.ts";
 import type { AppConfig } from "../../../src/app/config/index.ts";
 import { config, group, issuesOf, load } from "../../app/fixtures/config-builders.ts";
-import { createPki, type Pki } from "../../support/test-pki.ts";
+import { createPki, type Pki } from "../../harness/test-pki.ts";
 
 const ENV = { PLUGPOOL_REDFISH_USERNAME: "root", PLUGPOOL_REDFISH_PASSWORD: "env-secret-pw" };
 

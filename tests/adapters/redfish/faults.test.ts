@@ -11,7 +11,7 @@ import { redfishBackend } from "../../../src/adapters/redfish/backend.ts";
 import { MAX_ANSWER_BYTES } from "../../../src/adapters/redfish/bmc-http.ts";
 import type { RedfishSystem } from "../../../src/adapters/redfish/redfish-system.ts";
 import type { CutGuard, DeviceCheck } from "../../../src/domain/ports.ts";
-import { lease, swap } from "../../support/lease.ts";
+import { lease, swap } from "../../harness/lease.ts";
 import { acceptAny, addressOf, assertFailure, expectDevice, failureOf } from "./support.ts";
 
 const LOGIN = { username: "operator", password: "s3cret-pw" };

@@ -1,5 +1,5 @@
 // The Redfish backend against a real Redfish service: sushy-emulator with its fake driver, over https with its
-// own CA and Basic auth (tests/support/redfish). The fake driver applies a Reset up to 11 s after it answered;
+// own CA and Basic auth (tests/harness/redfish). The fake driver applies a Reset up to 11 s after it answered;
 // the tests that need the state sooner make the pending Reset apply at once (`settle`), as a quicker BMC would.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
@@ -11,7 +11,7 @@ import { redfishBackend } from "../../../src/adapters/redfish/backend.ts";
 import { createPowerSwitch } from "../../../src/app/power/power-switch.ts";
 import { config, group, load } from "../../app/fixtures/config-builders.ts";
 import type { CutGuard } from "../../../src/domain/ports.ts";
-import { startRedfish, type RunningRedfish } from "../../support/redfish/index.ts";
+import { startRedfish, type RunningRedfish } from "../../harness/redfish/index.ts";
 import { acceptAny, addressOf, assertFailure, expectDevice, failureOf } from "./support.ts";
 
 describe("redfishBackend against sushy-emulator", () => {

@@ -1,10 +1,10 @@
-// The Redfish test BMC itself (tests/support/redfish): what the real sushy-emulator with its fake driver does
+// The Redfish test BMC itself (tests/harness/redfish): what the real sushy-emulator with its fake driver does
 // on the requests the Redfish adapter sends, so that the adapter's tests rest on observed behaviour.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { request as httpsRequest } from "node:https";
-import { startRedfish, type RunningRedfish } from "../../support/redfish/index.ts";
+import { startRedfish, type RunningRedfish } from "../../harness/redfish/index.ts";
 
 interface Answer {
   readonly status: number;

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { createHash, randomBytes } from "node:crypto";
 import { connect, type Socket } from "node:net";
 import { describe, it, type TestContext } from "node:test";
-import { startShellyEmulator, type EmulatedShelly, type ShellyEmulatorOptions } from "../../support/shelly-emulator/index.ts";
+import { startShellyEmulator, type EmulatedShelly, type ShellyEmulatorOptions } from "../../harness/shelly-emulator/index.ts";
 
 async function emulate(t: TestContext, opts: ShellyEmulatorOptions = {}): Promise<EmulatedShelly> {
   const device = await startShellyEmulator(opts);

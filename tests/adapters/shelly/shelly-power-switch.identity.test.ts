@@ -6,8 +6,8 @@ import { describe, it, type TestContext } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { createShellyPowerSwitch } from "../../../src/adapters/shelly/shelly-power-switch.ts";
 import type { CutGuard, DeviceCheck } from "../../../src/domain/ports.ts";
-import type { EmulatedShelly } from "../../support/shelly-emulator/index.ts";
-import { lease, swap } from "../../support/lease.ts";
+import type { EmulatedShelly } from "../../harness/shelly-emulator/index.ts";
+import { lease, swap } from "../../harness/lease.ts";
 import { acceptAny, addressOf, allowCut, assertPlugError, emulate, expectDevice, rpcLog, timed } from "./support.ts";
 
 const identityOf = (d: EmulatedShelly): string => `shelly ${d.id} mac ${d.mac}`;

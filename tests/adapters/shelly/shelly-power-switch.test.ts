@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { createShellyPowerSwitch } from "../../../src/adapters/shelly/shelly-power-switch.ts";
-import type { Firmware, Gen } from "../../support/shelly-emulator/index.ts";
+import type { Firmware, Gen } from "../../harness/shelly-emulator/index.ts";
 import { acceptAny, addressOf, allowCut, emulate, rpcLog } from "./support.ts";
 
 const VARIANTS: readonly { gen: Gen; firmware: Firmware }[] = [

@@ -3,7 +3,7 @@
 import type { TestContext } from "node:test";
 import { Secret } from "../../../src/adapters/secret.ts";
 import type { ShellyAddress } from "../../../src/adapters/shelly/shelly-power-switch.ts";
-import { startShellyEmulator, type EmulatedShelly, type ShellyEmulatorOptions } from "../../support/shelly-emulator/index.ts";
+import { startShellyEmulator, type EmulatedShelly, type ShellyEmulatorOptions } from "../../harness/shelly-emulator/index.ts";
 
 export { acceptAny, allowCut, assertNoSecret, assertPlugError, expectDevice, timed } from "../esphome/support.ts";
 

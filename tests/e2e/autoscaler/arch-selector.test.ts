@@ -4,10 +4,10 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { CoreV1Api } from "@kubernetes/client-node";
-import { eventually } from "../../support/eventually.ts";
-import { startEnvironment, type Environment } from "./environment.ts";
+import { eventually } from "../../harness/eventually.ts";
+import { startSite, type Site } from "../../harness/site/index.ts";
 import { nodeNames, readPod, scenario } from "./scenario.ts";
-import { autoscalerMissing } from "../../support/autoscaler/autoscaler.ts";
+import { autoscalerMissing } from "../../harness/autoscaler/autoscaler.ts";
 
 async function createArchPod(core: CoreV1Api, name: string, arch: string): Promise<void> {
   await core.createNamespacedPod({
@@ -23,36 +23,36 @@ async function createArchPod(core: CoreV1Api, name: string, arch: string): Promi
   });
 }
 
-// Skipped, with the reason, where cluster-autoscaler cannot be built (tests/support/autoscaler/build.sh).
+// Skipped, with the reason, where cluster-autoscaler cannot be built (tests/harness/autoscaler/build.sh).
 describe("cluster-autoscaler with plugpool: pods that select kubernetes.io/arch", { skip: autoscalerMissing() }, () => {
-  let env: Environment;
-  const diagnostics = (): string => env.diagnostics();
+  let site: Site;
+  const diagnostics = (): string => site.diagnostics();
 
   before(async () => {
-    env = await startEnvironment({ machines: [{ name: "worker-1" }, { name: "worker-2" }] });
+    site = await startSite({ machines: [{ name: "worker-1" }, { name: "worker-2" }] });
   });
   after(async () => {
-    await env.stop();
+    await site.stop();
   });
 
   it("scales the group up from zero for a pod with nodeSelector kubernetes.io/arch: amd64, never for arm64", scenario("arch selector", diagnostics, async () => {
-    assert.deepEqual(await nodeNames(env.core), []);
-    await createArchPod(env.core, "on-arm", "arm64");
+    assert.deepEqual(await nodeNames(site.core), []);
+    await createArchPod(site.core, "on-arm", "arm64");
     await eventually("CA says the arm64 pod cannot trigger a scale-up", async () => {
-      const { items } = await env.core.listNamespacedEvent({ namespace: "default", fieldSelector: "involvedObject.name=on-arm,reason=NotTriggerScaleUp" });
+      const { items } = await site.core.listNamespacedEvent({ namespace: "default", fieldSelector: "involvedObject.name=on-arm,reason=NotTriggerScaleUp" });
       assert.match(items[0]?.message ?? "", /didn't match Pod's node affinity\/selector/);
     }, 60_000, 250);
-    assert.deepEqual(env.events("powered-on"), [], "no machine powered on for a pod none of them can run");
+    assert.deepEqual(site.plugpool.events("powered-on"), [], "no machine powered on for a pod none of them can run");
 
-    await createArchPod(env.core, "on-amd", "amd64");
+    await createArchPod(site.core, "on-amd", "amd64");
     await eventually("the amd64 pod Running on worker-1", async () => {
-      const pod = await readPod(env.core, "on-amd");
+      const pod = await readPod(site.core, "on-amd");
       assert.equal(pod.status?.phase, "Running");
       assert.equal(pod.spec?.nodeName, "worker-1");
     }, 60_000, 250);
-    assert.equal(env.caLog(/Scale-up: setting group workers size to 1/).length, 1);
-    assert.deepEqual(env.events("powered-on").map((e) => e.machine), ["worker-1"]);
-    assert.equal(env.plug("worker-2").state("Relay"), false);
-    assert.equal((await readPod(env.core, "on-arm")).status?.phase, "Pending");
+    assert.equal(site.caLog(/Scale-up: setting group workers size to 1/).length, 1);
+    assert.deepEqual(site.plugpool.events("powered-on").map((e) => e.machine), ["worker-1"]);
+    assert.equal(site.plug("worker-2").state("Relay"), false);
+    assert.equal((await readPod(site.core, "on-arm")).status?.phase, "Pending");
   }));
 });

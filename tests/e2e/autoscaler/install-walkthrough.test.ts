@@ -1,7 +1,7 @@
 // The README's install path followed in the sandbox as a new user would: "Install at home" steps 3–5 and the
 // upgrade, through "Deploying with cluster-autoscaler" (kustomize). Each command is printed with the part of its
 // output that matters, so the run's output reads as the walkthrough; each step's outcome is asserted, so a README
-// command that stops working fails this test. kubectl is the real one (tests/support/control-plane/build.sh).
+// command that stops working fails this test. kubectl is the real one (tests/harness/control-plane/build.sh).
 // No kubelet runs containers here: the Deployment's pod stays Pending, and its two containers are run as
 // processes with the ServiceAccount's own token, the files the pod would mount and the args the Deployment holds.
 import { after, before, describe, it } from "node:test";
@@ -13,15 +13,15 @@ import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { CoreV1Api } from "@kubernetes/client-node";
-import { SPEED_OVERRIDES, startAutoscaler, type AutoscalerProcess } from "../../support/autoscaler-process.ts";
-import { autoscalerMissing } from "../../support/autoscaler/autoscaler.ts";
-import { kubectlPath, startControlPlane, type ControlPlane } from "../../support/control-plane.ts";
-import { tokenKubeConfig, writeKubeconfig } from "../../support/control-plane/credentials.ts";
-import { createOwnedTempDir, onAbruptExit } from "../../support/control-plane/process.ts";
-import { freePorts } from "../../support/control-plane/readiness.ts";
-import { eventually } from "../../support/eventually.ts";
-import { startMachineSimulator, type MachineSimulator } from "../../support/machine-simulator.ts";
-import { startPlugEmulator, type EmulatedPlug } from "../../support/plug-emulator/index.ts";
+import { SPEED_OVERRIDES, startAutoscaler, type AutoscalerProcess } from "../../harness/autoscaler/process.ts";
+import { autoscalerMissing } from "../../harness/autoscaler/autoscaler.ts";
+import { kubectlPath, startControlPlane, type ControlPlane } from "../../harness/control-plane/index.ts";
+import { tokenKubeConfig, writeKubeconfig } from "../../harness/control-plane/credentials.ts";
+import { createOwnedTempDir, onAbruptExit } from "../../harness/control-plane/process.ts";
+import { freePorts } from "../../harness/control-plane/readiness.ts";
+import { eventually } from "../../harness/eventually.ts";
+import { startMachineSimulator, type MachineSimulator } from "../../harness/machine-simulator.ts";
+import { startPlugEmulator, type EmulatedPlug } from "../../harness/plug-emulator/index.ts";
 import { scenario, turnOffRequests } from "./scenario.ts";
 
 const repo = join(import.meta.dirname, "..", "..", "..");

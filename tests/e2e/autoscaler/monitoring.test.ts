@@ -7,23 +7,23 @@ import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { eventually } from "../../support/eventually.ts";
-import { autoscalerMissing } from "../../support/autoscaler/autoscaler.ts";
-import { ruleGroupsOf, startPrometheus, writePrometheusConfig, type RunningPrometheus } from "../../support/prometheus.ts";
-import { startEnvironment, type Environment } from "./environment.ts";
+import { eventually } from "../../harness/eventually.ts";
+import { autoscalerMissing } from "../../harness/autoscaler/autoscaler.ts";
+import { ruleGroupsOf, startPrometheus, writePrometheusConfig, type RunningPrometheus } from "../../harness/prometheus/index.ts";
+import { startSite, type Site } from "../../harness/site/index.ts";
 import { createPoolPod, scenario } from "./scenario.ts";
 
 const rulesManifest = new URL("../../../deploy/monitoring/prometheusrule.yaml", import.meta.url).pathname;
 
-// Skipped, with the reason, where cluster-autoscaler cannot be built (tests/support/autoscaler/build.sh).
+// Skipped, with the reason, where cluster-autoscaler cannot be built (tests/harness/autoscaler/build.sh).
 describe("deploy/monitoring with the real cluster-autoscaler: a machine that never boots", { skip: autoscalerMissing() }, () => {
-  let env: Environment;
+  let site: Site;
   let prometheus: RunningPrometheus;
   let dir: string;
-  const diagnostics = (): string => `${env.diagnostics()}\nprometheus:\n${prometheus.process.logTail(20)}`;
+  const diagnostics = (): string => `${site.diagnostics()}\nprometheus:\n${prometheus.process.logTail(20)}`;
 
   before(async () => {
-    env = await startEnvironment({
+    site = await startSite({
       machines: [{ name: "worker-1", neverBoots: true }, { name: "worker-2" }],
       autoscalerFlags: {
         // Give a switched-on machine 15 s to register.
@@ -31,7 +31,7 @@ describe("deploy/monitoring with the real cluster-autoscaler: a machine that nev
         "initial-node-group-backoff-duration": "5s",
       },
     });
-    const served = env.served();
+    const served = site.plugpool.served();
     assert.ok(served);
     dir = mkdtempSync(join(tmpdir(), "plugpool-monitoring-ca-"));
     const pod = { namespace: "plugpool", pod: "cluster-autoscaler-0" };
@@ -39,13 +39,13 @@ describe("deploy/monitoring with the real cluster-autoscaler: a machine that nev
       rules: ruleGroupsOf(readFileSync(rulesManifest, "utf8")),
       targets: [
         { job: "plugpool", address: `127.0.0.1:${served.opsPort}`, labels: pod },
-        { job: "cluster-autoscaler", address: new URL(env.autoscaler.metricsUrl).host, labels: pod },
+        { job: "cluster-autoscaler", address: new URL(site.autoscaler.metricsUrl).host, labels: pod },
       ],
     }), dir);
   });
   after(async () => {
     await prometheus.stop();
-    await env.stop();
+    await site.stop();
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -61,14 +61,14 @@ describe("deploy/monitoring with the real cluster-autoscaler: a machine that nev
       ]) assert.ok(names.includes(name), name);
     }, 30_000, 500);
 
-    await createPoolPod(env.core, "needs-a-node");
+    await createPoolPod(site.core, "needs-a-node");
     await eventually("worker-1 switched on", () => {
-      assert.equal(env.plug("worker-1").state("Relay"), true);
+      assert.equal(site.plug("worker-1").state("Relay"), true);
     }, 30_000);
     const switchedOnAt = performance.now();
     assert.deepEqual((await prometheus.alerts()).filter((a) => a.labels.alertname === "PlugpoolMachineQuarantined"), []);
     await eventually("worker-1's plug cut after CA's provisioning timeout", () => {
-      assert.equal(env.plug("worker-1").state("Relay"), false);
+      assert.equal(site.plug("worker-1").state("Relay"), false);
     }, 60_000, 250);
     const cutAt = performance.now();
     await eventually("PlugpoolMachineQuarantined firing in Prometheus", async () => {

@@ -4,22 +4,22 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { setTimeout as sleep } from "node:timers/promises";
-import { eventually } from "../../support/eventually.ts";
-import { autoscalerMissing } from "../../support/autoscaler/autoscaler.ts";
-import { PREFIX, startEnvironment, type Environment } from "./environment.ts";
+import { eventually } from "../../harness/eventually.ts";
+import { autoscalerMissing } from "../../harness/autoscaler/autoscaler.ts";
+import { PREFIX, startSite, type Site } from "../../harness/site/index.ts";
 import { scenario, turnOffRequests, warningsAbout } from "./scenario.ts";
 
 /** CA's --max-node-provision-time here: what CA would give a machine of its own to register. */
 const PROVISION_MS = 15_000;
 
-// Skipped, with the reason, where cluster-autoscaler cannot be built (tests/support/autoscaler/build.sh).
+// Skipped, with the reason, where cluster-autoscaler cannot be built (tests/harness/autoscaler/build.sh).
 describe("cluster-autoscaler with plugpool: machines powered outside plugpool", { skip: autoscalerMissing() }, () => {
-  let env: Environment;
-  const diagnostics = (): string => env.diagnostics();
-  const loops = (): number => env.caLog(/Autoscaler loop triggered/).length;
+  let site: Site;
+  const diagnostics = (): string => site.diagnostics();
+  const loops = (): number => site.caLog(/Autoscaler loop triggered/).length;
 
   before(async () => {
-    env = await startEnvironment({
+    site = await startSite({
       machines: [
         // Boots but never registers a Node.
         { name: "worker-1", neverBoots: true },
@@ -34,15 +34,15 @@ describe("cluster-autoscaler with plugpool: machines powered outside plugpool", 
     });
   });
   after(async () => {
-    await env.stop();
+    await site.stop();
   });
 
   /** Switches the machine's plug on by hand, once plugpool has read it off. */
   async function switchOnByHand(machine: string): Promise<number> {
     await eventually(`${machine}'s plug read by plugpool`, () => {
-      assert.ok(env.plug(machine).calls.some((c) => c.status === 200));
+      assert.ok(site.plug(machine).calls.some((c) => c.status === 200));
     }, 20_000);
-    env.plug(machine).setState("Relay", true);
+    site.plug(machine).setState("Relay", true);
     return performance.now();
   }
 
@@ -57,17 +57,17 @@ describe("cluster-autoscaler with plugpool: machines powered outside plugpool", 
 
   /** What CA must never have seen or done about the machine, that its plug is still on, and that it was reported. */
   async function assertLeftAlone(machine: string): Promise<void> {
-    assert.deepEqual(turnOffRequests(env.plug(machine)), [], `no switch-off ever reached ${machine}'s plug`);
-    assert.equal(env.plug(machine).state("Relay"), true);
-    const { response, error } = await env.client.call("nodeGroupNodes", { id: "workers" });
+    assert.deepEqual(turnOffRequests(site.plug(machine)), [], `no switch-off ever reached ${machine}'s plug`);
+    assert.equal(site.plug(machine).state("Relay"), true);
+    const { response, error } = await site.client.call("nodeGroupNodes", { id: "workers" });
     assert.equal(error, undefined);
     assert.deepEqual(response?.instances.map((i) => i.id), [], "no instance for CA");
-    const target = await env.client.call("nodeGroupTargetSize", { id: "workers" });
+    const target = await site.client.call("nodeGroupTargetSize", { id: "workers" });
     assert.equal(target.response?.targetSize, 0);
-    assert.deepEqual(env.caLog(new RegExp(`${PREFIX}${machine}\\b`)), [], "CA never named the machine");
-    assert.deepEqual(env.caLog(/unregistered node/), []);
-    assert.ok(env.autoscaler.running());
-    assert.notDeepEqual(await warningsAbout(env.core, "PoweredOutside", machine), [], `a PoweredOutside Warning about ${machine}`);
+    assert.deepEqual(site.caLog(new RegExp(`${PREFIX}${machine}\\b`)), [], "CA never named the machine");
+    assert.deepEqual(site.caLog(/unregistered node/), []);
+    assert.ok(site.autoscaler.running());
+    assert.notDeepEqual(await warningsAbout(site.core, "PoweredOutside", machine), [], `a PoweredOutside Warning about ${machine}`);
   }
 
   it("never switches off, nor shows CA, a machine switched on by hand that has no Node", scenario("switched on by hand, no Node", diagnostics, async () => {
@@ -75,23 +75,23 @@ describe("cluster-autoscaler with plugpool: machines powered outside plugpool", 
     const switchedOn = await switchOnByHand(machine);
     await outlastProvisioning(switchedOn);
     await assertLeftAlone(machine);
-    assert.equal(env.machines.state(machine), "booting", "still powered, never registered");
-    assert.deepEqual(env.history(machine), ["booting"]);
+    assert.equal(site.machines.state(machine), "booting", "still powered, never registered");
+    assert.deepEqual(site.history(machine), ["booting"]);
   }));
 
   it("never switches off a machine switched on by hand whose Node registered under a typo'd name", scenario("Node under a typo'd name", diagnostics, async () => {
     const machine = "worker-2";
     const switchedOn = await switchOnByHand(machine);
     await eventually("Node wroker-2 registered and Ready", async () => {
-      const node = await env.core.readNode({ name: "wroker-2" });
+      const node = await site.core.readNode({ name: "wroker-2" });
       assert.equal(node.spec?.providerID, `${PREFIX}wroker-2`);
       assert.ok(node.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"));
     }, 30_000, 250);
     await outlastProvisioning(switchedOn);
     await assertLeftAlone(machine);
-    assert.equal(env.machines.state(machine), "running");
-    assert.deepEqual(env.history(machine), ["booting", "running"]);
-    const group = await env.client.call("nodeGroupForNode", { node: { name: "wroker-2", providerID: `${PREFIX}wroker-2` } });
+    assert.equal(site.machines.state(machine), "running");
+    assert.deepEqual(site.history(machine), ["booting", "running"]);
+    const group = await site.client.call("nodeGroupForNode", { node: { name: "wroker-2", providerID: `${PREFIX}wroker-2` } });
     assert.equal(group.error, undefined);
     assert.equal(group.response?.nodeGroup?.id ?? "", "", "Node wroker-2 belongs to no group");
   }));

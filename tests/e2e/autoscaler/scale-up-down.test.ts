@@ -2,21 +2,21 @@
 // scale-down once the pod is gone, and a power-off that survives a restart of plugpool.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { eventually } from "../../support/eventually.ts";
-import { NAMESPACE, PREFIX, startEnvironment, type Environment } from "./environment.ts";
+import { eventually } from "../../harness/eventually.ts";
+import { NAMESPACE, PREFIX, startSite, type Site } from "../../harness/site/index.ts";
 import { deleteAllPods, deletePod, nodeNames, runPoolPod, scenario } from "./scenario.ts";
-import { autoscalerMissing } from "../../support/autoscaler/autoscaler.ts";
+import { autoscalerMissing } from "../../harness/autoscaler/autoscaler.ts";
 
-// Skipped, with the reason, where cluster-autoscaler cannot be built (tests/support/autoscaler/build.sh).
+// Skipped, with the reason, where cluster-autoscaler cannot be built (tests/harness/autoscaler/build.sh).
 describe("cluster-autoscaler with plugpool: scale-up and scale-down", { skip: autoscalerMissing() }, () => {
-  let env: Environment;
-  const diagnostics = (): string => env.diagnostics();
+  let site: Site;
+  const diagnostics = (): string => site.diagnostics();
 
   const powerOffPods = async (): Promise<string[]> =>
-    (await env.core.listNamespacedPod({ namespace: NAMESPACE })).items.map((p) => p.metadata?.name ?? "");
+    (await site.core.listNamespacedPod({ namespace: NAMESPACE })).items.map((p) => p.metadata?.name ?? "");
 
   before(async () => {
-    env = await startEnvironment({
+    site = await startSite({
       machines: [
         { name: "worker-1", version: "2026.7", platform: "esp32", powerSensor: true },
         { name: "worker-2", version: "2025.12", platform: "esp8266" },
@@ -26,76 +26,76 @@ describe("cluster-autoscaler with plugpool: scale-up and scale-down", { skip: au
     });
   });
   after(async () => {
-    await env.stop();
+    await site.stop();
   });
 
   it("scales up from zero for a pending pod that selects the pool label", scenario("scale-up from zero", diagnostics, async () => {
-    assert.deepEqual(await nodeNames(env.core), []);
-    const node = await runPoolPod(env.core, "scale-up");
+    assert.deepEqual(await nodeNames(site.core), []);
+    const node = await runPoolPod(site.core, "scale-up");
     assert.equal(node, "worker-1", "the first machine in config order");
-    assert.equal(env.caLog(/Scale-up: setting group workers size to 1/).length, 1);
-    assert.deepEqual(env.events("powered-on").map((e) => e.machine), ["worker-1"]);
-    assert.equal(env.plug("worker-1").state("Relay"), true);
-    assert.equal(env.plug("worker-2").state("Relay"), false);
-    assert.deepEqual(env.history("worker-1"), ["booting", "running"]);
-    const registered = await env.core.readNode({ name: "worker-1" });
+    assert.equal(site.caLog(/Scale-up: setting group workers size to 1/).length, 1);
+    assert.deepEqual(site.plugpool.events("powered-on").map((e) => e.machine), ["worker-1"]);
+    assert.equal(site.plug("worker-1").state("Relay"), true);
+    assert.equal(site.plug("worker-2").state("Relay"), false);
+    assert.deepEqual(site.history("worker-1"), ["booting", "running"]);
+    const registered = await site.core.readNode({ name: "worker-1" });
     assert.equal(registered.spec?.providerID, `${PREFIX}worker-1`);
   }));
 
   it("scales down the node once its pod is gone: taint, DeleteNodes, power-off, plug off, Node deleted", scenario("scale-down", diagnostics, async () => {
-    const node = await runPoolPod(env.core, "scale-down");
-    const historyBefore = env.history(node).length;
-    await deleteAllPods(env.core);
+    const node = await runPoolPod(site.core, "scale-down");
+    const historyBefore = site.history(node).length;
+    await deleteAllPods(site.core);
     await eventually(`${node} powered off and its Node deleted`, async () => {
-      assert.equal(env.plug(node).state("Relay"), false);
-      assert.deepEqual(await nodeNames(env.core), []);
+      assert.equal(site.plug(node).state("Relay"), false);
+      assert.deepEqual(await nodeNames(site.core), []);
       assert.deepEqual(await powerOffPods(), []);
     }, 90_000, 250);
-    assert.equal(env.caLog(new RegExp(`Scale-down: removing empty node "${node}"`)).length, 1);
-    assert.deepEqual(env.events("refused"), []);
+    assert.equal(site.caLog(new RegExp(`Scale-down: removing empty node "${node}"`)).length, 1);
+    assert.deepEqual(site.plugpool.events("refused"), []);
     assert.ok(
-      env.events("power-off-step").some((e) => e.machine === node && e.step === "check-taint" && e.outcome === "done"),
+      site.plugpool.events("power-off-step").some((e) => e.machine === node && e.step === "check-taint" && e.outcome === "done"),
       "plugpool found CA's ToBeDeleted taint on the node it was asked to delete",
     );
-    assert.deepEqual(env.history(node).slice(historyBefore), ["shutting-down", "halted", "off"]);
+    assert.deepEqual(site.history(node).slice(historyBefore), ["shutting-down", "halted", "off"]);
     // The power-off ends at the reconciler's next pass after the view shows the Node gone (up to a second later).
     await eventually("plugpool's power-off events", () => {
       for (const event of ["power-off-started", "plug-off", "node-deleted", "power-off-finished"]) {
-        assert.ok(env.events(event).some((e) => e.machine === node), `plugpool event ${event}`);
+        assert.ok(site.plugpool.events(event).some((e) => e.machine === node), `plugpool event ${event}`);
       }
     }, 10_000, 100);
-    const reasons = (await env.core.listNamespacedEvent({ namespace: "default" })).items
+    const reasons = (await site.core.listNamespacedEvent({ namespace: "default" })).items
       .filter((e) => e.involvedObject.name === node).map((e) => e.reason);
     for (const reason of ["ScaleDown", "PowerOffStarted", "PlugOff", "NodeDeleted"]) {
       assert.ok(reasons.includes(reason), `Event ${reason} in ${reasons.join(", ")}`);
     }
-    const { response } = await env.client.call("nodeGroupTargetSize", { id: "workers" });
+    const { response } = await site.client.call("nodeGroupTargetSize", { id: "workers" });
     assert.equal(response?.targetSize, 0);
   }));
 
   it("resumes a power-off after plugpool restarts in its middle, and finishes it", scenario("restart mid power-off", diagnostics, async () => {
-    const node = await runPoolPod(env.core, "restart");
-    const startedBefore = env.events("power-off-started").length;
-    await deletePod(env.core, "restart");
+    const node = await runPoolPod(site.core, "restart");
+    const startedBefore = site.plugpool.events("power-off-started").length;
+    await deletePod(site.core, "restart");
     await eventually("the power-off pod", async () => {
       assert.equal((await powerOffPods()).length, 1);
     }, 60_000, 50);
-    await env.stopPlugpool();
-    assert.equal(env.machines.state(node), "shutting-down", "stopped while the OS shuts down");
+    await site.plugpool.stop();
+    assert.equal(site.machines.state(node), "shutting-down", "stopped while the OS shuts down");
     await eventually(`${node} halted`, () => {
-      assert.equal(env.machines.state(node), "halted");
+      assert.equal(site.machines.state(node), "halted");
     }, 10_000);
-    assert.equal(env.plug(node).state("Relay"), true, "nobody cuts power while plugpool is down");
-    await env.startPlugpool();
+    assert.equal(site.plug(node).state("Relay"), true, "nobody cuts power while plugpool is down");
+    await site.plugpool.start();
     await eventually(`${node} powered off and its Node deleted`, async () => {
-      assert.equal(env.plug(node).state("Relay"), false);
-      assert.deepEqual(await nodeNames(env.core), []);
+      assert.equal(site.plug(node).state("Relay"), false);
+      assert.deepEqual(await nodeNames(site.core), []);
       assert.deepEqual(await powerOffPods(), []);
     }, 60_000, 250);
-    const started = env.events("power-off-started").slice(startedBefore);
+    const started = site.plugpool.events("power-off-started").slice(startedBefore);
     assert.equal(started.at(-1)?.resumed, true, "the new plugpool resumed the power-off");
     // CA's loops failed at Refresh meanwhile (gRPC Unavailable), and it carried on once plugpool was back.
-    assert.ok(env.caLog(/Failed to refresh cloud provider config/).length > 0);
-    assert.ok(env.autoscaler.running(), "CA survived plugpool's absence");
+    assert.ok(site.caLog(/Failed to refresh cloud provider config/).length > 0);
+    assert.ok(site.autoscaler.running(), "CA survived plugpool's absence");
   }));
 });

@@ -2,9 +2,9 @@
 // tails on failure, and the workload pods.
 import assert from "node:assert/strict";
 import type { CoreV1Api, CoreV1Event, V1Pod } from "@kubernetes/client-node";
-import { eventually } from "../../support/eventually.ts";
-import type { CallRecord, EmulatedPlug } from "../../support/plug-emulator/index.ts";
-import { POOL_LABEL } from "./environment.ts";
+import { eventually } from "../../harness/eventually.ts";
+import type { CallRecord, EmulatedPlug } from "../../harness/plug-emulator/index.ts";
+import { POOL_LABEL } from "../../harness/site/index.ts";
 
 /**
  * Wraps a scenario's body: prints how long it took, and on failure adds `diagnostics()` (the logs' tails) to

@@ -1,0 +1,43 @@
+// plugpool's configuration file as the tests write it: listeners on loopback, the site's providerID prefix, node
+// groups of the machines given (4 CPU, 8 GiB each), and whatever other sections a test sets.
+import { stringify } from "yaml";
+
+/** The providerID prefix of the site's Nodes, as on k3s. */
+export const PREFIX = "k3s://";
+
+export interface ConfigGroup {
+  readonly id: string;
+  /** Default: how many nodes it has. */
+  readonly maxSize?: number;
+  readonly idleWatts?: number;
+  /** Its template Node's labels. */
+  readonly labels?: Readonly<Record<string, string>>;
+  /** Each node as the file holds it, e.g. `{ name: "worker-1", plug: { url, switch: "Relay" } }`. */
+  readonly nodes: readonly Readonly<Record<string, unknown>>[];
+}
+
+export interface ConfigOptions {
+  /** Its gRPC and ops ports on 127.0.0.1 (default 0: any free one; plugpool logs which in its "serving" line). */
+  readonly grpcPort?: number;
+  readonly opsPort?: number;
+  readonly groups: readonly ConfigGroup[];
+  /** Every other section, as the file holds it: plugs, powerOff, quarantine, leaderElection, tls… */
+  readonly sections?: Readonly<Record<string, unknown>>;
+}
+
+/** The text of the configuration file. */
+export function plugpoolConfig(options: ConfigOptions): string {
+  return stringify({
+    listen: `127.0.0.1:${options.grpcPort ?? 0}`,
+    opsListen: `127.0.0.1:${options.opsPort ?? 0}`,
+    providerIDPrefix: PREFIX,
+    ...options.sections,
+    nodeGroups: options.groups.map((group) => ({
+      id: group.id,
+      maxSize: group.maxSize ?? group.nodes.length,
+      ...(group.idleWatts !== undefined && { idleWatts: group.idleWatts }),
+      template: { cpu: "4", memory: "8Gi", ...(group.labels !== undefined && { labels: { ...group.labels } }) },
+      nodes: group.nodes,
+    })),
+  });
+}
