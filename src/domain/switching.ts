@@ -247,11 +247,15 @@ function applySwitchAnswer(ctx: PoolContext, st: MachineState, answer: PlugReadi
   if (!reading.on) st.boot.startedAt = undefined;
 }
 
-/** A switch command whose answer was lost: it may have reached the plug, so the plug is unknown, never as before. */
+/**
+ * A switch command whose answer was lost: it may have reached the plug, so the plug is unknown, never as before, and
+ * so is its draw (one read before the command would vouch for a standby that may be over).
+ */
 function unconfirmed(ctx: PoolContext, st: MachineState): void {
   const { power } = st;
   power.command = undefined;
   power.plug = "unknown";
+  power.watts = undefined;
   power.version += 1;
   interrupted(st.meter, ctx.deps.clock.now());
 }

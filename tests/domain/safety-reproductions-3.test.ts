@@ -55,6 +55,28 @@ describe("safety reproductions, round 3b", () => {
     });
   });
 
+  describe("3b-1b: the draw of a plug whose switch-on was not confirmed", () => {
+    it("is unknown, so a machine without a Node that may run under another name keeps its power", async () => {
+      // Seed 1659754190 of the model-based property test: the draw read while the plug was off (0 W) outlived the
+      // switch-on whose answer was lost, and vouched for a cut of a machine running as another Node.
+      const w = new World({ groups: [{ id: "workers", machines: ["worker-1"], sensors: ["worker-1"] }] });
+      await w.pool.refresh();
+      w.power.loseNextAnswer("turnOn");
+      w.clock.advance(1000);
+      await w.pool.increaseSize("workers", 1);
+      assert.ok(w.power.isOn(w.machine("worker-1").power), "the switch-on acted; its answer was lost");
+      w.clock.advance(120_000);
+      w.cluster.addNode({ name: "wroker-1", providerID: "k3s://wroker-1" });
+      await rejectsWith(w.pool.deleteNodes("workers", [w.fakeRef("worker-1")]), "unsafe", /draw is not known/);
+      assert.ok(w.power.isOn(w.machine("worker-1").power));
+      // A reading tells the draw again: at standby, nothing runs, and the record licenses the cut.
+      w.power.setWatts(w.machine("worker-1").power, 1);
+      await w.pool.refresh();
+      await w.pool.deleteNodes("workers", [w.fakeRef("worker-1")]);
+      assert.equal(w.power.isOn(w.machine("worker-1").power), false);
+    });
+  });
+
   describe("3b-2: a power-on record outlives its plug reading off", () => {
     /** worker-1 switched on for a scale-up, then its plug reads off before it registered (a plug reboot). */
     async function plugReadOff(): Promise<World> {
