@@ -55,7 +55,7 @@ export function configYaml(site: Layout, urls: readonly string[]): string {
     site.machines.flatMap((m, i) => (m.group === group ? [{ name: m.name, plug: { url: urls[i] ?? "", switch: "Relay" } }] : []));
   return plugpoolConfig({
     groups: site.groups.map((group) => ({ id: group, labels: site.labels(group), nodes: nodes(group) })),
-    sections: { plugs: { timeout: PLUG_TIMEOUT } },
+    deviceTimeout: PLUG_TIMEOUT,
   });
 }
 

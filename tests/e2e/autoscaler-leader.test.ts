@@ -147,8 +147,8 @@ describe("cluster-autoscaler in two leader-elected replicas, each with its plugp
     configPath = join(dir, "config.yaml");
     writeFileSync(configPath, plugpoolConfig({
       groups: [{ id: "workers", labels: POOL_LABEL, nodes: specs.map((m) => devices.configNode(m)) }],
+      deviceTimeout: "1s",
       sections: {
-        plugs: { timeout: "1s" },
         powerOff: { namespace: NAMESPACE, notReadyTimeout: "20s", grace: `${GRACE_MS / 1000}s`, standbyWatts: 5, standbyWindow: "500ms" },
       },
     }));

@@ -184,8 +184,8 @@ describe("plugpool serve and doctor (processes) facing plugs that fail with cred
     return plugpoolConfig({
       opsPort,
       groups: [{ id: "workers", nodes }],
+      deviceTimeout: "1s",
       sections: {
-        plugs: { timeout: "1s" },
         // Only to queue the first plug-ons: with a limit, nothing is switched on in the first interval.
         scaleUp: { maxPowerOnsPerInterval: 100, powerOnInterval: INRUSH_INTERVAL },
       },

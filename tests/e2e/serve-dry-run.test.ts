@@ -62,7 +62,7 @@ describe("plugpool serve --dry-run (real apiserver, emulated plugs)", () => {
     const config = loadConfig(
       plugpoolConfig({
         groups: [{ id: "workers", nodes: plugs.map((plug, i) => ({ name: `worker-${i + 1}`, plug: { url: plug.url, switch: "Relay" } })) }],
-        sections: { plugs: { timeout: "1s" } },
+        deviceTimeout: "1s",
       }),
       {},
     );

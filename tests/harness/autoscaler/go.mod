@@ -2,7 +2,7 @@
 // (build.sh). The version is a pseudo-version of the cluster-autoscaler-1.36.1 release commit, which
 // has no Go module tag. Its own go.mod points the Kubernetes staging modules at fixed releases and
 // its apis module at a local folder; both are ignored for a dependency, so the staging modules are
-// replaced here with the v0.36.5 releases that tests/support/control-plane also uses.
+// replaced here with the v0.36.5 releases that tests/harness/control-plane also uses.
 module plugpool.test/autoscaler
 
 go 1.26.0

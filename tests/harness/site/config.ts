@@ -1,6 +1,8 @@
 // plugpool's configuration file as the tests write it: listeners on loopback, the site's providerID prefix, node
-// groups of the machines given (4 CPU, 8 GiB each), and whatever other sections a test sets.
+// groups of the machines given (4 CPU, 8 GiB each), one timeout for every kind of device if asked, and whatever
+// other sections a test sets.
 import { stringify } from "yaml";
+import { BACKENDS } from "../../../src/app/power/backends.ts";
 
 /** The providerID prefix of the site's Nodes, as on k3s. */
 export const PREFIX = "k3s://";
@@ -21,7 +23,9 @@ export interface ConfigOptions {
   readonly grpcPort?: number;
   readonly opsPort?: number;
   readonly groups: readonly ConfigGroup[];
-  /** Every other section, as the file holds it: plugs, powerOff, quarantine, leaderElection, tls… */
+  /** The timeout of every kind of device (devices.timeouts), e.g. "1s"; default: each kind's own. */
+  readonly deviceTimeout?: string;
+  /** Every other section, as the file holds it: powerOff, quarantine, leaderElection, tls… */
   readonly sections?: Readonly<Record<string, unknown>>;
 }
 
@@ -31,6 +35,7 @@ export function plugpoolConfig(options: ConfigOptions): string {
     listen: `127.0.0.1:${options.grpcPort ?? 0}`,
     opsListen: `127.0.0.1:${options.opsPort ?? 0}`,
     providerIDPrefix: PREFIX,
+    ...(options.deviceTimeout !== undefined && { devices: { timeouts: everyKind(options.deviceTimeout) } }),
     ...options.sections,
     nodeGroups: options.groups.map((group) => ({
       id: group.id,
@@ -40,4 +45,8 @@ export function plugpoolConfig(options: ConfigOptions): string {
       nodes: group.nodes,
     })),
   });
+}
+
+function everyKind(timeout: string): Record<string, string> {
+  return Object.fromEntries(BACKENDS.map((backend) => [backend.section, timeout]));
 }

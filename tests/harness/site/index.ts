@@ -187,8 +187,8 @@ async function start<M extends PlugpoolMode>(
   const configText = (grpcPort: number): string => plugpoolConfig({
     grpcPort,
     groups: [{ id: "workers", idleWatts: IDLE_WATTS, labels: POOL_LABEL, nodes: options.machines.map((m) => devices.configNode(m)) }],
+    deviceTimeout: "1s",
     sections: {
-      plugs: { timeout: "1s" },
       powerOff: { namespace: NAMESPACE, notReadyTimeout: `${NOT_READY_TIMEOUT_MS / 1000}s`, grace: `${GRACE_MS / 1000}s`, standbyWatts: 5, standbyWindow: "500ms" },
       ...options.config,
     },
