@@ -2,11 +2,10 @@
 // replaced plug or a reset router makes one machine's URL reach another machine's plug. So every switch command
 // first hears the device say what it is, in the command's own slot, and goes only to the device plugpool knows.
 import type { CallOptions, DeviceCheck, DeviceIdentity } from "./ports.ts";
-import type { Machine, NodeView } from "./model.ts";
-import type { PoolContext } from "./state.ts";
-import { stateOf } from "./state.ts";
+import type { Machine } from "./model.ts";
+import type { PoolContext } from "./context.ts";
+import { deviceMismatched, stateOf, uptimeHeard } from "./lifecycle.ts";
 import { messageOf } from "./errors.ts";
-import { isHeld } from "./matching.ts";
 
 /**
  * A device that answered as another: its machine is held for the rest of this process's life, or until an operator
@@ -28,14 +27,6 @@ export function deviceMismatchOf(ctx: PoolContext, machine: Machine): DeviceMism
 }
 
 /**
- * Held in config, by annotation on any of its Nodes, or because its device answered as another: never chosen for
- * scale-up, never powered off, out of cluster-autoscaler's view.
- */
-export function isMachineHeld(ctx: PoolContext, machine: Machine, nodes: readonly NodeView[]): boolean {
-  return isHeld(machine, nodes) || deviceMismatchOf(ctx, machine) !== undefined;
-}
-
-/**
  * The DeviceCheck of the machine's switch commands and of the reads that stand in for one (and of the first read of
  * a device not known yet). A device that answers as expected goes ahead. With nothing expected yet (first contact),
  * the identity it gives is stored on the cluster first: a command goes only once a restart would confirm the same
@@ -50,7 +41,7 @@ export function deviceCheck(ctx: PoolContext, machine: Machine): DeviceCheck {
       if (device.mismatch?.seen !== seen.id) {
         ctx.deps.reporter.report({ type: "device-mismatch", machine: machine.name, expected, seen: seen.id });
       }
-      device.mismatch = { expected, seen: seen.id };
+      deviceMismatched(ctx, machine, { expected, seen: seen.id });
       return false;
     }
     if (expected === undefined) {
@@ -61,7 +52,7 @@ export function deviceCheck(ctx: PoolContext, machine: Machine): DeviceCheck {
         if (device.mismatch?.seen !== seen.id) {
           ctx.deps.reporter.report({ type: "device-duplicate", machine: machine.name, identity: seen.id, other: other.name });
         }
-        device.mismatch = { expected: `a device of its own (${other.name}'s answers as ${seen.id})`, seen: seen.id };
+        deviceMismatched(ctx, machine, { expected: `a device of its own (${other.name}'s answers as ${seen.id})`, seen: seen.id });
         return false;
       }
       try {
@@ -82,9 +73,7 @@ export function deviceCheck(ctx: PoolContext, machine: Machine): DeviceCheck {
  * someone since: plugpool's power-on no longer tells who powered the machine, so it licenses no cut any more.
  */
 function noteUptime(ctx: PoolContext, machine: Machine, seen: DeviceIdentity): void {
-  const { device } = stateOf(ctx, machine);
-  const before = device.uptimeSeconds;
-  device.uptimeSeconds = seen.uptimeSeconds;
+  const before = uptimeHeard(ctx, machine, seen.uptimeSeconds);
   if (before === undefined || seen.uptimeSeconds === undefined || seen.uptimeSeconds >= before) return;
   ctx.deps.reporter.report({ type: "device-restarted", machine: machine.name, uptimeSeconds: seen.uptimeSeconds });
   if (ctx.deps.records.powerOn(machine.name) !== undefined) ctx.deps.records.endPowerOn(machine.name);

@@ -4,7 +4,7 @@
 // check when the process froze is the one exposure; the adapter behind Leadership keeps it short.
 import type { Pool } from "./pool.ts";
 import type { CallOptions, CutGuard, DeviceCheck, DeviceIdentity, Leadership, NodeTeardown, PowerRecords, PowerSwitch } from "./ports.ts";
-import type { PoolDeps } from "./state.ts";
+import type { PoolDeps } from "./context.ts";
 import { PlugpoolError } from "./errors.ts";
 
 /** The refusal of `what` by a process that is not the acting plugpool; the message names the one that is. */

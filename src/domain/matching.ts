@@ -2,6 +2,7 @@
 // (exact providerID) and the wider one the safety rules use (any Node that claims the machine).
 import type { ClusterView } from "./ports.ts";
 import type { Machine, NodeRef, NodeView } from "./model.ts";
+import type { PoolContext } from "./context.ts";
 import { HOLD_ANNOTATION, TO_BE_DELETED_TAINT } from "./model.ts";
 
 /** The instance id of a machine: what its Node's `spec.providerID` must be. */
@@ -29,6 +30,11 @@ export function safetyNodes(cluster: ClusterView, providerIDPrefix: string, mach
   const byID = cluster.nodesWithProviderID(instanceId(providerIDPrefix, machine));
   const byName = cluster.nodeNamed(machine.name);
   return byName === undefined || byID.some((n) => n.name === byName.name) ? byID : [...byID, byName];
+}
+
+/** The machine's Nodes in the safety sense, as the pool's view shows them. */
+export function nodesOf(ctx: PoolContext, machine: Machine): readonly NodeView[] {
+  return safetyNodes(ctx.deps.cluster, ctx.config.providerIDPrefix, machine);
 }
 
 /** The Node claims none of `machines`: neither their name nor their instance id as providerID. */

@@ -10,10 +10,11 @@ import type {
   QuarantineEntry,
   TemplateNode,
 } from "./model.ts";
-import type { PoolDeps } from "./state.ts";
-import { createContext, groupOf, noteRegistrations, withGroupLock } from "./state.ts";
+import type { PoolDeps } from "./context.ts";
+import { createContext, groupOf, withGroupLock } from "./context.ts";
+import { isOutOfView, noteRegistrations } from "./lifecycle.ts";
 import { createLock } from "./lock.ts";
-import { instancesOf, isOutOfView, targetSizeOf } from "./instances.ts";
+import { instancesOf, targetSizeOf } from "./instances.ts";
 import { createMachineIndex } from "./matching.ts";
 import { increaseSize } from "./scale-up.ts";
 import { decreaseTargetSize, deleteNodes } from "./scale-down.ts";
@@ -27,7 +28,7 @@ import { noteBoot, usageOf } from "./usage.ts";
 import { deviceMismatchOf } from "./device-identity.ts";
 import { actingOnly, whileActing } from "./leadership.ts";
 
-export type { PoolDeps } from "./state.ts";
+export type { PoolDeps } from "./context.ts";
 
 /**
  * cluster-autoscaler's view of the machines. Every operation answers without waiting for a boot

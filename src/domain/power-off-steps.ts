@@ -5,11 +5,12 @@ import type { CallOptions } from "./ports.ts";
 import type { Machine, NodeView } from "./model.ts";
 import type { PowerOffStep, SafetyRule } from "./events.ts";
 import { POWER_OFF_STEP_NAMES } from "./events.ts";
-import type { MachineState, PoolContext, PowerOffJob } from "./state.ts";
+import type { PoolContext } from "./context.ts";
+import type { PowerOffJob } from "./power-off-job.ts";
 import type { Verdict } from "./safety.ts";
-import { nodesOf } from "./state.ts";
 import { powerOffRecordOf } from "./model.ts";
-import { hasDeletionTaint, instanceId } from "./matching.ts";
+import { stateOf } from "./lifecycle.ts";
+import { hasDeletionTaint, instanceId, nodesOf } from "./matching.ts";
 import { isPlugpoolError, PlugpoolError } from "./errors.ts";
 import { deviceCheck } from "./device-identity.ts";
 import { freshVerdict, isTransient, mayCutPower, watchShutdownNode } from "./safety.ts";
@@ -19,7 +20,6 @@ import { readPlug, switchOff } from "./switching.ts";
 export interface StepContext {
   readonly pool: PoolContext;
   readonly machine: Machine;
-  readonly state: MachineState;
   readonly job: PowerOffJob;
   readonly now: number;
   readonly options?: CallOptions;
@@ -98,7 +98,7 @@ const checkTaint: StepRun = {
 };
 
 const powerOffPod: StepRun = {
-  async run({ pool, machine, state, job, now, options }) {
+  async run({ pool, machine, job, now, options }) {
     if (job.facts.shutdownRequested !== undefined || job.facts.podRemoved !== undefined || mayBeCut(job)) {
       return done(machine.power.shutsDown === true ? "OS shutdown requested" : "power-off pod created");
     }
@@ -113,7 +113,7 @@ const powerOffPod: StepRun = {
     const node = nodesOf(pool, machine)[0];
     if (node === undefined) return done("no node to shut down");
     if (!node.ready) return done("node already NotReady");
-    if (state.power.plug === "off") return done("plug already off");
+    if (stateOf(pool, machine).power.plug === "off") return done("plug already off");
     if (machine.power.shutsDown === true) {
       const shutdown = pool.deps.power.shutdown?.bind(pool.deps.power);
       if (shutdown === undefined) throw new PlugpoolError("internal", `the power switch cannot shut down ${machine.name} through its control`);
@@ -160,7 +160,7 @@ async function shutdownVerdict(pool: PoolContext, machine: Machine, options?: Ca
 }
 
 const awaitNotReady: StepRun = {
-  async run({ pool, machine, state, job, now, options }) {
+  async run({ pool, machine, job, now, options }) {
     const nodes = nodesOf(pool, machine);
     const { facts } = job;
     if (facts.shutdownRequested !== undefined) watchShutdownNode(job, nodes, facts.shutdownRequested);
@@ -206,7 +206,7 @@ const awaitNotReady: StepRun = {
       return done("no node");
     }
     // Memory may be old (a plug switched by hand): only a reading taken now counts as "the machine has no power".
-    if (state.power.plug === "off" && (await readPlug(pool, machine, options, true).catch(() => undefined))?.on === false) {
+    if (stateOf(pool, machine).power.plug === "off" && (await readPlug(pool, machine, options, true).catch(() => undefined))?.on === false) {
       facts.notReady = now;
       facts.powerSeenOff = now;
       return done("plug reads off");

@@ -2,10 +2,12 @@
 // others can see when a job is aborted. Never sleeps: it answers how long to wait before the next pass.
 import type { CallOptions } from "./ports.ts";
 import type { Machine } from "./model.ts";
-import type { MachineState, PoolContext, PowerOffJob } from "./state.ts";
+import type { PoolContext } from "./context.ts";
+import type { PowerOffJob } from "./power-off-job.ts";
 import type { StepOutcome } from "./power-off-steps.ts";
 import { POWER_OFF_ANNOTATION, powerOffRecordOf } from "./model.ts";
-import { beginPowerOff, endPowerOff, jobOf, nodesOf, poweredByPlugpool, stateOf } from "./state.ts";
+import { beginPowerOff, endPowerOff, endPowerOnRecord, isPowerOffUnderWay, powerOffOf, powerOffUndone, stateOf } from "./lifecycle.ts";
+import { nodesOf } from "./matching.ts";
 import { messageOf } from "./errors.ts";
 import { POWER_OFF_STEPS } from "./power-off-steps.ts";
 import { clearBootFailures } from "./quarantine.ts";
@@ -19,7 +21,7 @@ const COMPENSATION_POLL_MS = 1000;
  * queued plug-on is dropped; a machine that has a Node has registered, which ends its quarantine.
  */
 export function startPowerOff(ctx: PoolContext, machine: Machine, node: string, startedAt: number, resumed: boolean): void {
-  if (jobOf(stateOf(ctx, machine)) !== undefined) return;
+  if (powerOffOf(ctx, machine) !== undefined) return;
   if (node !== "") clearBootFailures(ctx, machine);
   beginPowerOff(ctx, machine, newJob(node, startedAt));
   ctx.deps.reporter.report({ type: "power-off-started", machine: machine.name, node, resumed });
@@ -45,7 +47,7 @@ export interface RecordUndo {
  * the view shows it gone.
  */
 export function undoPowerOffRecord(ctx: PoolContext, machine: Machine, undo: RecordUndo): void {
-  if (jobOf(stateOf(ctx, machine)) !== undefined) return;
+  if (powerOffOf(ctx, machine) !== undefined) return;
   const undoing = { nodes: undo.nodes, writesOut: true, quiet: undo.quiet };
   const job: PowerOffJob = { ...newJob(undo.nodes[0] ?? "", undo.startedAt), undoing };
   job.aborting = { step: "check-taint", reason: undo.reason };
@@ -103,9 +105,7 @@ export function resumePowerOffs(ctx: PoolContext): void {
 /** `resumePowerOffs` for one machine. */
 export function resumePowerOff(ctx: PoolContext, machine: Machine): void {
   // Only a machine with nothing else under way: a queued plug-on gives way to a power-off found recorded.
-  const st = stateOf(ctx, machine);
-  const { kind } = st.plan;
-  if (kind === "powering-off" || kind === "marking") return;
+  if (isPowerOffUnderWay(ctx, machine)) return;
   // A terminating pod alone is a power-off being undone (or done): nothing to resume.
   const found = ctx.deps.cluster.powerOffPod(machine.name);
   const pod = found?.terminating === true ? undefined : found;
@@ -117,7 +117,8 @@ export function resumePowerOff(ctx: PoolContext, machine: Machine): void {
   if (pod === undefined && records.length === 0) return;
   const committed = records.find((r) => !r.record.pending)?.record;
   const startedAt = pod?.startedAt ?? committed?.startedAt;
-  const replayed = st.undoneRecord !== undefined && (pod?.startedAt === st.undoneRecord || records.some((r) => r.record.startedAt === st.undoneRecord));
+  const { undoneRecord } = stateOf(ctx, machine);
+  const replayed = undoneRecord !== undefined && (pod?.startedAt === undoneRecord || records.some((r) => r.record.startedAt === undoneRecord));
   if (startedAt === undefined || replayed) {
     undoPowerOffRecord(ctx, machine, {
       nodes: records.map((r) => r.node),
@@ -129,7 +130,7 @@ export function resumePowerOff(ctx: PoolContext, machine: Machine): void {
     return;
   }
   startPowerOff(ctx, machine, nodes[0]?.name ?? pod?.nodeName ?? "", startedAt, true);
-  const job = jobOf(st);
+  const job = powerOffOf(ctx, machine);
   if (pod !== undefined && job !== undefined) {
     // plugpool asked for this OS shutdown, no later than its pod says the power-off started: should the power-off be
     // called off before its steps get that far, a halt is still its to bring back.
@@ -145,24 +146,23 @@ export function resumePowerOff(ctx: PoolContext, machine: Machine): void {
  */
 export async function runPowerOffs(ctx: PoolContext, options?: CallOptions): Promise<number | undefined> {
   resumePowerOffs(ctx);
-  const running = ctx.machines.filter((m) => jobOf(stateOf(ctx, m)) !== undefined);
+  const running = ctx.machines.filter((m) => powerOffOf(ctx, m) !== undefined);
   const wait = soonest(await Promise.all(running.map((m) => advance(ctx, m, options))));
   if (wait !== undefined) return wait;
   // A job started while this pass ran has not been looked at yet.
-  return ctx.machines.some((m) => jobOf(stateOf(ctx, m)) !== undefined) ? 0 : undefined;
+  return ctx.machines.some((m) => powerOffOf(ctx, m) !== undefined) ? 0 : undefined;
 }
 
 async function advance(ctx: PoolContext, machine: Machine, options?: CallOptions): Promise<number | undefined> {
-  const st = stateOf(ctx, machine);
-  const job = jobOf(st);
+  const job = powerOffOf(ctx, machine);
   if (job === undefined) return undefined;
-  if (job.aborting !== undefined) return compensate(ctx, machine, st, job, options);
+  if (job.aborting !== undefined) return compensate(ctx, machine, job, options);
   const held = job.notBefore === undefined ? 0 : job.notBefore - ctx.deps.clock.now();
   if (held > 0) return held;
   for (const step of POWER_OFF_STEPS) {
     const now = ctx.deps.clock.now();
     const enteredAt = (job.stepEnteredAt[step.name] ??= now);
-    const outcome = await step.run({ pool: ctx, machine, state: st, job, now, options }).catch(
+    const outcome = await step.run({ pool: ctx, machine, job, now, options }).catch(
       (e: unknown): StepOutcome => ({ kind: "retry", error: messageOf(e) }),
     );
     const report = (outcome: "done" | "waiting" | "failed", detail: string, durationMs?: number): void => {
@@ -202,7 +202,7 @@ async function advance(ctx: PoolContext, machine: Machine, options?: CallOptions
           ctx.deps.reporter.report({ type: "refused", machine: machine.name, rule: outcome.rule, detail: outcome.reason });
         }
         job.aborting = { step: step.name, reason: outcome.reason, ...(outcome.rule ? { rule: outcome.rule } : {}) };
-        return compensate(ctx, machine, st, job, options);
+        return compensate(ctx, machine, job, options);
     }
   }
   ctx.deps.reporter.report({
@@ -210,8 +210,8 @@ async function advance(ctx: PoolContext, machine: Machine, options?: CallOptions
     machine: machine.name,
     durationMs: ctx.deps.clock.now() - job.startedAt,
   });
-  endPowerOff(st);
-  if (poweredByPlugpool(ctx, machine)) ctx.deps.records.endPowerOn(machine.name);
+  endPowerOff(ctx, machine);
+  endPowerOnRecord(ctx, machine);
   return undefined;
 }
 
@@ -225,13 +225,7 @@ function backoff(ctx: PoolContext, attempt: number): number {
  * would power the machine off again when it re-registers) and clears the annotation. The job is forgotten
  * only once the ClusterView shows both gone, so a lagging view cannot resume it.
  */
-async function compensate(
-  ctx: PoolContext,
-  machine: Machine,
-  st: MachineState,
-  job: PowerOffJob,
-  options?: CallOptions,
-): Promise<number | undefined> {
+async function compensate(ctx: PoolContext, machine: Machine, job: PowerOffJob, options?: CallOptions): Promise<number | undefined> {
   const aborting = job.aborting;
   if (aborting === undefined) return undefined;
   const held = job.notBefore === undefined ? 0 : job.notBefore - ctx.deps.clock.now();
@@ -269,14 +263,14 @@ async function compensate(
     nodesOf(ctx, machine).some((n) => n.annotations[POWER_OFF_ANNOTATION] !== undefined);
   if (traces) return COMPENSATION_POLL_MS;
   if (job.revival === undefined) {
-    st.undoneRecord = job.startedAt;
+    powerOffUndone(ctx, machine, job.startedAt);
     job.revival = { since: ctx.deps.clock.now(), onLeft: undefined, toldAt: undefined };
     if (job.undoing?.quiet !== true) ctx.deps.reporter.report({ type: "power-off-aborted", machine: machine.name, reason: aborting.reason });
   }
   // Its OS may have halted all the same: the job lives on until the machine is known to run, or is brought back.
   const revival = await revive(ctx, machine, job, options);
   if (revival !== undefined) return revival;
-  endPowerOff(st);
+  endPowerOff(ctx, machine);
   // Look again at once: the machine that keeps its power may need it restored.
   return 0;
 }

@@ -3,12 +3,11 @@
 // how long to wait before the next pass. It never switches anything off.
 import type { CallOptions } from "./ports.ts";
 import type { Machine, NodeGroupSpec } from "./model.ts";
-import type { PoolContext } from "./state.ts";
-import { lifecycleOf } from "./lifecycle.ts";
+import type { PoolContext } from "./context.ts";
+import { dropQueued, isMachineHeld, lifecycleOf, queuedPosition, restoreSent, stateOf } from "./lifecycle.ts";
 import { POWER_OFF_ANNOTATION } from "./model.ts";
-import { dropQueued, nodesOf, queuedPosition, stateOf, withGroupLock } from "./state.ts";
-import { hasDeletionTaint } from "./matching.ts";
-import { isMachineHeld } from "./device-identity.ts";
+import { withGroupLock } from "./context.ts";
+import { hasDeletionTaint, nodesOf } from "./matching.ts";
 import { powerOnSlotWait, restorePower, switchOn, takePowerOnSlot } from "./switching.ts";
 import { plugOnFailed } from "./quarantine.ts";
 import { soonest } from "./waits.ts";
@@ -47,7 +46,7 @@ export function restoreWait(ctx: PoolContext, machine: Machine): number {
  */
 export async function runPowerOns(ctx: PoolContext, options?: CallOptions): Promise<number | undefined> {
   const busy = ctx.config.groups.filter((g) =>
-    g.machines.some((m) => stateOf(ctx, m).plan.kind === "queued" || restoreTarget(ctx, m) !== undefined),
+    g.machines.some((m) => queuedPosition(ctx, m) !== undefined || restoreTarget(ctx, m) !== undefined),
   );
   const waits = await Promise.all(
     busy.map((g) =>
@@ -64,13 +63,13 @@ async function powerOnsOf(ctx: PoolContext, group: NodeGroupSpec, options?: Call
   for (const machine of group.machines) {
     const node = restoreTarget(ctx, machine);
     if (node === undefined || restoreWait(ctx, machine) > 0 || !takePowerOnSlot(ctx)) continue;
-    stateOf(ctx, machine).restoredAt = ctx.deps.clock.now();
+    restoreSent(ctx, machine);
     // A failure is reported (power-on-failed) and tried again after the interval.
     sends.push(restorePower(ctx, machine, node, options).catch(() => undefined));
   }
   const queue = group.machines
-    .filter((m) => stateOf(ctx, m).plan.kind === "queued")
-    .toSorted((a, b) => (queuedPosition(stateOf(ctx, a)) ?? 0) - (queuedPosition(stateOf(ctx, b)) ?? 0));
+    .filter((m) => queuedPosition(ctx, m) !== undefined)
+    .toSorted((a, b) => (queuedPosition(ctx, a) ?? 0) - (queuedPosition(ctx, b) ?? 0));
   for (const machine of queue) {
     const next = recheckQueued(ctx, machine);
     if (next === "wait") {
@@ -81,7 +80,7 @@ async function powerOnsOf(ctx: PoolContext, group: NodeGroupSpec, options?: Call
       waits.push(powerOnSlotWait(ctx));
       break;
     }
-    dropQueued(stateOf(ctx, machine));
+    dropQueued(ctx, machine);
     if (next === "go") {
       sends.push(
         switchOn(ctx, machine, "queued", options).catch((e: unknown) => {

@@ -2,9 +2,9 @@
 // while, longer after each failure in a row, so cluster-autoscaler's next scale-up takes another machine
 // instead of the same broken one. Recorded on the cluster too, so a restart keeps it.
 import type { Machine, QuarantineEntry, QuarantineSettings } from "./model.ts";
-import type { PoolContext } from "./state.ts";
+import type { PoolContext } from "./context.ts";
 import { DEFAULT_QUARANTINE, PLUG_ON_FAILED } from "./model.ts";
-import { stateOf } from "./state.ts";
+import { bootFailed, bootFailureCounted, bootFailuresCleared, quarantined, stateOf } from "./lifecycle.ts";
 import { messageOf } from "./errors.ts";
 
 /** Beyond this many doublings the back-off is at its maximum anyway; the cap keeps the arithmetic finite. */
@@ -19,31 +19,26 @@ function settings(ctx: PoolContext): QuarantineSettings {
  * each further one, at most `maxMs`. Reports `quarantined`. Callers count each boot attempt at most once.
  */
 export function recordBootFailure(ctx: PoolContext, machine: Machine, reason: string): void {
-  const { boot } = stateOf(ctx, machine);
   const { initialMs, maxMs } = settings(ctx);
-  boot.failures += 1;
-  const backOff = Math.min(initialMs * 2 ** Math.min(boot.failures - 1, MAX_DOUBLINGS), maxMs);
+  const failures = bootFailureCounted(ctx, machine);
+  const backOff = Math.min(initialMs * 2 ** Math.min(failures - 1, MAX_DOUBLINGS), maxMs);
   if (backOff <= 0) return;
   const until = ctx.deps.clock.now() + backOff;
-  boot.quarantinedUntil = until;
-  ctx.deps.records.setQuarantine(machine.name, { until, failures: boot.failures });
+  quarantined(ctx, machine, until);
+  ctx.deps.records.setQuarantine(machine.name, { until, failures });
   ctx.deps.reporter.report({
     type: "quarantined",
     machine: machine.name,
     group: machine.group,
     until,
-    failures: boot.failures,
+    failures,
     reason,
   });
 }
 
 /** The machine registered: its boots work, so the count starts again and any quarantine ends. */
 export function clearBootFailures(ctx: PoolContext, machine: Machine): void {
-  const { boot } = stateOf(ctx, machine);
-  if (boot.failures === 0 && boot.quarantinedUntil === undefined) return;
-  boot.failures = 0;
-  boot.quarantinedUntil = undefined;
-  ctx.deps.records.setQuarantine(machine.name, undefined);
+  if (bootFailuresCleared(ctx, machine)) ctx.deps.records.setQuarantine(machine.name, undefined);
 }
 
 /** Left out of scale-ups right now. */
@@ -69,6 +64,6 @@ export function quarantineOf(ctx: PoolContext): readonly QuarantineEntry[] {
  */
 export function plugOnFailed(ctx: PoolContext, machine: Machine, e: unknown): void {
   const message = `switching on the plug of ${machine.name} failed: ${messageOf(e)}`;
-  stateOf(ctx, machine).boot.failure = { code: PLUG_ON_FAILED, message };
+  bootFailed(ctx, machine, { code: PLUG_ON_FAILED, message });
   recordBootFailure(ctx, machine, message);
 }

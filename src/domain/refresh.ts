@@ -2,15 +2,14 @@
 // cluster-autoscaler's whole loop.
 import type { CallOptions } from "./ports.ts";
 import type { Machine } from "./model.ts";
-import type { PoolContext } from "./state.ts";
-import { dropQueued, nodesOf, poweredByPlugpool, stateOf } from "./state.ts";
+import type { PoolContext } from "./context.ts";
 import { messageOf } from "./errors.ts";
-import { foreignProviderID, instanceId } from "./matching.ts";
+import { foreignProviderID, instanceId, nodesOf } from "./matching.ts";
 import { readPlug } from "./switching.ts";
 import { expectedIdentity } from "./device-identity.ts";
 import { clearBootFailures } from "./quarantine.ts";
 import { restoreTarget, restoreWait } from "./power-on.ts";
-import { lifecycleOf } from "./lifecycle.ts";
+import { bootFailureForgotten, dropQueued, endPowerOnRecord, failedBootPoweredOutside, lifecycleOf, noteChanged, readFailed, stateOf } from "./lifecycle.ts";
 import { noteBoot } from "./usage.ts";
 import { untilAborted } from "./lock.ts";
 
@@ -46,44 +45,37 @@ export async function refresh(ctx: PoolContext, options?: CallOptions): Promise<
 }
 
 function noteReadFailure(ctx: PoolContext, machine: Machine, error: string): void {
-  const { power } = stateOf(ctx, machine);
-  if (power.readError === error) return;
-  power.readError = error;
+  if (!readFailed(ctx, machine, error)) return;
   ctx.deps.reporter.report({ type: "plug-read-failed", machine: machine.name, error });
 }
 
 function reconcile(ctx: PoolContext, machine: Machine): void {
-  const st = stateOf(ctx, machine);
   const { reporter } = ctx.deps;
   noteBoot(ctx, machine);
   const nodes = nodesOf(ctx, machine);
   if (nodes.length > 0) {
-    if (poweredByPlugpool(ctx, machine)) ctx.deps.records.endPowerOn(machine.name);
-    dropQueued(st);
-    st.boot.failure = undefined;
+    endPowerOnRecord(ctx, machine);
+    dropQueued(ctx, machine);
+    bootFailureForgotten(ctx, machine);
     clearBootFailures(ctx, machine);
   }
 
   const anomaly = powerAnomaly(ctx, machine);
-  if (anomaly !== st.notedPower && anomaly === "on") {
-    reporter.report({ type: "powered-outside", machine: machine.name, detail: describe(ctx, machine, anomaly) });
-  } else if (anomaly !== st.notedPower && anomaly !== undefined) {
-    reporter.report({ type: "unexpected-power", machine: machine.name, detail: describe(ctx, machine, anomaly) });
+  if (noteChanged(ctx, machine, "power", anomaly) && anomaly !== undefined) {
+    const type = anomaly === "on" ? "powered-outside" : "unexpected-power";
+    reporter.report({ type, machine: machine.name, detail: describe(ctx, machine, anomaly) });
   }
-  st.notedPower = anomaly;
   if (restoreTarget(ctx, machine) !== undefined && restoreWait(ctx, machine) === 0) ctx.deps.wake?.();
 
-  // A failed boot whose plug now reads on was switched on by someone else: no longer plugpool's instance.
-  if (st.boot.failure !== undefined && st.power.plug === "on" && !poweredByPlugpool(ctx, machine)) st.boot.failure = undefined;
+  failedBootPoweredOutside(ctx, machine);
 
   const duplicates = nodes.length > 1 ? nodes.map((n) => n.name).join(",") : undefined;
-  if (duplicates !== undefined && duplicates !== st.notedDuplicates) {
+  if (noteChanged(ctx, machine, "duplicates", duplicates) && duplicates !== undefined) {
     reporter.report({ type: "duplicate-nodes", machine: machine.name, nodes: nodes.map((n) => n.name) });
   }
-  st.notedDuplicates = duplicates;
 
   const foreign = foreignProviderID(ctx.deps.cluster, ctx.config.providerIDPrefix, machine);
-  if (foreign !== undefined && foreign !== st.notedProviderID) {
+  if (noteChanged(ctx, machine, "providerID", foreign) && foreign !== undefined) {
     reporter.report({
       type: "provider-id-mismatch",
       machine: machine.name,
@@ -91,7 +83,6 @@ function reconcile(ctx: PoolContext, machine: Machine): void {
       expected: instanceId(ctx.config.providerIDPrefix, machine),
     });
   }
-  st.notedProviderID = foreign;
 }
 
 /**

@@ -6,9 +6,11 @@
 // (`freshVerdict`, kind "cycle") right before the off.
 import type { CallOptions } from "./ports.ts";
 import type { Machine, NodeView } from "./model.ts";
-import type { PoolContext, PowerOffJob } from "./state.ts";
-import { nodesOf, stateOf } from "./state.ts";
-import { deviceMismatchOf, isMachineHeld } from "./device-identity.ts";
+import type { PoolContext } from "./context.ts";
+import type { PowerOffJob } from "./power-off-job.ts";
+import { isMachineHeld, stateOf } from "./lifecycle.ts";
+import { nodesOf } from "./matching.ts";
+import { deviceMismatchOf } from "./device-identity.ts";
 import { CONDITION_TIME_RESOLUTION_MS, watchShutdownNode } from "./safety.ts";
 import { messageOf } from "./errors.ts";
 import { powerOnSlotWait, readPlug, restorePower, switchOff, takePowerOnSlot } from "./switching.ts";

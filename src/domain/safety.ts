@@ -3,9 +3,10 @@
 import type { CallOptions, ClusterView } from "./ports.ts";
 import type { Machine, NodeView } from "./model.ts";
 import type { SafetyRule } from "./events.ts";
-import type { PoolContext, PowerOffJob } from "./state.ts";
-import { claimsNoMachine, hasDeletionTaint, hasHoldAnnotation, instanceId, safetyNodes } from "./matching.ts";
-import { jobOf, nodesOf, poweredByPlugpool, stateOf } from "./state.ts";
+import type { PoolContext } from "./context.ts";
+import type { PowerOffJob } from "./power-off-job.ts";
+import { claimsNoMachine, hasDeletionTaint, hasHoldAnnotation, instanceId, nodesOf, safetyNodes } from "./matching.ts";
+import { powerOffOf, powerOnLicence, stateOf } from "./lifecycle.ts";
 import { messageOf } from "./errors.ts";
 
 /** Whether an action may go ahead, and if not, which rule refused it and why. */
@@ -75,7 +76,7 @@ export async function freshVerdict(ctx: PoolContext, machine: Machine, kind: Cut
     // A drained Node that vanished is no evidence the OS is down (it may have come back Ready just before): only a
     // power sensor at standby vouches for a cut without it. Gone from the apiserver is gone, whatever a lagging
     // view still shows.
-    const job = jobOf(stateOf(ctx, machine));
+    const job = powerOffOf(ctx, machine);
     if (fresh.length === 0 && job !== undefined && job.node !== "" && job.facts.standbyReached === undefined) {
       return { allowed: false, rule: "node-vanished", detail: `node ${job.node} vanished before the cut; no sign ${machine.name} is down` };
     }
@@ -121,7 +122,7 @@ export function watchShutdownNode(job: PowerOffJob, nodes: readonly NodeView[], 
 function cycleVerdict(ctx: PoolContext, machine: Machine, fresh: readonly NodeView[], nodes: readonly NodeView[]): Verdict {
   const held = cutVerdict(machine, nodes);
   if (!held.allowed && held.rule === "held") return held;
-  const job = jobOf(stateOf(ctx, machine));
+  const job = powerOffOf(ctx, machine);
   const asked = job?.facts.shutdownRequested;
   if (asked === undefined || job?.shutdownNodeUid === undefined) {
     return { allowed: false, rule: "registered-without-taint", detail: `plugpool did not ask for the OS shutdown of ${machine.name}` };
@@ -161,7 +162,8 @@ function unregisteredVerdict(ctx: PoolContext, machine: Machine, nodes: readonly
   if (node !== undefined) {
     return { allowed: false, rule: "registered-without-taint", detail: `${machine.name} registered meanwhile (node ${node.name}) and keeps its power` };
   }
-  if (!poweredByPlugpool(ctx, machine)) {
+  const licence = powerOnLicence(ctx, machine);
+  if (licence === undefined) {
     return { allowed: false, rule: "powered-outside", detail: `${machine.name} was not switched on by plugpool and keeps its power` };
   }
   // A machine drawing more than standby may be running under a Node of another name: never cut it blind, nor
@@ -176,7 +178,7 @@ function unregisteredVerdict(ctx: PoolContext, machine: Machine, nodes: readonly
     };
   }
   if (machine.power.measuresWatts) return ALLOWED;
-  const stranger = strangerSince(ctx, ctx.deps.records.powerOn(machine.name)?.at);
+  const stranger = strangerSince(ctx, licence.at);
   if (stranger !== undefined) {
     return {
       allowed: false,
@@ -187,10 +189,10 @@ function unregisteredVerdict(ctx: PoolContext, machine: Machine, nodes: readonly
   return ALLOWED;
 }
 
-/** A Node, Ready or not, that claims no configured machine and was created after `at` (or any, when `at` is unknown). */
-function strangerSince(ctx: PoolContext, at: number | undefined): NodeView | undefined {
+/** A Node, Ready or not, that claims no configured machine and was created after `at`. */
+function strangerSince(ctx: PoolContext, at: number): NodeView | undefined {
   const { cluster } = ctx.deps;
-  const candidates = cluster.nodesCreatedAfter(at === undefined ? Number.NEGATIVE_INFINITY : at - CREATION_SKEW_MS);
+  const candidates = cluster.nodesCreatedAfter(at - CREATION_SKEW_MS);
   return candidates.find((n) => claimsNoMachine(n, ctx.machines, ctx.config.providerIDPrefix));
 }
 

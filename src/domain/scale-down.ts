@@ -3,12 +3,24 @@
 import type { CallOptions } from "./ports.ts";
 import type { Machine, NodeGroupSpec, NodeRef } from "./model.ts";
 import type { SafetyRule } from "./events.ts";
-import type { PoolContext } from "./state.ts";
-import { beginMarking, dropQueued, endMarking, jobOf, nodesOf, poweredByPlugpool, queuedPosition, stateOf } from "./state.ts";
+import type { PoolContext } from "./context.ts";
+import {
+  beginMarking,
+  bootFailureForgotten,
+  dropQueued,
+  endMarking,
+  instanceOf,
+  isMachineHeld,
+  isSwitching,
+  lifecycleOf,
+  powerOffOf,
+  powerOnLicence,
+  queuedPosition,
+  stateOf,
+} from "./lifecycle.ts";
 import { messageOf, PlugpoolError } from "./errors.ts";
-import { instanceOf, targetSizeOf } from "./instances.ts";
-import { hasDeletionTaint, resolveRef } from "./matching.ts";
-import { isMachineHeld } from "./device-identity.ts";
+import { targetSizeOf } from "./instances.ts";
+import { hasDeletionTaint, nodesOf, resolveRef } from "./matching.ts";
 import { throwIfCancelled, untilAborted } from "./lock.ts";
 import { switchOff } from "./switching.ts";
 import { recordPowerOff, resumePowerOff, startPowerOff, undoPowerOffRecord } from "./power-off.ts";
@@ -57,7 +69,7 @@ export async function deleteNodes(
   const toCut: Machine[] = [];
   const toPowerOff: PowerOffTarget[] = [];
   for (const machine of chosen) {
-    if (jobOf(stateOf(ctx, machine)) !== undefined) continue;
+    if (lifecycleOf(ctx, machine).phase === "powering-off") continue;
     const nodes = nodesOf(ctx, machine).map((n) => n.name);
     const node = nodes[0];
     if (node !== undefined) toPowerOff.push({ machine, node, nodes });
@@ -69,7 +81,7 @@ export async function deleteNodes(
   try {
     await recordAll(ctx, what, toPowerOff, toCut, startedAt, options);
   } finally {
-    for (const { machine } of toPowerOff) endMarking(stateOf(ctx, machine));
+    for (const { machine } of toPowerOff) endMarking(ctx, machine);
   }
 }
 
@@ -133,7 +145,7 @@ async function recordAll(
 }
 
 function validateDeletion(ctx: PoolContext, machine: Machine, what: string): void {
-  const job = jobOf(stateOf(ctx, machine));
+  const job = powerOffOf(ctx, machine);
   if (job?.aborting !== undefined) {
     throw new PlugpoolError("unsafe", `${what}: the power-off of ${machine.name} is being aborted; try again later`);
   }
@@ -165,11 +177,8 @@ export async function decreaseTargetSize(
   }
   const candidates = group.machines
     .filter((m) => {
-      const st = stateOf(ctx, m);
       const nodes = nodesOf(ctx, m);
-      return (
-        instanceOf(ctx, m)?.state === "creating" && st.power.command === undefined && nodes.length === 0 && !isMachineHeld(ctx, m, nodes)
-      );
+      return instanceOf(ctx, m)?.state === "creating" && !isSwitching(ctx, m) && nodes.length === 0 && !isMachineHeld(ctx, m, nodes);
     })
     .toSorted((a, b) => queuedAt(ctx, b) - queuedAt(ctx, a) || poweredOnAt(ctx, b) - poweredOnAt(ctx, a) || b.index - a.index);
   if (candidates.length < -delta) {
@@ -186,7 +195,7 @@ function poweredOnAt(ctx: PoolContext, machine: Machine): number {
 }
 
 function queuedAt(ctx: PoolContext, machine: Machine): number {
-  return queuedPosition(stateOf(ctx, machine)) ?? -1;
+  return queuedPosition(ctx, machine) ?? -1;
 }
 
 /**
@@ -201,11 +210,10 @@ async function cutUnregistered(ctx: PoolContext, machines: readonly Machine[], w
   const answers: Promise<unknown>[] = [];
   for (const machine of machines) {
     const nodes = nodesOf(ctx, machine);
-    const st = stateOf(ctx, machine);
-    if (nodes.length === 0 && !poweredByPlugpool(ctx, machine)) {
+    if (nodes.length === 0 && powerOnLicence(ctx, machine) === undefined) {
       // Queued, or its plug-on failed: plugpool switched nothing on, so the instance only leaves.
-      dropQueued(st);
-      st.boot.failure = undefined;
+      dropQueued(ctx, machine);
+      bootFailureForgotten(ctx, machine);
       continue;
     }
     if (nodes.length > 0) {

@@ -2,13 +2,11 @@
 // limit, queue them for the runner.
 import type { CallOptions } from "./ports.ts";
 import type { Machine, NodeGroupSpec } from "./model.ts";
-import type { PoolContext } from "./state.ts";
-import { lifecycleOf } from "./lifecycle.ts";
-import { queuePowerOn, stateOf } from "./state.ts";
+import type { PoolContext } from "./context.ts";
+import { isMachineHeld, lifecycleOf, queuePowerOn, stateOf } from "./lifecycle.ts";
 import { DEFAULT_SCALE_UP } from "./model.ts";
 import { messageOf, PlugpoolError } from "./errors.ts";
 import { targetSizeOf } from "./instances.ts";
-import { isMachineHeld } from "./device-identity.ts";
 import { untilAborted } from "./lock.ts";
 import { switchOn, takePowerOnSlot } from "./switching.ts";
 import { isQuarantined, plugOnFailed } from "./quarantine.ts";

@@ -2,14 +2,26 @@
 // even after the call that sent it has given up waiting: every switch answer is the plug's newest state.
 import type { CallOptions } from "./ports.ts";
 import type { Machine, PlugReading } from "./model.ts";
-import type { MachineState, PoolContext } from "./state.ts";
+import type { PoolContext } from "./context.ts";
 import { DEFAULT_SCALE_UP, PLUG_OFF_WHILE_BOOTING } from "./model.ts";
 import type { CutKind, Verdict } from "./safety.ts";
-import { nodesOf, poweredByPlugpool, stateOf } from "./state.ts";
+import {
+  bootFailed,
+  bootStarted,
+  commandFailed,
+  commandSent,
+  lifecycleOf,
+  plugCut,
+  poweredSeen,
+  readingArrived,
+  readStarted,
+  stateOf,
+  switchAnswered,
+  switchUnconfirmed,
+} from "./lifecycle.ts";
 import { isPlugpoolError, messageOf, PlugpoolError } from "./errors.ts";
 import { freshVerdict } from "./safety.ts";
 import { recordBootFailure } from "./quarantine.ts";
-import { interrupted, observe, switched } from "./energy.ts";
 import { deviceCheck } from "./device-identity.ts";
 
 /**
@@ -59,35 +71,32 @@ function recentPowerOns(ctx: PoolContext, now: number): number[] {
  * failures.
  */
 export async function switchOn(ctx: PoolContext, machine: Machine, why: string, options?: CallOptions): Promise<void> {
-  const st = stateOf(ctx, machine);
   const { reporter, records } = ctx.deps;
-  st.power.command = "on";
+  commandSent(ctx, machine, "on");
   try {
     await records.recordPowerOn(machine.name, { at: ctx.deps.clock.now(), why }, options);
   } catch (e) {
-    st.power.command = undefined;
+    commandFailed(ctx, machine);
     reporter.report({ type: "power-on-failed", machine: machine.name, group: machine.group, error: `recording the power-on: ${messageOf(e)}` });
     throw e;
   }
   const poweredOn = (confirmed: boolean): void => {
-    st.poweredOnAt = ctx.deps.clock.now();
-    st.boot.startedAt = st.poweredOnAt;
-    st.boot.failure = undefined;
+    bootStarted(ctx, machine);
     reporter.report({ type: "powered-on", machine: machine.name, group: machine.group, confirmed });
   };
   try {
-    const reading = await ctx.deps.power.turnOn(machine.power, { ...options, device: deviceCheck(ctx, machine) });
-    applySwitchAnswer(ctx, st, reading);
+    const reading = credible(await ctx.deps.power.turnOn(machine.power, { ...options, device: deviceCheck(ctx, machine) }));
+    switchAnswered(ctx, machine, reading);
     if (!reading.on) throw new PlugpoolError("plug-bad-answer", `plug of ${machine.name} still reads off after turn_on`);
     poweredOn(true);
   } catch (e) {
     if (isPlugpoolError(e) && e.code === "plug-unconfirmed") {
       // The plug may be on: it is plugpool's power-on all the same, never a reason to switch on another machine.
-      unconfirmed(ctx, st);
+      switchUnconfirmed(ctx, machine);
       poweredOn(false);
       return;
     }
-    st.power.command = undefined;
+    commandFailed(ctx, machine);
     records.endPowerOn(machine.name);
     reporter.report({ type: "power-on-failed", machine: machine.name, group: machine.group, error: messageOf(e) });
     throw e;
@@ -100,19 +109,19 @@ export async function switchOn(ctx: PoolContext, machine: Machine, why: string, 
  * through its Node.
  */
 export function restorePower(ctx: PoolContext, machine: Machine, node: string, options?: CallOptions, quiet = false): Promise<PlugReading> {
-  const st = stateOf(ctx, machine);
   const { reporter } = ctx.deps;
-  st.power.command = "on";
+  commandSent(ctx, machine, "on");
   return ctx.deps.power.turnOn(machine.power, { ...options, device: deviceCheck(ctx, machine) }).then(
-    (reading) => {
-      applySwitchAnswer(ctx, st, reading);
-      st.poweredOnAt ??= ctx.deps.clock.now();
+    (answer) => {
+      const reading = credible(answer);
+      switchAnswered(ctx, machine, reading);
+      poweredSeen(ctx, machine, true);
       if (!quiet) reporter.report({ type: "power-restored", machine: machine.name, group: machine.group, node });
-      return reading;
+      return answer;
     },
     (e: unknown) => {
-      if (isPlugpoolError(e) && e.code === "plug-unconfirmed") unconfirmed(ctx, st);
-      else st.power.command = undefined;
+      if (isPlugpoolError(e) && e.code === "plug-unconfirmed") switchUnconfirmed(ctx, machine);
+      else commandFailed(ctx, machine);
       reporter.report({ type: "power-on-failed", machine: machine.name, group: machine.group, error: messageOf(e) });
       throw e;
     },
@@ -139,8 +148,7 @@ export type CutOutcome =
  * seen). An unconfirmed command leaves the plug state unknown, never "still on". Other failures are rethrown.
  */
 export async function switchOff(ctx: PoolContext, machine: Machine, cut: CutReport, options?: CallOptions): Promise<CutOutcome> {
-  const st = stateOf(ctx, machine);
-  const watts = st.power.watts;
+  const { watts } = stateOf(ctx, machine).power;
   let refusal: (Verdict & { readonly allowed: false }) | undefined;
   const guard = async (o?: CallOptions): Promise<boolean> => {
     const verdict = await freshVerdict(ctx, machine, cut.reason, o);
@@ -148,31 +156,29 @@ export async function switchOff(ctx: PoolContext, machine: Machine, cut: CutRepo
     refusal = verdict;
     return false;
   };
-  st.power.command = "off";
+  commandSent(ctx, machine, "off");
   let reading: PlugReading;
   try {
-    reading = await ctx.deps.power.turnOff(machine.power, guard, { ...options, device: deviceCheck(ctx, machine) });
+    reading = credible(await ctx.deps.power.turnOff(machine.power, guard, { ...options, device: deviceCheck(ctx, machine) }));
   } catch (e) {
     if (isPlugpoolError(e) && e.code === "device-mismatch") {
-      st.power.command = undefined;
+      commandFailed(ctx, machine);
       return { kind: "refused", verdict: { allowed: false, rule: "device-mismatch", detail: e.message } };
     }
     if (isPlugpoolError(e) && e.code === "plug-unconfirmed" && refusal === undefined) {
-      unconfirmed(ctx, st);
+      switchUnconfirmed(ctx, machine);
       // The cut may have happened: plugpool's power-on licenses nothing more (whoever powers it next is not plugpool).
       ctx.deps.records.endPowerOn(machine.name);
       return { kind: "unconfirmed", error: e.message };
     }
-    st.power.command = undefined;
+    commandFailed(ctx, machine);
     if (refusal !== undefined) return { kind: "refused", verdict: refusal };
     throw e;
   }
-  applySwitchAnswer(ctx, st, reading);
+  switchAnswered(ctx, machine, reading);
   if (reading.on) throw new PlugpoolError("plug-bad-answer", `plug of ${machine.name} still reads on after turn_off`);
-  const dropped = cut.reason === "unregistered" && poweredByPlugpool(ctx, machine) && st.boot.failure === undefined;
+  const dropped = plugCut(ctx, machine, cut.reason === "unregistered");
   ctx.deps.records.endPowerOn(machine.name);
-  st.boot.failure = undefined;
-  st.poweredOnAt = undefined;
   ctx.deps.reporter.report({
     type: "plug-off",
     machine: machine.name,
@@ -192,21 +198,12 @@ export async function switchOff(ctx: PoolContext, machine: Machine, cut: CutRepo
  * read that device's relay.
  */
 export async function readPlug(ctx: PoolContext, machine: Machine, options?: CallOptions, checked = false): Promise<PlugReading | undefined> {
-  const st = stateOf(ctx, machine);
-  const { power } = st;
-  const version = power.version;
+  const started = readStarted(ctx, machine);
   const asked = checked ? { ...options, device: deviceCheck(ctx, machine) } : options;
   const reading = credible(await ctx.deps.power.read(machine.power, asked));
-  if (power.version !== version || power.command !== undefined) return undefined;
-  power.plug = reading.on ? "on" : "off";
-  power.watts = reading.watts;
-  power.readError = undefined;
-  observe(st.meter, ctx.deps.clock.now(), reading);
-  if (!reading.on) st.boot.startedAt = undefined;
-  if (!reading.on) plugReadOffWhileBooting(ctx, machine, st);
-  // Seen on for the first time: it counts as powered from now (decrease cuts the latest first).
-  if (reading.on) st.poweredOnAt ??= ctx.deps.clock.now();
-  else if (!poweredByPlugpool(ctx, machine)) st.poweredOnAt = undefined;
+  if (!readingArrived(ctx, machine, started, reading)) return undefined;
+  if (!reading.on) plugReadOffWhileBooting(ctx, machine);
+  poweredSeen(ctx, machine, reading.on);
   return reading;
 }
 
@@ -215,12 +212,12 @@ export async function readPlug(ctx: PoolContext, machine: Machine, options?: Cal
  * plugpool's power-on is over, so its record ends here and licenses no cut any more (whoever switches it on next is
  * not plugpool). cluster-autoscaler still sees the creating instance, now with an error, until it deletes it.
  */
-function plugReadOffWhileBooting(ctx: PoolContext, machine: Machine, st: MachineState): void {
-  if (!poweredByPlugpool(ctx, machine) || st.plan.kind === "powering-off" || nodesOf(ctx, machine).length > 0) return;
+function plugReadOffWhileBooting(ctx: PoolContext, machine: Machine): void {
+  if (lifecycleOf(ctx, machine).phase !== "booting") return;
   ctx.deps.records.endPowerOn(machine.name);
-  if (st.boot.failure !== undefined) return;
+  if (stateOf(ctx, machine).boot.failure !== undefined) return;
   const message = `plug of ${machine.name} reads off again before the machine registered`;
-  st.boot.failure = { code: PLUG_OFF_WHILE_BOOTING, message };
+  bootFailed(ctx, machine, { code: PLUG_OFF_WHILE_BOOTING, message });
   ctx.deps.reporter.report({ type: "unexpected-power", machine: machine.name, detail: message });
   recordBootFailure(ctx, machine, message);
 }
@@ -233,29 +230,4 @@ function credible(reading: PlugReading): PlugReading {
   const { watts } = reading;
   if (watts === undefined || watts >= 0) return reading;
   return watts >= -1 ? { on: reading.on, watts: 0 } : { on: reading.on };
-}
-
-/** A switch command's answer is the plug's newest state: reads started before it are stale from now on. */
-function applySwitchAnswer(ctx: PoolContext, st: MachineState, answer: PlugReading): void {
-  const reading = credible(answer);
-  const { power } = st;
-  power.command = undefined;
-  power.version += 1;
-  power.plug = reading.on ? "on" : "off";
-  power.watts = reading.watts;
-  switched(st.meter, ctx.deps.clock.now(), reading);
-  if (!reading.on) st.boot.startedAt = undefined;
-}
-
-/**
- * A switch command whose answer was lost: it may have reached the plug, so the plug is unknown, never as before, and
- * so is its draw (one read before the command would vouch for a standby that may be over).
- */
-function unconfirmed(ctx: PoolContext, st: MachineState): void {
-  const { power } = st;
-  power.command = undefined;
-  power.plug = "unknown";
-  power.watts = undefined;
-  power.version += 1;
-  interrupted(st.meter, ctx.deps.clock.now());
 }

@@ -1,7 +1,7 @@
 // What a new machine of a group would look like: the template Node, and the DRA slices of the
 // first machine that has published some, renamed to the template node.
 import type { DeviceAttribute, DeviceSlice, Machine, NodeGroupSpec, TemplateNode } from "./model.ts";
-import type { PoolContext } from "./state.ts";
+import type { PoolContext } from "./context.ts";
 
 /** The name of a group's template node. */
 export function templateNodeName(groupId: string): string {

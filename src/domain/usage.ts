@@ -1,7 +1,8 @@
 // What the machines' power use adds up to, and how long boots take, from plugpool's own observations.
 import type { Machine, MachineUsage } from "./model.ts";
-import type { PoolContext } from "./state.ts";
-import { nodesOf, stateOf } from "./state.ts";
+import type { PoolContext } from "./context.ts";
+import { bootTimed, stateOf } from "./lifecycle.ts";
+import { nodesOf } from "./matching.ts";
 import { WATT_MS_PER_KWH } from "./energy.ts";
 
 /** Every machine's usage, config order. */
@@ -37,7 +38,7 @@ export function noteBoot(ctx: PoolContext, machine: Machine): void {
   if (started === undefined) return;
   const node = nodesOf(ctx, machine).find((n) => n.ready);
   if (node === undefined) return;
-  boot.startedAt = undefined;
+  bootTimed(ctx, machine);
   const now = ctx.deps.clock.now();
   const readyAt = Math.min(node.readyChangedAt ?? now, now);
   if (readyAt <= started - CONDITION_TIME_RESOLUTION_MS) return;

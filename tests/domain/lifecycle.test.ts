@@ -1,21 +1,34 @@
 // The one place that decides where a machine is in its life: each phase, and which one wins when several apply.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
+import type { PoolContext } from "../../src/domain/context.ts";
+import type { Machine } from "../../src/domain/model.ts";
+import type { PowerOffJob } from "../../src/domain/power-off-job.ts";
+import { PlugpoolError } from "../../src/domain/errors.ts";
 import {
   beginMarking,
   beginPowerOff,
+  commandSent,
   dropQueued,
   endMarking,
   endPowerOff,
+  lifecycleOf,
+  powerOffOf,
+  queuedPosition,
   queuePowerOn,
+  readingArrived,
+  readStarted,
   stateOf,
-  type PoolContext,
-  type PowerOffJob,
-} from "../../src/domain/state.ts";
-import { lifecycleOf, type Phase } from "../../src/domain/lifecycle.ts";
+  type Phase,
+} from "../../src/domain/lifecycle.ts";
 import { World } from "../harness/fakes/world.ts";
 
 const JOB = { node: "worker-1", startedAt: 0, aborting: undefined } as unknown as PowerOffJob;
+
+/** What plugpool remembers of the machine's plug, as a reading leaves it. */
+function remember(ctx: PoolContext, machine: Machine, on: boolean): void {
+  assert.equal(readingArrived(ctx, machine, readStarted(ctx, machine), { on }), true);
+}
 
 describe("lifecycleOf()", () => {
   const phaseOf = (ctx: PoolContext, w: World, name = "worker-1"): Phase => lifecycleOf(ctx, w.machine(name)).phase;
@@ -24,16 +37,16 @@ describe("lifecycleOf()", () => {
     const w = new World();
     const ctx = w.context();
     assert.equal(phaseOf(ctx, w), "unknown");
-    stateOf(ctx, w.machine("worker-1")).power.plug = "off";
+    remember(ctx, w.machine("worker-1"), false);
     assert.equal(phaseOf(ctx, w), "off");
-    stateOf(ctx, w.machine("worker-1")).power.plug = "on";
+    remember(ctx, w.machine("worker-1"), true);
     assert.equal(phaseOf(ctx, w), "powered-outside");
   });
 
   it("is booting while plugpool's power-on record stands and no Node claims the machine, then registered", () => {
     const w = new World({ on: ["worker-1"], poweredByPlugpool: ["worker-1"] });
     const ctx = w.context();
-    stateOf(ctx, w.machine("worker-1")).power.plug = "on";
+    remember(ctx, w.machine("worker-1"), true);
     assert.deepEqual(lifecycleOf(ctx, w.machine("worker-1")), { phase: "booting", since: w.clock.now() });
     w.register("worker-1");
     assert.equal(phaseOf(ctx, w), "registered");
@@ -43,14 +56,13 @@ describe("lifecycleOf()", () => {
     const w = new World();
     const ctx = w.context();
     const machine = w.machine("worker-1");
-    const st = stateOf(ctx, machine);
-    st.power.plug = "off";
-    ctx.memory.nextQueued = 3;
+    remember(ctx, machine, false);
+    queuePowerOn(ctx, w.machine("worker-2"));
     queuePowerOn(ctx, machine);
-    assert.deepEqual(lifecycleOf(ctx, machine), { phase: "queued", position: 3 });
+    assert.deepEqual(lifecycleOf(ctx, machine), { phase: "queued", position: 1 });
     w.register("worker-1");
     assert.equal(phaseOf(ctx, w), "registered", "a Node that registered meanwhile outranks the queue");
-    st.power.command = "on";
+    commandSent(ctx, machine, "on");
     assert.deepEqual(lifecycleOf(ctx, machine), { phase: "switching", to: "on" });
     beginPowerOff(ctx, machine, JOB);
     assert.equal(phaseOf(ctx, w), "powering-off");
@@ -59,7 +71,7 @@ describe("lifecycleOf()", () => {
   it("counts a Node matched by name only (another providerID) as registered: it may be the machine running", () => {
     const w = new World();
     const ctx = w.context();
-    stateOf(ctx, w.machine("worker-2")).power.plug = "on";
+    remember(ctx, w.machine("worker-2"), true);
     w.register("worker-2", { providerID: "k3s://someone-else" });
     assert.equal(phaseOf(ctx, w, "worker-2"), "registered");
   });
@@ -83,10 +95,10 @@ describe("a machine's plan", () => {
     assert.throws(() => {
       beginMarking(ctx, machine);
     }, /cannot record a power-off for worker-1/);
-    dropQueued(st);
-    endMarking(st);
+    dropQueued(ctx, machine);
+    endMarking(ctx, machine);
     assert.equal(st.plan.kind, "powering-off", "only its own end ends a power-off");
-    endPowerOff(st);
+    endPowerOff(ctx, machine);
     assert.deepEqual(st.plan, { kind: "none" });
   });
 
@@ -99,10 +111,56 @@ describe("a machine's plan", () => {
     beginMarking(ctx, machine);
     beginMarking(ctx, machine);
     assert.deepEqual(st.plan, { kind: "marking", writes: 2 }, "marking drops the queued plug-on");
-    endMarking(st);
+    endMarking(ctx, machine);
     assert.deepEqual(st.plan, { kind: "marking", writes: 1 });
     beginPowerOff(ctx, machine, JOB);
-    endMarking(st);
+    endMarking(ctx, machine);
     assert.equal(st.plan.kind, "powering-off");
+  });
+
+  it("has a power-off job only while powering off, and a queue position only while queued", () => {
+    const w = new World();
+    const ctx = w.context();
+    const machine = w.machine("worker-1");
+    assert.equal(powerOffOf(ctx, machine), undefined);
+    assert.equal(queuedPosition(ctx, machine), undefined);
+    queuePowerOn(ctx, machine);
+    assert.equal(queuedPosition(ctx, machine), 0);
+    assert.equal(powerOffOf(ctx, machine), undefined, "a queued plug-on is no power-off");
+    beginPowerOff(ctx, machine, JOB);
+    assert.equal(powerOffOf(ctx, machine), JOB);
+    assert.equal(queuedPosition(ctx, machine), undefined, "the power-off dropped the queued plug-on");
+  });
+
+  it("keeps a queued plug-on when a power-off that is not under way is ended", () => {
+    const w = new World();
+    const ctx = w.context();
+    const machine = w.machine("worker-1");
+    queuePowerOn(ctx, machine);
+    endPowerOff(ctx, machine);
+    assert.equal(queuedPosition(ctx, machine), 0);
+  });
+
+  it("refuses a transition its plan does not allow, naming the machine and the plan", () => {
+    const w = new World();
+    const ctx = w.context();
+    const machine = w.machine("worker-1");
+    beginPowerOff(ctx, machine, JOB);
+    assert.throws(() => { beginMarking(ctx, machine); }, (error: unknown) => {
+      assert.ok(error instanceof PlugpoolError);
+      assert.equal(error.code, "internal");
+      assert.equal(error.message, 'cannot record a power-off for worker-1: its plan is "powering-off"');
+      return true;
+    });
+  });
+
+  it("refuses a machine it was not configured with, naming it", () => {
+    const w = new World();
+    const ctx = w.context();
+    const stranger = { ...w.machine("worker-1"), name: "stranger" };
+    assert.throws(
+      () => stateOf(ctx, stranger),
+      (error: unknown) => error instanceof PlugpoolError && error.code === "internal" && error.message === 'machine "stranger" has no state',
+    );
   });
 });

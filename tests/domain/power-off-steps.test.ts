@@ -8,7 +8,9 @@ import type { PoolDeps, PowerRecords, PowerSwitch } from "../../src/domain/index
 import { formatPowerOffRecord, POWER_OFF_ANNOTATION } from "../../src/domain/index.ts";
 import type { PowerOffStep } from "../../src/domain/events.ts";
 import { POWER_OFF_STEPS, type StepOutcome } from "../../src/domain/power-off-steps.ts";
-import { beginPowerOff, createContext, stateOf, type MachineState, type PoolContext, type PowerOffFacts, type PowerOffJob } from "../../src/domain/state.ts";
+import { createContext, type PoolContext } from "../../src/domain/context.ts";
+import { beginPowerOff, readingArrived, readStarted, stateOf, switchAnswered, type MachineView } from "../../src/domain/lifecycle.ts";
+import type { PowerOffFacts, PowerOffJob } from "../../src/domain/power-off-job.ts";
 import { PREFIX, World, type WorldOptions } from "../harness/fakes/world.ts";
 import { rejectsWith } from "../harness/fakes/assertions.ts";
 
@@ -20,9 +22,15 @@ interface Rig {
   readonly w: World;
   readonly ctx: PoolContext;
   readonly job: PowerOffJob;
-  readonly st: MachineState;
+  readonly st: MachineView;
   /** The machines whose records the steps waited to be stored (`PowerRecords.stored`), in order. */
   readonly stored: string[];
+}
+
+/** What plugpool remembers of worker-1's plug, as a reading leaves it (whatever the plug says now). */
+function remember(r: Rig, on: boolean): void {
+  const machine = r.w.machine("worker-1");
+  assert.equal(readingArrived(r.ctx, machine, readStarted(r.ctx, machine), { on }), true);
 }
 
 interface RigOptions {
@@ -74,7 +82,7 @@ function rig(options: RigOptions = {}): Rig {
 function run(r: Rig, step: PowerOffStep, now = r.w.clock.now()): Promise<StepOutcome> {
   const spec = POWER_OFF_STEPS.find((s) => s.name === step);
   if (spec === undefined) throw new Error(`no step ${step}`);
-  return spec.run({ pool: r.ctx, machine: r.w.machine("worker-1"), state: r.st, job: r.job, now });
+  return spec.run({ pool: r.ctx, machine: r.w.machine("worker-1"), job: r.job, now });
 }
 
 const plugOf = (w: World): ReturnType<World["machine"]>["power"] => w.machine("worker-1").power;
@@ -261,7 +269,7 @@ describe("power-off step power-off-pod", () => {
     const notReady = rig({ before: (w) => { w.registerTainted("worker-1"); w.cluster.setReady("worker-1", false, T0 - 1000); } });
     assert.deepEqual(await run(notReady, "power-off-pod"), { kind: "done", detail: "node already NotReady" });
     const off = rig({ before: (w) => { w.registerTainted("worker-1"); } });
-    off.st.power.plug = "off";
+    remember(off, false);
     assert.deepEqual(await run(off, "power-off-pod"), { kind: "done", detail: "plug already off" });
     for (const r of [none, notReady, off]) {
       assert.deepEqual(r.w.cluster.callsOf("createPowerOffPod"), []);
@@ -272,7 +280,7 @@ describe("power-off step power-off-pod", () => {
   it("judges the shutdown as a shutdown: a Ready Node after the plug read off once is no reason to hold it back", async () => {
     // The plug read off with the Node Ready, then on again: the OS still runs and gets its power-off pod.
     const r = rig({ world: { on: ["worker-1"] }, facts: { notReady: T0 - 2000, powerSeenOff: T0 - 2000 }, before: (w) => { w.registerTainted("worker-1"); } });
-    r.st.power.plug = "on";
+    remember(r, true);
     assert.deepEqual(await run(r, "power-off-pod"), { kind: "done", detail: "power-off pod created on worker-1" });
     assert.equal(r.w.cluster.pods().length, 1);
   });
@@ -429,11 +437,11 @@ describe("power-off step await-not-ready", () => {
 
   it("takes a plug remembered off for no power only when a reading taken now says so", async () => {
     const on = rig({ world: { on: ["worker-1"] }, before: (w) => { w.registerTainted("worker-1"); } });
-    on.st.power.plug = "off";
+    remember(on, false);
     assert.deepEqual(await run(on, "await-not-ready"), { kind: "wait", afterMs: 5000, why: "waiting for the node to go NotReady" });
     assert.equal(on.w.power.callsOf("read").length, 1);
     const off = rig({ before: (w) => { w.registerTainted("worker-1"); } });
-    off.st.power.plug = "off";
+    remember(off, false);
     assert.deepEqual(await run(off, "await-not-ready"), { kind: "done", detail: "plug reads off" });
     assert.deepEqual(off.job.facts, { notReady: T0, powerSeenOff: T0 });
   });
@@ -631,7 +639,8 @@ describe("power-off step plug-off", () => {
     it("retries while a switch answer makes the reading stale: the plug's state is still unknown", async () => {
       const r = rig({ facts: cut, before: drained });
       r.w.power.onCall = (c) => {
-        if (c.op === "read") r.st.power.version += 1;
+        // A switch answer arrives while the read is out.
+        if (c.op === "read") switchAnswered(r.ctx, r.w.machine("worker-1"), { on: true });
       };
       assert.deepEqual(await run(r, "plug-off"), { kind: "retry", error: "the plug's state is still unknown" });
       assert.deepEqual(r.job.facts, cut);

@@ -9,7 +9,9 @@ import type { PoolDeps } from "../../src/domain/index.ts";
 import { HOLD_ANNOTATION } from "../../src/domain/index.ts";
 import { revive } from "../../src/domain/revival.ts";
 import { readPlug } from "../../src/domain/switching.ts";
-import { beginPowerOff, createContext, stateOf, type PoolContext, type PowerOffFacts, type PowerOffJob } from "../../src/domain/state.ts";
+import { createContext, type PoolContext } from "../../src/domain/context.ts";
+import { beginPowerOff, deviceMismatched } from "../../src/domain/lifecycle.ts";
+import type { PowerOffFacts, PowerOffJob } from "../../src/domain/power-off-job.ts";
 import { PREFIX, World, type WorldOptions } from "../harness/fakes/world.ts";
 
 /** The fake clock's time at the start. */
@@ -323,7 +325,7 @@ describe("revival: a held machine", () => {
 
   it("whose device answered as another is held, whatever its Node shows", async () => {
     const r = rig({ down: null });
-    stateOf(r.ctx, r.w.machine("worker-1")).device.mismatch = { expected: "device plug-worker-1", seen: "device other" };
+    deviceMismatched(r.ctx, r.w.machine("worker-1"), { expected: "device plug-worker-1", seen: "device other" });
     assert.equal(await pass(r), POLL);
     assert.deepEqual(calls(r), []);
     assert.deepEqual(r.w.reporter.events, [told]);

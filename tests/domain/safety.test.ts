@@ -3,7 +3,10 @@ import assert from "node:assert/strict";
 import { HOLD_ANNOTATION, mayCutPower, type Verdict } from "../../src/domain/index.ts";
 import { CONDITION_TIME_RESOLUTION_MS, freshVerdict, watchShutdownNode, type CutKind } from "../../src/domain/safety.ts";
 import type { NodeView } from "../../src/domain/model.ts";
-import { beginPowerOff, stateOf, type PoolContext, type PowerOffFacts, type PowerOffJob } from "../../src/domain/state.ts";
+import type { PoolContext } from "../../src/domain/context.ts";
+import { beginPowerOff } from "../../src/domain/lifecycle.ts";
+import { readPlug } from "../../src/domain/switching.ts";
+import type { PowerOffFacts, PowerOffJob } from "../../src/domain/power-off-job.ts";
 import { type WorldOptions } from "../harness/fakes/world.ts";
 import { PREFIX, World } from "../harness/fakes/world.ts";
 import { rejectsWith } from "../harness/fakes/assertions.ts";
@@ -334,6 +337,12 @@ describe("freshVerdict() at the plug", () => {
       return { w, ctx: w.context({ cluster: w.view ?? w.cluster }) };
     }
 
+    /** The machine's sensor draws `watts`, and plugpool has read it so. */
+    async function readsWatts(ctx: PoolContext, w: World, name: string, watts: number): Promise<void> {
+      w.power.setWatts(w.machine(name).power, watts);
+      assert.equal((await readPlug(ctx, w.machine(name)))?.watts, watts);
+    }
+
     it("refuses a machine held in the configuration", async () => {
       const { w, ctx } = switchedOn("worker-1", { groups: [{ id: "workers", machines: ["worker-1"], hold: ["worker-1"] }] });
       const { rule, detail } = refusal(await verdictOf(ctx, w, "unregistered"));
@@ -343,9 +352,9 @@ describe("freshVerdict() at the plug", () => {
 
     it("cuts a machine whose draw is at standby, not one drawing more", async () => {
       const { w, ctx } = switchedOn("worker-2");
-      stateOf(ctx, w.machine("worker-2")).power.watts = w.config.powerOff.standbyWatts;
+      await readsWatts(ctx, w, "worker-2", w.config.powerOff.standbyWatts);
       assert.deepEqual(await verdictOf(ctx, w, "unregistered", "worker-2"), { allowed: true });
-      stateOf(ctx, w.machine("worker-2")).power.watts = 80;
+      await readsWatts(ctx, w, "worker-2", 80);
       const { rule, detail } = refusal(await verdictOf(ctx, w, "unregistered", "worker-2"));
       assert.equal(rule, "powered-outside");
       assert.equal(detail, "worker-2 draws 80 W with no Node (it may run under another name) and keeps its power");

@@ -5,7 +5,9 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { PlugReading, PowerSwitch } from "../../src/domain/index.ts";
 import { PlugpoolError } from "../../src/domain/index.ts";
-import { beginPowerOff, stateOf, type PoolContext, type PowerOffJob } from "../../src/domain/state.ts";
+import type { PoolContext } from "../../src/domain/context.ts";
+import { beginPowerOff, bootFailed, bootStarted, stateOf } from "../../src/domain/lifecycle.ts";
+import type { PowerOffJob } from "../../src/domain/power-off-job.ts";
 import { lifecycleOf, type Lifecycle } from "../../src/domain/lifecycle.ts";
 import { powerOnSlotWait, readPlug, restorePower, switchOff, switchOn, takePowerOnSlot } from "../../src/domain/switching.ts";
 import { World, type WorldOptions } from "../harness/fakes/world.ts";
@@ -160,8 +162,7 @@ describe("restorePower()", () => {
     const m = w.machine("worker-1");
     const st = stateOf(ctx, m);
     const then = w.clock.now();
-    st.poweredOnAt = then;
-    st.boot.startedAt = then;
+    bootStarted(ctx, m);
     w.clock.advance(30_000);
     await restorePower(ctx, m, "worker-1");
     assert.equal(st.poweredOnAt, then);
@@ -252,7 +253,7 @@ describe("switchOff()", () => {
     const { w, ctx } = booting();
     const m = w.machine("worker-1");
     const st = stateOf(ctx, m);
-    st.boot.failure = { code: "plug-off-while-booting", message: "seen before" };
+    bootFailed(ctx, m, { code: "plug-off-while-booting", message: "seen before" });
     assert.deepEqual(await switchOff(ctx, m, { reason: "unregistered" }), { kind: "off" });
     assert.deepEqual(w.reporter.events, [LEARNED, { type: "plug-off", machine: "worker-1", reason: "unregistered" }]);
     assert.equal(st.boot.failures, 0);
@@ -440,7 +441,7 @@ describe("readPlug()", () => {
     const m = w.machine("worker-1");
     const st = stateOf(ctx, m);
     const failure = { code: "plug-off-while-booting", message: "seen before" };
-    st.boot.failure = failure;
+    bootFailed(ctx, m, failure);
     w.power.set(m.power, false);
     await readPlug(ctx, m);
     assert.equal(w.records.powerOn("worker-1"), undefined);

@@ -12,7 +12,7 @@ import type {
   ScaleUpSettings,
 } from "../../../src/domain/index.ts";
 import { TO_BE_DELETED_TAINT, createPool } from "../../../src/domain/index.ts";
-import { createContext, type PoolContext } from "../../../src/domain/state.ts";
+import { createContext, type PoolContext } from "../../../src/domain/context.ts";
 import { FakeClock } from "./clock.ts";
 import { FakeCluster } from "./cluster.ts";
 import type { NodeSpec } from "./cluster.ts";

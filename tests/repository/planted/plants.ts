@@ -23,7 +23,7 @@ export const PLANTS: readonly Plant[] = [
   },
   {
     name: "forget that a machine's device answered as another",
-    edits: [{ file: "src/domain/device-identity.ts", find: "  return isHeld(machine, nodes) || deviceMismatchOf(ctx, machine) !== undefined;", replace: "  return isHeld(machine, nodes);" }],
+    edits: [{ file: "src/domain/lifecycle.ts", find: "  return isHeld(machine, nodes) || memoryOf(ctx, machine).device.mismatch !== undefined;", replace: "  return isHeld(machine, nodes);" }],
   },
   {
     name: "keep plugpool's power-on licence over a device that restarted",
@@ -40,13 +40,13 @@ export const PLANTS: readonly Plant[] = [
     edits: [
       {
         file: "src/domain/switching.ts",
-        find: 'import { nodesOf, poweredByPlugpool, stateOf } from "./state.ts";',
-        replace: 'import { jobOf, nodesOf, poweredByPlugpool, stateOf } from "./state.ts";',
+        find: "  plugCut,\n  poweredSeen,",
+        replace: "  plugCut,\n  powerOffOf,\n  poweredSeen,",
       },
       {
         file: "src/domain/switching.ts",
         find: "    if (verdict.allowed) return true;",
-        replace: '    if (verdict.allowed || (jobOf(stateOf(ctx, machine))?.attempts["plug-off"] ?? 0) > 0) return true;',
+        replace: '    if (verdict.allowed || (powerOffOf(ctx, machine)?.attempts["plug-off"] ?? 0) > 0) return true;',
       },
       {
         file: "src/domain/power-off-steps.ts",
@@ -128,8 +128,8 @@ export const PLANTS: readonly Plant[] = [
     edits: [
       {
         file: "src/domain/power-off.ts",
-        find: '  if (kind === "powering-off" || kind === "marking") return;',
-        replace: '  if (kind === "powering-off") return;',
+        find: "  if (isPowerOffUnderWay(ctx, machine)) return;",
+        replace: "  if (powerOffOf(ctx, machine) !== undefined) return;",
       },
     ],
   },
@@ -245,8 +245,16 @@ export const PLANTS: readonly Plant[] = [
   {
     name: "cut an unregistered machine plugpool did not power on",
     edits: [
-      { file: "src/domain/safety.ts", find: "  if (!poweredByPlugpool(ctx, machine)) {\n    return { allowed: false, rule: \"powered-outside\"", replace: "  if (poweredByPlugpool(ctx, machine) && false) {\n    return { allowed: false, rule: \"powered-outside\"" },
-      { file: "src/domain/instances.ts", find: "  if (poweredByPlugpool(ctx, machine) || st.plan.kind", replace: "  if (st.power.plug === \"on\" || poweredByPlugpool(ctx, machine) || st.plan.kind" },
+      {
+        file: "src/domain/safety.ts",
+        find: "  const licence = powerOnLicence(ctx, machine);",
+        replace: "  const licence = powerOnLicence(ctx, machine) ?? { at: Number.NEGATIVE_INFINITY, why: \"planted\" };",
+      },
+      {
+        file: "src/domain/lifecycle.ts",
+        find: "    case \"powered-outside\":\n    case \"off\":\n    case \"unknown\":\n      return false;",
+        replace: "    case \"powered-outside\":\n      return true;\n    case \"off\":\n    case \"unknown\":\n      return false;",
+      },
     ],
   },
   {
@@ -297,24 +305,24 @@ export const PLANTS: readonly Plant[] = [
     name: "a record that ends only on a Ready Node",
     edits: [
       {
-        file: "src/domain/state.ts",
-        find: "    if (poweredByPlugpool(ctx, machine) && nodesOf(ctx, machine).length > 0) ctx.deps.records.endPowerOn(machine.name);",
-        replace: "    if (poweredByPlugpool(ctx, machine) && nodesOf(ctx, machine).some((n) => n.ready)) ctx.deps.records.endPowerOn(machine.name);",
+        file: "src/domain/lifecycle.ts",
+        find: "    if (nodesOf(ctx, machine).length > 0) endPowerOnRecord(ctx, machine);",
+        replace: "    if (nodesOf(ctx, machine).some((n) => n.ready)) endPowerOnRecord(ctx, machine);",
       },
       {
         file: "src/domain/refresh.ts",
-        find: "  if (nodes.length > 0) {\n    if (poweredByPlugpool(ctx, machine)) ctx.deps.records.endPowerOn(machine.name);",
-        replace: "  if (nodes.length > 0) {\n    if (poweredByPlugpool(ctx, machine) && nodes.some((n) => n.ready)) ctx.deps.records.endPowerOn(machine.name);",
+        find: "  if (nodes.length > 0) {\n    endPowerOnRecord(ctx, machine);",
+        replace: "  if (nodes.length > 0) {\n    if (nodes.some((n) => n.ready)) endPowerOnRecord(ctx, machine);",
       },
     ],
   },
   {
     name: "a power-on record that outlives its plug reading off",
-    edits: [{ file: "src/domain/switching.ts", find: "  if (!reading.on) plugReadOffWhileBooting(ctx, machine, st);\n", replace: "" }],
+    edits: [{ file: "src/domain/switching.ts", find: "  if (!reading.on) plugReadOffWhileBooting(ctx, machine);\n", replace: "" }],
   },
   {
     name: "count no instance for a plug-on whose record is being written",
-    edits: [{ file: "src/domain/instances.ts", find: " || isSwitchingOn(ctx, machine)) {", replace: ") {" }],
+    edits: [{ file: "src/domain/lifecycle.ts", find: " || switchingOn;", replace: ";" }],
   },
   {
     name: "a scale-up round that forgets queued machines",
@@ -332,7 +340,7 @@ export const PLANTS: readonly Plant[] = [
     edits: [
       { file: "src/domain/switching.ts", find: "  ctx.memory.powerOnsSent.push(ctx.deps.clock.monotonic());", replace: "  ctx.memory.powerOnsSent.push(ctx.deps.clock.now());" },
       { file: "src/domain/switching.ts", find: "  if (max === 0) return 0;\n  const now = ctx.deps.clock.monotonic();", replace: "  if (max === 0) return 0;\n  const now = ctx.deps.clock.now();" },
-      { file: "src/domain/state.ts", find: "createdAt: deps.clock.monotonic(),", replace: "createdAt: deps.clock.now()," },
+      { file: "src/domain/context.ts", find: "createdAt: deps.clock.monotonic(),", replace: "createdAt: deps.clock.now()," },
     ],
   },
   {
