@@ -2,11 +2,12 @@
 // whose work is already done (in this job, or visibly on the cluster) is a no-op, so the runner can walk the
 // list from the top on every pass and after a restart.
 import type { CallOptions } from "./ports.ts";
-import type { Machine, NodeView } from "./model.ts";
+import type { Machine } from "./model.ts";
 import type { PowerOffStep, SafetyRule } from "./events.ts";
 import { POWER_OFF_STEP_NAMES } from "./events.ts";
 import type { PoolContext } from "./context.ts";
 import type { PowerOffJob } from "./power-off-job.ts";
+import { establish, establishOnce, nodeDeleted, notReadyNoLaterThan, podAdopted, podCreated, retract, shutdownAsked } from "./power-off-job.ts";
 import type { Verdict } from "./safety.ts";
 import { powerOffRecordOf } from "./model.ts";
 import { stateOf } from "./lifecycle.ts";
@@ -92,7 +93,7 @@ const checkTaint: StepRun = {
     const commit = new Set(nodes.map((n) => n.name).filter((name) => !committed(name)));
     if (job.facts.recordCommitted === undefined && job.node !== "" && !committed(job.node)) commit.add(job.node);
     for (const node of commit) await pool.deps.teardown.markPowerOff(node, { startedAt: job.startedAt, pending: false }, options);
-    job.facts.recordCommitted ??= now;
+    establishOnce(job, "recordCommitted", now);
     return done(nodes.length === 0 ? "no node" : "node carries the ToBeDeleted taint");
   },
 };
@@ -107,7 +108,7 @@ const powerOffPod: StepRun = {
     if (existing !== undefined && job.podAttempts === 0) {
       // An earlier run of plugpool created it: this job resumes that one.
       shutdownAsked(job, now, nodesOf(pool, machine)[0]);
-      job.podAttempts = 1;
+      podAdopted(job);
       return done("power-off pod exists");
     }
     const node = nodesOf(pool, machine)[0];
@@ -139,16 +140,10 @@ const powerOffPod: StepRun = {
     if (!verdict.allowed) return abort(verdict);
     await pool.deps.teardown.createPowerOffPod(machine, node.name, job.startedAt, options);
     shutdownAsked(job, now, node);
-    job.podAttempts += 1;
+    podCreated(job);
     return done(`power-off pod created on ${node.name}`);
   },
 };
-
-/** The OS of `node` was asked to shut down: a halt seen later on that very Node is this job's doing. */
-function shutdownAsked(job: PowerOffJob, now: number, node: NodeView | undefined): void {
-  job.facts.shutdownRequested = now;
-  job.shutdownNodeUid = node?.uid;
-}
 
 /**
  * The verdict right before the OS is asked to shut down: taken on Nodes read fresh, then once more on the view,
@@ -174,15 +169,13 @@ const awaitNotReady: StepRun = {
         // that cannot be read now may have power again: waited on as one that has, within the same deadline.
         const reading = await readPlug(pool, machine, options, true).catch(() => undefined);
         if (reading?.on === false) {
-          facts.plugOff = now;
+          establish(job, "plugOff", now);
           return done("plug reads off");
         }
-        delete facts.powerSeenOff;
+        retract(job, "powerSeenOff");
       }
-      delete facts.notReady;
-      delete facts.graceElapsed;
-      delete facts.standby;
-      delete facts.standbyReached;
+      // What built on the NotReady (the grace, its standby) goes with it.
+      retract(job, "notReady");
       pool.deps.reporter.report({
         type: "power-off-step",
         machine: machine.name,
@@ -192,23 +185,23 @@ const awaitNotReady: StepRun = {
       });
     }
     if (mayBeCut(job)) {
-      facts.notReady = now;
+      establish(job, "notReady", now);
       return done("plug already off");
     }
     const node = nodes[0];
     if (node !== undefined && nodes.every((n) => !n.ready)) {
-      facts.notReady = node.readyChangedAt ?? now;
+      establish(job, "notReady", node.readyChangedAt ?? now);
       return done("node NotReady");
     }
     if (node === undefined && job.node === "") {
       // The power-off began with no Node at all (a machine that never registered): nothing ran to wait for.
-      facts.notReady = now;
+      establish(job, "notReady", now);
       return done("no node");
     }
     // Memory may be old (a plug switched by hand): only a reading taken now counts as "the machine has no power".
     if (stateOf(pool, machine).power.plug === "off" && (await readPlug(pool, machine, options, true).catch(() => undefined))?.on === false) {
-      facts.notReady = now;
-      facts.powerSeenOff = now;
+      establish(job, "notReady", now);
+      establish(job, "powerSeenOff", now);
       return done("plug reads off");
     }
     // A Node that vanished is no sign of a shutdown (deleted by hand, a kubelet re-registers it): wait on.
@@ -222,10 +215,10 @@ const awaitNotReady: StepRun = {
         return shutdownFailed(pool, machine, job, node?.name ?? "", `the power-off pod ${podTrouble ?? "failed"} after ${job.podAttempts} attempts`, deadline);
       }
       // Replaced once the apiserver says it is gone: a pod with the same name cannot be created before.
-      facts.podReplacing ??= now;
+      establishOnce(job, "podReplacing", now);
       if (await pool.deps.teardown.deletePowerOffPod(machine, options)) {
-        delete facts.podReplacing;
-        delete facts.shutdownRequested;
+        retract(job, "podReplacing");
+        retract(job, "shutdownRequested");
       }
       return { kind: "retry", error: `the power-off pod ${podTrouble ?? "is going"}; replacing it (attempt ${job.podAttempts + 1} of ${settings.maxPodAttempts})` };
     }
@@ -244,8 +237,8 @@ function shutdownFailed(pool: PoolContext, machine: Machine, job: PowerOffJob, n
   if (pool.config.powerOff.onShutdownTimeout !== "cut") {
     return { kind: "abort", reason: `keeping power: ${why} (onShutdownTimeout is keep-power)` };
   }
-  job.facts.notReady = at;
-  job.facts.hardCut = at;
+  establish(job, "notReady", at);
+  establish(job, "hardCut", at);
   pool.deps.reporter.report({ type: "hard-cut", machine: machine.name, node, detail: `${why}; cutting anyway (onShutdownTimeout is cut)` });
   return done(`${why}; hard cut`);
 }
@@ -258,10 +251,10 @@ const grace: StepRun = {
     const settings = pool.config.powerOff;
     // A wall clock stepped back puts the Node's NotReady time in the future: the grace counts from now instead, so
     // the step never lengthens it.
-    if (job.facts.notReady !== undefined && job.facts.notReady > now) job.facts.notReady = now;
+    notReadyNoLaterThan(job, now);
     const remaining = (job.facts.notReady ?? now) + settings.graceMs - now;
     if (remaining <= 0) {
-      job.facts.graceElapsed = now;
+      establish(job, "graceElapsed", now);
       return done("grace elapsed");
     }
     if (!machine.power.measuresWatts) return wait(remaining, "grace");
@@ -270,13 +263,13 @@ const grace: StepRun = {
     if (reading?.on === false) return done("plug reads off");
     const watts = reading?.watts;
     if (watts === undefined || watts > settings.standbyWatts) {
-      delete job.facts.standby;
+      retract(job, "standby");
       return wait(Math.min(remaining, SENSOR_POLL_MS), `grace, drawing ${watts ?? "?"} W`);
     }
-    job.facts.standby ??= now;
-    const standbyLeft = job.facts.standby + settings.standbyWindowMs - now;
+    establishOnce(job, "standby", now);
+    const standbyLeft = (job.facts.standby ?? now) + settings.standbyWindowMs - now;
     if (standbyLeft <= 0) {
-      job.facts.standbyReached = now;
+      establish(job, "standbyReached", now);
       return done(`draw at standby (${watts} W)`);
     }
     return wait(Math.min(remaining, SENSOR_POLL_MS, standbyLeft), `grace, standby draw (${watts} W)`);
@@ -299,11 +292,11 @@ const plugOff: StepRun = {
       }
       if (reading === undefined) return { kind: "retry", error: "the plug's state is still unknown" };
       if (!reading.on) {
-        job.facts.plugOff = now;
+        establish(job, "plugOff", now);
         return done("plug reads off");
       }
-      delete job.facts.cutUnconfirmed;
-      job.facts.onAfterUnconfirmedCut = now;
+      retract(job, "cutUnconfirmed");
+      establish(job, "onAfterUnconfirmedCut", now);
     }
     // A first check on the view; the switch checks again on fresh Nodes at the plug, right before the request.
     const verdict = mayCutPower(machine, pool.deps.cluster, pool.config.providerIDPrefix);
@@ -313,12 +306,12 @@ const plugOff: StepRun = {
     const outcome = await switchOff(pool, machine, { reason: "power-off", ...cut }, options);
     switch (outcome.kind) {
       case "off":
-        job.facts.plugOff = now;
+        establish(job, "plugOff", now);
         return done(job.facts.hardCut === undefined ? "plug off" : "plug off (hard cut)");
       case "refused":
         return abort(outcome.verdict);
       case "unconfirmed":
-        job.facts.cutUnconfirmed = now;
+        establish(job, "cutUnconfirmed", now);
         return { kind: "retry", error: `the switch-off was not confirmed, the plug may be off: ${outcome.error}` };
     }
   },
@@ -329,7 +322,7 @@ const removePod: StepRun = {
     if (job.facts.podRemoved !== undefined) return done("power-off pod gone");
     // Asked of the apiserver, not the view: a pod the view has not shown yet must not be left bound to the node.
     if (await pool.deps.teardown.deletePowerOffPod(machine, options)) {
-      job.facts.podRemoved = now;
+      establish(job, "podRemoved", now);
       return done("power-off pod gone");
     }
     return wait(POD_GONE_POLL_MS, "waiting for the power-off pod to go");
@@ -365,10 +358,7 @@ const deleteNode: StepRun = {
     if (fresh.length > 0) await pool.deps.records.stored(machine.name, options);
     for (const node of fresh) {
       await pool.deps.teardown.deleteNode(node.name, node.uid, options);
-      if (!job.deletedNodes.has(node.name)) {
-        job.deletedNodes.add(node.name);
-        pool.deps.reporter.report({ type: "node-deleted", machine: machine.name, node: node.name });
-      }
+      if (nodeDeleted(job, node.name)) pool.deps.reporter.report({ type: "node-deleted", machine: machine.name, node: node.name });
     }
     // Waiting until the view shows the Node gone too keeps a lagging view from resuming a finished power-off.
     if (fresh.length === 0 && nodesOf(pool, machine).length === 0) return done(job.deletedNodes.size === 0 ? "no node" : "node deleted");

@@ -4,6 +4,7 @@ import type { CallOptions } from "./ports.ts";
 import type { Machine } from "./model.ts";
 import type { PoolContext } from "./context.ts";
 import type { PowerOffJob } from "./power-off-job.ts";
+import { aborted, newJob, newUndo, revivalStarted, shutdownAdopted, stepDone, stepEntered, stepFailed, undoWritesSettled, waiting } from "./power-off-job.ts";
 import type { StepOutcome } from "./power-off-steps.ts";
 import { POWER_OFF_ANNOTATION, powerOffRecordOf } from "./model.ts";
 import { beginPowerOff, endPowerOff, endPowerOnRecord, isPowerOffUnderWay, powerOffOf, powerOffUndone, stateOf } from "./lifecycle.ts";
@@ -48,35 +49,13 @@ export interface RecordUndo {
  */
 export function undoPowerOffRecord(ctx: PoolContext, machine: Machine, undo: RecordUndo): void {
   if (powerOffOf(ctx, machine) !== undefined) return;
-  const undoing = { nodes: undo.nodes, writesOut: true, quiet: undo.quiet };
-  const job: PowerOffJob = { ...newJob(undo.nodes[0] ?? "", undo.startedAt), undoing };
-  job.aborting = { step: "check-taint", reason: undo.reason };
+  const job = newUndo(undo.startedAt, undo);
   beginPowerOff(ctx, machine, job);
   void undo.writes.finally(() => {
-    undoing.writesOut = false;
+    undoWritesSettled(job);
     ctx.deps.wake?.();
   });
   ctx.deps.wake?.();
-}
-
-/** A power-off job at its start: nothing done, nothing known yet. */
-export function newJob(node: string, startedAt: number): PowerOffJob {
-  return {
-    node,
-    startedAt,
-    aborting: undefined,
-    stepEnteredAt: {},
-    reportedDone: new Set(),
-    attempts: {},
-    notBefore: undefined,
-    lastWaiting: undefined,
-    podAttempts: 0,
-    facts: {},
-    shutdownNodeUid: undefined,
-    shutdownNodeSeen: { notReadyAt: undefined, readyAgain: false },
-    revival: undefined,
-    deletedNodes: new Set(),
-  };
 }
 
 /**
@@ -134,9 +113,7 @@ export function resumePowerOff(ctx: PoolContext, machine: Machine): void {
   if (pod !== undefined && job !== undefined) {
     // plugpool asked for this OS shutdown, no later than its pod says the power-off started: should the power-off be
     // called off before its steps get that far, a halt is still its to bring back.
-    job.facts.shutdownRequested ??= pod.startedAt;
-    job.shutdownNodeUid ??= nodes.find((n) => n.name === pod.nodeName)?.uid;
-    job.podAttempts = Math.max(job.podAttempts, 1);
+    shutdownAdopted(job, pod.startedAt, nodes.find((n) => n.name === pod.nodeName)?.uid);
   }
 }
 
@@ -161,7 +138,7 @@ async function advance(ctx: PoolContext, machine: Machine, options?: CallOptions
   if (held > 0) return held;
   for (const step of POWER_OFF_STEPS) {
     const now = ctx.deps.clock.now();
-    const enteredAt = (job.stepEnteredAt[step.name] ??= now);
+    const enteredAt = stepEntered(job, step.name, now);
     const outcome = await step.run({ pool: ctx, machine, job, now, options }).catch(
       (e: unknown): StepOutcome => ({ kind: "retry", error: messageOf(e) }),
     );
@@ -177,22 +154,14 @@ async function advance(ctx: PoolContext, machine: Machine, options?: CallOptions
     };
     switch (outcome.kind) {
       case "done":
-        if (!job.reportedDone.has(step.name)) {
-          job.reportedDone.add(step.name);
-          report("done", outcome.detail ?? "", ctx.deps.clock.now() - enteredAt);
-        }
+        if (stepDone(job, step.name)) report("done", outcome.detail ?? "", ctx.deps.clock.now() - enteredAt);
         continue;
       case "wait": {
-        const key = `${step.name}: ${outcome.why}`;
-        if (job.lastWaiting !== key) report("waiting", outcome.why);
-        job.lastWaiting = key;
+        if (waiting(job, `${step.name}: ${outcome.why}`)) report("waiting", outcome.why);
         return outcome.afterMs;
       }
       case "retry": {
-        const attempt = job.attempts[step.name] ?? 0;
-        job.attempts[step.name] = attempt + 1;
-        const delay = backoff(ctx, attempt);
-        job.notBefore = now + delay;
+        const delay = stepFailed(job, step.name, (attempt) => backoff(ctx, attempt), now);
         report("failed", `${outcome.error}; retrying in ${delay} ms`);
         return delay;
       }
@@ -201,7 +170,7 @@ async function advance(ctx: PoolContext, machine: Machine, options?: CallOptions
         if (outcome.rule !== undefined) {
           ctx.deps.reporter.report({ type: "refused", machine: machine.name, rule: outcome.rule, detail: outcome.reason });
         }
-        job.aborting = { step: step.name, reason: outcome.reason, ...(outcome.rule ? { rule: outcome.rule } : {}) };
+        aborted(job, { step: step.name, reason: outcome.reason, ...(outcome.rule ? { rule: outcome.rule } : {}) });
         return compensate(ctx, machine, job, options);
     }
   }
@@ -231,10 +200,10 @@ async function compensate(ctx: PoolContext, machine: Machine, job: PowerOffJob, 
   const held = job.notBefore === undefined ? 0 : job.notBefore - ctx.deps.clock.now();
   if (held > 0) return held;
   // A write of the failed call still out may land after the undo: wait for it (its settling wakes the runner).
-  if (job.undoing?.writesOut === true) return COMPENSATION_POLL_MS;
+  if (job.kind === "undo" && job.writesOut) return COMPENSATION_POLL_MS;
   // The Nodes the record was written to are cleared whatever the view shows: it may not show the record yet.
   const marked = new Set([
-    ...(job.undoing?.nodes ?? []),
+    ...(job.kind === "undo" ? job.nodes : []),
     ...(job.node === "" ? [] : [job.node]),
     ...nodesOf(ctx, machine).filter((n) => n.annotations[POWER_OFF_ANNOTATION] !== undefined).map((n) => n.name),
   ]);
@@ -244,10 +213,7 @@ async function compensate(ctx: PoolContext, machine: Machine, job: PowerOffJob, 
     podGone = await ctx.deps.teardown.deletePowerOffPod(machine, options);
     for (const node of marked) await ctx.deps.teardown.clearPowerOffMark(node, options);
   } catch (e) {
-    const attempt = job.attempts[aborting.step] ?? 0;
-    job.attempts[aborting.step] = attempt + 1;
-    const delay = backoff(ctx, attempt);
-    job.notBefore = ctx.deps.clock.now() + delay;
+    const delay = stepFailed(job, aborting.step, (attempt) => backoff(ctx, attempt), ctx.deps.clock.now());
     ctx.deps.reporter.report({
       type: "power-off-step",
       machine: machine.name,
@@ -264,8 +230,8 @@ async function compensate(ctx: PoolContext, machine: Machine, job: PowerOffJob, 
   if (traces) return COMPENSATION_POLL_MS;
   if (job.revival === undefined) {
     powerOffUndone(ctx, machine, job.startedAt);
-    job.revival = { since: ctx.deps.clock.now(), onLeft: undefined, toldAt: undefined };
-    if (job.undoing?.quiet !== true) ctx.deps.reporter.report({ type: "power-off-aborted", machine: machine.name, reason: aborting.reason });
+    revivalStarted(job, ctx.deps.clock.now());
+    if (job.kind !== "undo" || !job.quiet) ctx.deps.reporter.report({ type: "power-off-aborted", machine: machine.name, reason: aborting.reason });
   }
   // Its OS may have halted all the same: the job lives on until the machine is known to run, or is brought back.
   const revival = await revive(ctx, machine, job, options);

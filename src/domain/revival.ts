@@ -8,6 +8,7 @@ import type { CallOptions } from "./ports.ts";
 import type { Machine, NodeView } from "./model.ts";
 import type { PoolContext } from "./context.ts";
 import type { PowerOffJob } from "./power-off-job.ts";
+import { revivalLeft, revivalTold } from "./power-off-job.ts";
 import { isMachineHeld, stateOf } from "./lifecycle.ts";
 import { nodesOf } from "./matching.ts";
 import { deviceMismatchOf } from "./device-identity.ts";
@@ -26,9 +27,9 @@ export interface Revival {
    * Only the switch-on is left, since `at` (the cycle's off went through, or may have, or a switch-on failed); it
    * is told as `how` once it went through.
    */
-  onLeft: { readonly at: number; readonly how: RevivalHow } | undefined;
+  readonly onLeft: { readonly at: number; readonly how: RevivalHow } | undefined;
   /** When the machine was last reported stranded. */
-  toldAt: number | undefined;
+  readonly toldAt: number | undefined;
 }
 
 const REVIVAL_POLL_MS = 5000;
@@ -67,11 +68,11 @@ export async function revive(ctx: PoolContext, machine: Machine, job: PowerOffJo
     return undefined;
   }
   // Behind a device that answers as another, nothing plugpool reads or sends concerns this machine: it is held.
-  if (deviceMismatchOf(ctx, machine) !== undefined) return tellHeld(ctx, machine, revival, job.node, now);
+  if (deviceMismatchOf(ctx, machine) !== undefined) return tellHeld(ctx, machine, job, revival, job.node, now);
   const { onLeft } = revival;
   if (onLeft !== undefined) {
     // Held since the cycle's off: it stays off, and is reported until someone acts.
-    if (isMachineHeld(ctx, machine, nodesOf(ctx, machine))) return tellHeld(ctx, machine, revival, job.node, now);
+    if (isMachineHeld(ctx, machine, nodesOf(ctx, machine))) return tellHeld(ctx, machine, job, revival, job.node, now);
     return withSlot(ctx, () => switchBackOn(ctx, machine, job, onLeft.how, options));
   }
   const halt = haltOf(ctx, machine, job, asked);
@@ -97,7 +98,7 @@ export async function revive(ctx: PoolContext, machine: Machine, job: PowerOffJo
       ctx.deps.reporter.report({ type: "stranded", machine: machine.name, node: halt.node.name, detail });
       return undefined;
     }
-    return tellHeld(ctx, machine, revival, halt.node.name, now);
+    return tellHeld(ctx, machine, job, revival, halt.node.name, now);
   }
   const left = await untilDown(ctx, machine, halt.node, options);
   if (left > 0) return Math.min(left, REVIVAL_POLL_MS);
@@ -105,9 +106,9 @@ export async function revive(ctx: PoolContext, machine: Machine, job: PowerOffJo
 }
 
 /** A held machine left halted is reported (again every STRANDED_REPORT_MS) and watched until someone acts. */
-function tellHeld(ctx: PoolContext, machine: Machine, revival: Revival, node: string, now: number): number {
+function tellHeld(ctx: PoolContext, machine: Machine, job: PowerOffJob, revival: Revival, node: string, now: number): number {
   if (revival.toldAt === undefined || now >= revival.toldAt + STRANDED_REPORT_MS) {
-    revival.toldAt = now;
+    revivalTold(job, now);
     const detail = `it is held; remove the hold (or pin the identity of its device) to have it power-cycled, or switch it on by hand`;
     ctx.deps.reporter.report({ type: "stranded", machine: machine.name, node, detail });
   }
@@ -176,7 +177,7 @@ async function bringBack(ctx: PoolContext, machine: Machine, job: PowerOffJob, n
     if (rule !== "node-ready") ctx.deps.reporter.report({ type: "stranded", machine: machine.name, node, detail });
     return undefined;
   }
-  if (job.revival !== undefined) job.revival.onLeft = { at: ctx.deps.clock.now(), how: "power-cycle" };
+  revivalLeft(job, { at: ctx.deps.clock.now(), how: "power-cycle" });
   return switchBackOn(ctx, machine, job, "power-cycle", options);
 }
 
@@ -187,7 +188,7 @@ async function switchBackOn(ctx: PoolContext, machine: Machine, job: PowerOffJob
   } catch {
     // Reported as power-on-failed; the machine has no power now, so the switch-on is all that is left to do, and
     // is told as what it began as.
-    if (job.revival !== undefined) job.revival.onLeft ??= { at: ctx.deps.clock.now(), how };
+    revivalLeft(job, { at: ctx.deps.clock.now(), how }, true);
     return REVIVAL_POLL_MS;
   }
   ctx.deps.reporter.report({ type: "revived", machine: machine.name, node: job.node, how });

@@ -5,6 +5,7 @@ import type { Machine, NodeView } from "./model.ts";
 import type { SafetyRule } from "./events.ts";
 import type { PoolContext } from "./context.ts";
 import type { PowerOffJob } from "./power-off-job.ts";
+import { shutdownNodeNotReady, shutdownNodeRanAgain } from "./power-off-job.ts";
 import { claimsNoMachine, hasDeletionTaint, hasHoldAnnotation, instanceId, nodesOf, safetyNodes } from "./matching.ts";
 import { powerOffOf, powerOnLicence, stateOf } from "./lifecycle.ts";
 import { messageOf } from "./errors.ts";
@@ -105,13 +106,13 @@ export function watchShutdownNode(job: PowerOffJob, nodes: readonly NodeView[], 
   const seen = job.shutdownNodeSeen;
   if (node === undefined || seen.readyAgain) return;
   if (node.ready) {
-    seen.readyAgain = seen.notReadyAt !== undefined;
+    if (seen.notReadyAt !== undefined) shutdownNodeRanAgain(job);
     return;
   }
   const since = node.readyChangedAt ?? Number.NEGATIVE_INFINITY;
   if (since < asked - CONDITION_TIME_RESOLUTION_MS) return;
-  if (seen.notReadyAt === undefined) seen.notReadyAt = since;
-  else if (since !== seen.notReadyAt) seen.readyAgain = true;
+  if (seen.notReadyAt === undefined) shutdownNodeNotReady(job, since);
+  else if (since !== seen.notReadyAt) shutdownNodeRanAgain(job);
 }
 
 /**

@@ -1,7 +1,6 @@
 // Each step of the power-off saga on its own: a domain context over the world's fakes, a job whose facts the test
 // sets, and the step's outcome (its detail or why, as the runner reports it in "power-off-step" events), the facts
 // it leaves and what it did to the plug and the cluster. The runner's walk over the steps is in power-off.test.ts.
-import { newJob } from "../../src/domain/power-off.ts";
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { PoolDeps, PowerRecords, PowerSwitch } from "../../src/domain/index.ts";
@@ -10,7 +9,7 @@ import type { PowerOffStep } from "../../src/domain/events.ts";
 import { POWER_OFF_STEPS, type StepOutcome } from "../../src/domain/power-off-steps.ts";
 import { createContext, type PoolContext } from "../../src/domain/context.ts";
 import { beginPowerOff, readingArrived, readStarted, stateOf, switchAnswered, type MachineView } from "../../src/domain/lifecycle.ts";
-import type { PowerOffFacts, PowerOffJob } from "../../src/domain/power-off-job.ts";
+import { newJob, nodeDeleted, type PowerOffFacts, type PowerOffJob, type PowerOffRun } from "../../src/domain/power-off-job.ts";
 import { PREFIX, World, type WorldOptions } from "../harness/fakes/world.ts";
 import { rejectsWith } from "../harness/fakes/assertions.ts";
 
@@ -33,10 +32,15 @@ function remember(r: Rig, on: boolean): void {
   assert.equal(readingArrived(r.ctx, machine, readStarted(r.ctx, machine), { on }), true);
 }
 
+/** What a job remembers of the Node whose OS it asked to shut down, as an earlier pass would have left it. */
+function rememberShutdownNode(job: PowerOffJob, uid: string | undefined): void {
+  (job as { shutdownNodeUid: string | undefined }).shutdownNodeUid = uid;
+}
+
 interface RigOptions {
   readonly world?: WorldOptions;
   /** The job as it stands (absent: started at the clock's time on Node worker-1, nothing established). */
-  readonly job?: Partial<PowerOffJob>;
+  readonly job?: Partial<PowerOffRun>;
   readonly facts?: PowerOffFacts;
   /** The power switch the context gets (absent: the world's). */
   readonly power?: (w: World) => PowerSwitch;
@@ -345,13 +349,13 @@ describe("power-off step await-not-ready", () => {
     // A pod being replaced: the request is withdrawn, the Node it was made on is remembered.
     const before = (w: World): void => { w.registerTainted("worker-1"); w.cluster.setReady("worker-1", false, T0 + 3000); };
     const withdrawn = rig({ before });
-    withdrawn.job.shutdownNodeUid = withdrawn.w.cluster.nodeNamed("worker-1")?.uid;
+    rememberShutdownNode(withdrawn.job, withdrawn.w.cluster.nodeNamed("worker-1")?.uid);
     assert.deepEqual(await run(withdrawn, "await-not-ready", T0 + 4000), { kind: "done", detail: "node NotReady" });
     assert.equal(withdrawn.job.facts.notReady, T0 + 3000);
     assert.deepEqual(withdrawn.job.shutdownNodeSeen, { notReadyAt: undefined, readyAgain: false });
 
     const asked = rig({ facts: { shutdownRequested: T0 }, before });
-    asked.job.shutdownNodeUid = asked.w.cluster.nodeNamed("worker-1")?.uid;
+    rememberShutdownNode(asked.job, asked.w.cluster.nodeNamed("worker-1")?.uid);
     await run(asked, "await-not-ready", T0 + 4000);
     assert.deepEqual(asked.job.shutdownNodeSeen, { notReadyAt: T0 + 3000, readyAgain: false });
   });
@@ -681,7 +685,10 @@ describe("power-off step remove-pod", () => {
   });
 
   it("deletes the pod and waits until the apiserver says it is gone", async () => {
-    const r = rig({ before: (w) => { w.cluster.addPod({ machine: "worker-1", nodeName: "worker-1", startedAt: T0, phase: "Succeeded", terminating: false }); } });
+    const r = rig({
+      facts: { notReady: T0 - 60_000, plugOff: T0 - 1000 },
+      before: (w) => { w.cluster.addPod({ machine: "worker-1", nodeName: "worker-1", startedAt: T0, phase: "Succeeded", terminating: false }); },
+    });
     assert.deepEqual(await run(r, "remove-pod"), { kind: "wait", afterMs: 1000, why: "waiting for the power-off pod to go" });
     assert.equal(r.job.facts.podRemoved, undefined);
     r.w.cluster.finishPodDeletion();
@@ -704,7 +711,7 @@ describe("power-off step delete-node", () => {
         more.before?.(w);
       },
     });
-    r.job.shutdownNodeUid ??= r.w.cluster.nodeNamed("worker-1")?.uid;
+    if (r.job.shutdownNodeUid === undefined) rememberShutdownNode(r.job, r.w.cluster.nodeNamed("worker-1")?.uid);
     return r;
   }
 
@@ -722,7 +729,7 @@ describe("power-off step delete-node", () => {
 
   it("deletes again, untold, a Node it asked to delete before", async () => {
     const r = cut(true);
-    r.job.deletedNodes.add("worker-1");
+    nodeDeleted(r.job, "worker-1");
     await run(r, "delete-node");
     assert.deepEqual(r.w.cluster.callsOf("deleteNode"), [{ op: "deleteNode", target: "worker-1" }]);
     assert.deepEqual(r.w.reporter.of("node-deleted"), []);
@@ -775,7 +782,7 @@ describe("power-off step delete-node", () => {
   ] as const) {
     it(`deletes ${what}`, async () => {
       const r = cut(false, uid === "same" || uid === undefined ? {} : { job: { shutdownNodeUid: uid } });
-      if (uid === undefined) r.job.shutdownNodeUid = undefined;
+      if (uid === undefined) rememberShutdownNode(r.job, undefined);
       if (untaint) r.w.cluster.untaint("worker-1");
       assert.deepEqual(await run(r, "delete-node"), { kind: "wait", afterMs: 1000, why: "waiting for the Node to go" });
       assert.equal(r.w.cluster.nodeNamed("worker-1"), undefined);

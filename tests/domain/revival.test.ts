@@ -2,7 +2,6 @@
 // fakes, worker-1's power-off job as the abort left it (its OS shutdown asked, its traces gone, the watch begun),
 // and one pass of the watch at a time: the wait it answers, the events it reports, and the commands that reach
 // the plug. The whole sequence through the runner is in safety-reproductions-3.test.ts (3b-3).
-import { newJob } from "../../src/domain/power-off.ts";
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { PoolDeps } from "../../src/domain/index.ts";
@@ -11,7 +10,7 @@ import { revive } from "../../src/domain/revival.ts";
 import { readPlug } from "../../src/domain/switching.ts";
 import { createContext, type PoolContext } from "../../src/domain/context.ts";
 import { beginPowerOff, deviceMismatched } from "../../src/domain/lifecycle.ts";
-import type { PowerOffFacts, PowerOffJob } from "../../src/domain/power-off-job.ts";
+import { newJob, type PowerOffFacts, type PowerOffJob, type PowerOffRun } from "../../src/domain/power-off-job.ts";
 import { PREFIX, World, type WorldOptions } from "../harness/fakes/world.ts";
 
 /** The fake clock's time at the start. */
@@ -40,7 +39,7 @@ interface RigOptions {
   readonly down?: number | null;
   /** The job's facts (default: the shutdown asked at ASKED). */
   readonly facts?: PowerOffFacts;
-  readonly job?: Partial<PowerOffJob>;
+  readonly job?: Partial<PowerOffRun>;
   /** The job's Node is the one registered (default), or another uid. */
   readonly uid?: "registered" | "other" | "none";
   readonly before?: (w: World) => void;

@@ -6,7 +6,7 @@ import type { NodeView } from "../../src/domain/model.ts";
 import type { PoolContext } from "../../src/domain/context.ts";
 import { beginPowerOff } from "../../src/domain/lifecycle.ts";
 import { readPlug } from "../../src/domain/switching.ts";
-import type { PowerOffFacts, PowerOffJob } from "../../src/domain/power-off-job.ts";
+import type { PowerOffFacts, PowerOffJob, PowerOffRun } from "../../src/domain/power-off-job.ts";
 import { type WorldOptions } from "../harness/fakes/world.ts";
 import { PREFIX, World } from "../harness/fakes/world.ts";
 import { rejectsWith } from "../harness/fakes/assertions.ts";
@@ -123,7 +123,7 @@ describe("freshVerdict() at the plug", () => {
 
   /** A context over the world's fakes, as the pool builds it: the view for the cluster, the fakes' truth read fresh. */
   /** Puts a power-off job of worker-1 in the context's memory, under its Node as it stands now. */
-  function jobOf(w: World, ctx: PoolContext, facts: PowerOffFacts, job: Partial<PowerOffJob> = {}): PowerOffJob {
+  function jobOf(w: World, ctx: PoolContext, facts: PowerOffFacts, job: Partial<PowerOffRun> = {}): PowerOffJob {
     const made = {
       node: "worker-1",
       facts,
@@ -284,7 +284,7 @@ describe("freshVerdict() at the plug", () => {
       const notAsked = new World(SITE);
       notAsked.register("worker-1", { ready: false });
       const uid = notAsked.cluster.nodeNamed("worker-1")?.uid;
-      const jobs: readonly [PowerOffFacts, Partial<PowerOffJob>][] = [
+      const jobs: readonly [PowerOffFacts, Partial<PowerOffRun>][] = [
         [{}, { shutdownNodeUid: uid }],
         [{ shutdownRequested: notAsked.clock.now() }, { shutdownNodeUid: undefined }],
       ];

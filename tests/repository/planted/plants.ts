@@ -138,7 +138,7 @@ export const PLANTS: readonly Plant[] = [
     edits: [
       {
         file: "src/domain/power-off.ts",
-        find: "  if (job.undoing?.writesOut === true) return COMPENSATION_POLL_MS;\n",
+        find: "  if (job.kind === \"undo\" && job.writesOut) return COMPENSATION_POLL_MS;\n",
         replace: "",
       },
     ],
@@ -148,7 +148,7 @@ export const PLANTS: readonly Plant[] = [
     edits: [
       {
         file: "src/domain/power-off.ts",
-        find: "    ...(job.undoing?.nodes ?? []),\n    ...(job.node === \"\" ? [] : [job.node]),\n",
+        find: "    ...(job.kind === \"undo\" ? job.nodes : []),\n    ...(job.node === \"\" ? [] : [job.node]),\n",
         replace: "",
       },
     ],
