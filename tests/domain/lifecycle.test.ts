@@ -3,13 +3,18 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { PoolContext } from "../../src/domain/context.ts";
 import type { Machine } from "../../src/domain/model.ts";
-import type { PowerOffJob } from "../../src/domain/power-off-job.ts";
+import { newUndo, type PowerOffJob } from "../../src/domain/power-off-job.ts";
 import { PlugpoolError } from "../../src/domain/errors.ts";
 import {
   beginMarking,
   beginPowerOff,
+  bootFailed,
+  bootFailureCounted,
+  bootFailuresCleared,
   commandSent,
   dropQueued,
+  failedBootPoweredOutside,
+  instanceOf,
   endMarking,
   endPowerOff,
   lifecycleOf,
@@ -19,6 +24,8 @@ import {
   readingArrived,
   readStarted,
   stateOf,
+  switchAnswered,
+  switchUnconfirmed,
   type Phase,
 } from "../../src/domain/lifecycle.ts";
 import { World } from "../harness/fakes/world.ts";
@@ -162,5 +169,64 @@ describe("a machine's plan", () => {
       () => stateOf(ctx, stranger),
       (error: unknown) => error instanceof PlugpoolError && error.code === "internal" && error.message === 'machine "stranger" has no state',
     );
+  });
+});
+
+describe("the Instance cluster-autoscaler sees", () => {
+  it("is none for a switch-off in flight of a machine without a Node whose power-off is being undone", () => {
+    const w = new World();
+    const ctx = w.context();
+    const machine = w.machine("worker-1");
+    beginPowerOff(ctx, machine, newUndo(0, { nodes: [], reason: "its DeleteNodes failed", quiet: false }));
+    commandSent(ctx, machine, "off");
+    assert.equal(instanceOf(ctx, machine), undefined);
+    commandSent(ctx, machine, "on");
+    assert.deepEqual(instanceOf(ctx, machine), { id: "k3s://worker-1", state: "creating" }, "a switch-on in flight is the instance it is about to be");
+  });
+
+  it("is none for a restore in flight under a Node that claims the machine by name only", () => {
+    const w = new World();
+    const ctx = w.context();
+    const machine = w.machine("worker-2");
+    w.register("worker-2", { providerID: "k3s://someone-else" });
+    commandSent(ctx, machine, "on");
+    assert.equal(instanceOf(ctx, machine), undefined);
+  });
+});
+
+describe("what plugpool remembers of a machine's power and boots", () => {
+  it("drops a reading started before a lost answer and a later one, however the versions add up", () => {
+    const w = new World();
+    const ctx = w.context();
+    const machine = w.machine("worker-1");
+    const started = readStarted(ctx, machine);
+    switchUnconfirmed(ctx, machine);
+    switchAnswered(ctx, machine, { on: true });
+    assert.equal(readingArrived(ctx, machine, started, { on: false }), false);
+    assert.equal(stateOf(ctx, machine).power.plug, "on");
+  });
+
+  it("forgets a failed boot once its plug reads on without plugpool's power-on record, and only then", () => {
+    const failure = { code: "plug-off-while-booting", message: "read off" };
+    const recorded = new World({ on: ["worker-1"], poweredByPlugpool: ["worker-1"] });
+    const outside = new World({ on: ["worker-1"] });
+    for (const [w, on, kept] of [[recorded, true, true], [outside, false, true], [outside, true, false]] as const) {
+      const ctx = w.context();
+      const machine = w.machine("worker-1");
+      bootFailed(ctx, machine, failure);
+      remember(ctx, machine, on);
+      failedBootPoweredOutside(ctx, machine);
+      assert.deepEqual(stateOf(ctx, machine).boot.failure, kept ? failure : undefined);
+    }
+  });
+
+  it("clears failed boots counted without a quarantine, and says whether there were any", () => {
+    const w = new World();
+    const ctx = w.context();
+    const machine = w.machine("worker-1");
+    assert.equal(bootFailuresCleared(ctx, machine), false);
+    assert.equal(bootFailureCounted(ctx, machine), 1);
+    assert.equal(bootFailuresCleared(ctx, machine), true);
+    assert.equal(stateOf(ctx, machine).boot.failures, 0);
   });
 });
