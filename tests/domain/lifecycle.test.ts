@@ -3,7 +3,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { PoolContext } from "../../src/domain/context.ts";
 import type { Machine } from "../../src/domain/model.ts";
-import { newUndo, type PowerOffJob } from "../../src/domain/power-off-job.ts";
+import { aborted, newJob, newUndo, type PowerOffJob } from "../../src/domain/power-off-job.ts";
 import { PlugpoolError } from "../../src/domain/errors.ts";
 import {
   beginMarking,
@@ -12,9 +12,11 @@ import {
   bootFailureCounted,
   bootFailuresCleared,
   commandSent,
+  deviceMismatched,
   dropQueued,
   failedBootPoweredOutside,
   instanceOf,
+  isOutOfView,
   endMarking,
   endPowerOff,
   lifecycleOf,
@@ -182,6 +184,20 @@ describe("the Instance cluster-autoscaler sees", () => {
     assert.equal(instanceOf(ctx, machine), undefined);
     commandSent(ctx, machine, "on");
     assert.deepEqual(instanceOf(ctx, machine), { id: "k3s://worker-1", state: "creating" }, "a switch-on in flight is the instance it is about to be");
+  });
+
+  it("keeps a held machine in view while its power-off runs (it stops at its next step), and out of view once it is stopped", () => {
+    const w = new World();
+    const ctx = w.context();
+    const machine = w.machine("worker-1");
+    const job = newJob("worker-1", 0);
+    beginPowerOff(ctx, machine, job);
+    deviceMismatched(ctx, machine, { expected: "device plug-worker-1", seen: "device other" });
+    assert.equal(isOutOfView(ctx, machine), false);
+    assert.deepEqual(instanceOf(ctx, machine), { id: "k3s://worker-1", state: "deleting" });
+    aborted(job, { step: "grace", reason: "held" });
+    assert.equal(isOutOfView(ctx, machine), true);
+    assert.equal(instanceOf(ctx, machine), undefined);
   });
 
   it("is none for a restore in flight under a Node that claims the machine by name only", () => {
