@@ -3,6 +3,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { PlugpoolError } from "../../src/domain/errors.ts";
+import type { Revival } from "../../src/domain/revival.ts";
 import {
   establish,
   establishOnce,
@@ -11,10 +12,15 @@ import {
   nodeDeleted,
   notReadyNoLaterThan,
   retract,
+  revivalLeft,
+  revivalStarted,
+  revivalTold,
+  shutdownAdopted,
   stepDone,
   stepFailed,
   undoWritesSettled,
   waiting,
+  type PowerOffJob,
 } from "../../src/domain/power-off-job.ts";
 
 describe("a power-off job's facts", () => {
@@ -92,5 +98,42 @@ describe("an undo of a power-off record", () => {
     undoWritesSettled(undo);
     assert.equal(undo.writesOut, false);
     assert.equal(newJob("worker-1", 7).kind, "power-off");
+  });
+});
+
+describe("a power-off job that takes up a power-off pod an earlier run created", () => {
+  it("counts the shutdown as its own from the pod's start, keeping what it knew, with the pod as its first", () => {
+    const job = newJob("worker-1", 0);
+    shutdownAdopted(job, 40, "uid-1");
+    assert.deepEqual([job.facts.shutdownRequested, job.shutdownNodeUid, job.podAttempts], [40, "uid-1", 1]);
+    shutdownAdopted(job, 90, "uid-2");
+    assert.deepEqual([job.facts.shutdownRequested, job.shutdownNodeUid, job.podAttempts], [40, "uid-1", 1]);
+    const unknown = newJob("worker-1", 0);
+    shutdownAdopted(unknown, 40, undefined);
+    shutdownAdopted(unknown, 50, "uid-3");
+    assert.equal(unknown.shutdownNodeUid, "uid-3", "a Node learned later is remembered");
+  });
+
+  it("names no Node for an undo of a record written on none", () => {
+    assert.equal(newUndo(7, { nodes: [], reason: "its DeleteNodes failed", quiet: true }).node, "");
+  });
+});
+
+describe("a power-off job's revival watch", () => {
+  // Read through a function: an assertion on the property would narrow it for the rest of the test.
+  const revivalOf = (job: PowerOffJob): Revival | undefined => job.revival;
+
+  it("records nothing before the watch began, and what is left once it did, kept or replaced as asked", () => {
+    const job = newJob("worker-1", 0);
+    revivalLeft(job, { at: 1, how: "power-on" });
+    revivalTold(job, 1);
+    assert.equal(revivalOf(job), undefined);
+    revivalStarted(job, 5);
+    revivalLeft(job, { at: 6, how: "power-cycle" });
+    revivalLeft(job, { at: 7, how: "power-on" }, true);
+    assert.deepEqual(revivalOf(job)?.onLeft, { at: 6, how: "power-cycle" }, "kept");
+    revivalLeft(job, { at: 8, how: "power-on" });
+    revivalTold(job, 9);
+    assert.deepEqual(job.revival, { since: 5, onLeft: { at: 8, how: "power-on" }, toldAt: 9 });
   });
 });
