@@ -42,6 +42,19 @@ describe("power-off abort", () => {
     assert.ok(w.power.isOn(w.machine("worker-1").power));
   });
 
+  it("brings back a machine an earlier run's power-off pod halted, when the power-off it resumes is called off at once", async () => {
+    const w = await deleting();
+    await pass(w);
+    assert.equal(w.cluster.nodeNamed("worker-1")?.ready, false, "the pod halted the OS");
+    w.restart();
+    w.cluster.untaint("worker-1");
+    // The watch waits for the grace since the NotReady, polling every 5 s.
+    for (let i = 0; i < 100 && (await pass(w)) !== undefined; i++);
+    assert.deepEqual(w.reporter.of("refused").map((e) => e.rule), ["registered-without-taint"]);
+    assert.deepEqual(w.reporter.of("revived"), [{ type: "revived", machine: "worker-1", node: "worker-1", how: "power-cycle" }]);
+    assert.ok(w.power.isOn(w.machine("worker-1").power));
+  });
+
   it("refuses the plug-off itself when the taint goes away between the checks", async () => {
     const w = await deleting({
       groups: [{ id: "workers", machines: ["worker-1", "worker-2", "worker-3"], sensors: ["worker-1"] }],

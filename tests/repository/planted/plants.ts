@@ -134,6 +134,16 @@ export const PLANTS: readonly Plant[] = [
     ],
   },
   {
+    name: "forget, after a restart, the OS shutdown an earlier run's power-off pod asked for",
+    edits: [
+      {
+        file: "src/domain/power-off-job.ts",
+        find: "  establishOnce(job, \"shutdownRequested\", at);\n  state.shutdownNodeUid ??= uid;\n",
+        replace: "",
+      },
+    ],
+  },
+  {
     name: "undo a failed DeleteNodes' record while its writes may still land",
     edits: [
       {
