@@ -172,9 +172,8 @@ const awaitNotReady: StepRun = {
           establish(job, "plugOff", now);
           return done("plug reads off");
         }
-        retract(job, "powerSeenOff");
       }
-      // What built on the NotReady (the grace, its standby) goes with it.
+      // What built on the NotReady (the plug seen off, the grace, its standby) goes with it.
       retract(job, "notReady");
       pool.deps.reporter.report({
         type: "power-off-step",
