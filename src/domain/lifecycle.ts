@@ -397,8 +397,9 @@ export function commandFailed(ctx: PoolContext, machine: Machine): void {
 }
 
 /** The plug answered a command with its state: the newest state, so reads started before it are stale from now on. */
-export function switchAnswered(ctx: PoolContext, machine: Machine, reading: PlugReading): void {
+export function switchAnswered(ctx: PoolContext, machine: Machine, answer: PlugReading): void {
   const st = memoryOf(ctx, machine);
+  const reading = credible(answer);
   const { power } = st;
   power.command = undefined;
   power.version += 1;
@@ -429,19 +430,31 @@ export function readStarted(ctx: PoolContext, machine: Machine): number {
 
 /**
  * A reading of a read begun at `started` arrived. It is applied unless a switch answer came since or a command is in
- * flight (then it is stale and dropped); true when applied.
+ * flight (then it is stale and dropped); the reading as applied, or undefined when dropped.
  */
-export function readingArrived(ctx: PoolContext, machine: Machine, started: number, reading: PlugReading): boolean {
+export function readingArrived(ctx: PoolContext, machine: Machine, started: number, answer: PlugReading): PlugReading | undefined {
   const st = memoryOf(ctx, machine);
   const { power } = st;
-  if (power.version !== started || power.command !== undefined) return false;
+  if (power.version !== started || power.command !== undefined) return undefined;
+  const reading = credible(answer);
   power.plug = reading.on ? "on" : "off";
   power.watts = reading.watts;
   power.readError = undefined;
   observe(st.meter, ctx.deps.clock.now(), reading);
   if (!reading.on) st.boot.startedAt = undefined;
-  return true;
+  return reading;
 }
+
+/**
+ * The reading with its draw as plugpool takes it: a draw below -1 W is a faulty sensor, so unknown (an unknown
+ * draw never counts as standby), and a slightly negative one is a sensor's offset at no load, so 0.
+ */
+function credible(reading: PlugReading): PlugReading {
+  const { watts } = reading;
+  if (watts === undefined || watts >= 0) return reading;
+  return watts >= -1 ? { on: reading.on, watts: 0 } : { on: reading.on };
+}
+
 
 /**
  * When the machine counts as powered from, after a reading (decrease cuts the latest first): seen on for the first

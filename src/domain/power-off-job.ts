@@ -8,8 +8,8 @@ import { PlugpoolError } from "./errors.ts";
 
 /**
  * What a power-off has established, each with the time (epoch ms) it became true, as a Kubernetes condition
- * carries its lastTransitionTime. A fact that stops holding is retracted. A fact is
- * established only once those it builds on hold (`FACT_BUILDS_ON`), and retracting one retracts what builds on it.
+ * carries its lastTransitionTime. A fact that stops holding is retracted. A fact is established only once the one it
+ * builds on holds (`FACT_BUILDS_ON`), and retracting one retracts what builds on it.
  */
 export interface PowerOffFacts {
   /** The power-off's record on its Nodes is committed: a restart resumes it. */

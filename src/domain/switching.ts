@@ -85,7 +85,7 @@ export async function switchOn(ctx: PoolContext, machine: Machine, why: string, 
     reporter.report({ type: "powered-on", machine: machine.name, group: machine.group, confirmed });
   };
   try {
-    const reading = credible(await ctx.deps.power.turnOn(machine.power, { ...options, device: deviceCheck(ctx, machine) }));
+    const reading = await ctx.deps.power.turnOn(machine.power, { ...options, device: deviceCheck(ctx, machine) });
     switchAnswered(ctx, machine, reading);
     if (!reading.on) throw new PlugpoolError("plug-bad-answer", `plug of ${machine.name} still reads off after turn_on`);
     poweredOn(true);
@@ -112,12 +112,11 @@ export function restorePower(ctx: PoolContext, machine: Machine, node: string, o
   const { reporter } = ctx.deps;
   commandSent(ctx, machine, "on");
   return ctx.deps.power.turnOn(machine.power, { ...options, device: deviceCheck(ctx, machine) }).then(
-    (answer) => {
-      const reading = credible(answer);
+    (reading) => {
       switchAnswered(ctx, machine, reading);
       poweredSeen(ctx, machine, true);
       if (!quiet) reporter.report({ type: "power-restored", machine: machine.name, group: machine.group, node });
-      return answer;
+      return reading;
     },
     (e: unknown) => {
       if (isPlugpoolError(e) && e.code === "plug-unconfirmed") switchUnconfirmed(ctx, machine);
@@ -159,7 +158,7 @@ export async function switchOff(ctx: PoolContext, machine: Machine, cut: CutRepo
   commandSent(ctx, machine, "off");
   let reading: PlugReading;
   try {
-    reading = credible(await ctx.deps.power.turnOff(machine.power, guard, { ...options, device: deviceCheck(ctx, machine) }));
+    reading = await ctx.deps.power.turnOff(machine.power, guard, { ...options, device: deviceCheck(ctx, machine) });
   } catch (e) {
     if (isPlugpoolError(e) && e.code === "device-mismatch") {
       commandFailed(ctx, machine);
@@ -200,8 +199,8 @@ export async function switchOff(ctx: PoolContext, machine: Machine, cut: CutRepo
 export async function readPlug(ctx: PoolContext, machine: Machine, options?: CallOptions, checked = false): Promise<PlugReading | undefined> {
   const started = readStarted(ctx, machine);
   const asked = checked ? { ...options, device: deviceCheck(ctx, machine) } : options;
-  const reading = credible(await ctx.deps.power.read(machine.power, asked));
-  if (!readingArrived(ctx, machine, started, reading)) return undefined;
+  const reading = readingArrived(ctx, machine, started, await ctx.deps.power.read(machine.power, asked));
+  if (reading === undefined) return undefined;
   if (!reading.on) plugReadOffWhileBooting(ctx, machine);
   poweredSeen(ctx, machine, reading.on);
   return reading;
@@ -220,14 +219,4 @@ function plugReadOffWhileBooting(ctx: PoolContext, machine: Machine): void {
   bootFailed(ctx, machine, { code: PLUG_OFF_WHILE_BOOTING, message });
   ctx.deps.reporter.report({ type: "unexpected-power", machine: machine.name, detail: message });
   recordBootFailure(ctx, machine, message);
-}
-
-/**
- * The reading with its draw as plugpool takes it: a draw below -1 W is a faulty sensor, so unknown (an unknown
- * draw never counts as standby), and a slightly negative one is a sensor's offset at no load, so 0.
- */
-function credible(reading: PlugReading): PlugReading {
-  const { watts } = reading;
-  if (watts === undefined || watts >= 0) return reading;
-  return watts >= -1 ? { on: reading.on, watts: 0 } : { on: reading.on };
 }

@@ -36,7 +36,7 @@ const JOB = { node: "worker-1", startedAt: 0, aborting: undefined } as unknown a
 
 /** What plugpool remembers of the machine's plug, as a reading leaves it. */
 function remember(ctx: PoolContext, machine: Machine, on: boolean): void {
-  assert.equal(readingArrived(ctx, machine, readStarted(ctx, machine), { on }), true);
+  assert.deepEqual(readingArrived(ctx, machine, readStarted(ctx, machine), { on }), { on });
 }
 
 describe("lifecycleOf()", () => {
@@ -218,7 +218,7 @@ describe("what plugpool remembers of a machine's power and boots", () => {
     const started = readStarted(ctx, machine);
     switchUnconfirmed(ctx, machine);
     switchAnswered(ctx, machine, { on: true });
-    assert.equal(readingArrived(ctx, machine, started, { on: false }), false);
+    assert.equal(readingArrived(ctx, machine, started, { on: false }), undefined);
     assert.equal(stateOf(ctx, machine).power.plug, "on");
   });
 

@@ -29,7 +29,7 @@ interface Rig {
 /** What plugpool remembers of worker-1's plug, as a reading leaves it (whatever the plug says now). */
 function remember(r: Rig, on: boolean): void {
   const machine = r.w.machine("worker-1");
-  assert.equal(readingArrived(r.ctx, machine, readStarted(r.ctx, machine), { on }), true);
+  assert.deepEqual(readingArrived(r.ctx, machine, readStarted(r.ctx, machine), { on }), { on });
 }
 
 /** What a job remembers of the Node whose OS it asked to shut down, as an earlier pass would have left it. */

@@ -230,7 +230,7 @@ export const PLANTS: readonly Plant[] = [
   },
   {
     name: "take a faulty sensor's negative draw for standby",
-    edits: [{ file: "src/domain/switching.ts", find: "  if (watts === undefined || watts >= 0) return reading;", replace: "  if (watts !== null) return reading;" }],
+    edits: [{ file: "src/domain/lifecycle.ts", find: "  if (watts === undefined || watts >= 0) return reading;", replace: "  if (watts !== null) return reading;" }],
   },
   {
     name: "begin a DeleteNodes' power-off on the Node the view shows when the call ends",
