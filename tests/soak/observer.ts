@@ -3,14 +3,19 @@
 // power-on records and its PoweredOutside Events), and records a violation whenever the outside world shows one
 // of these:
 // - a switch-off reached the plug of a machine whose Node was Ready and without CA's ToBeDeleted taint;
+// - a switch-off reached the plug of a machine whose Node was NotReady and without that taint, other than the power
+//   cycle of a machine plugpool halted: a power-off pod was seen on that same Node (same uid), the Node went NotReady
+//   after the pod was created and stayed NotReady, and a switch-on reaches the plug within CYCLE_ON_MS;
 // - a switch-off reached the plug of a machine that was on without a Node and without plugpool's record of
 //   powering it on (powered outside plugpool: never plugpool's to cut);
 // - a power-off pod was created on a Node without that taint;
 // - a machine stayed on without a Node, without plugpool's record of powering it on and without a PoweredOutside
 //   Event about it (out of everyone's view) for longer than OUT_OF_VIEW_MS;
 // - a power-off (plugpool's mark on a Node, or its power-off pod on a Node still tainted) lasted longer than
-//   STUCK_MS.
-// The last two bounds count only time in which the plugpool cluster-autoscaler calls can act: not while it is
+//   STUCK_MS;
+// - a machine stayed halted (its OS shut down) with its plug on for longer than STUCK_MS: stranded, since nothing
+//   but a power cycle boots it again.
+// The time bounds (OUT_OF_VIEW_MS, STUCK_MS, CYCLE_ON_MS) count only time in which the plugpool cluster-autoscaler calls can act: not while it is
 // frozen, nor while another instance holds plugpool's Lease (that one acts, but CA's Refresh never reaches it).
 import { CoordinationV1Api, CoreV1Api, makeInformer, type CoreV1Event, type KubeConfig, type V1Node, type V1Pod } from "@kubernetes/client-node";
 import type { CallRecord, EmulatedPlug } from "../harness/plug-emulator/index.ts";
@@ -31,6 +36,8 @@ const SLACK_MS = 1_000;
  * switch-on request) a switch-off is still taken for plugpool's own.
  */
 const RECORD_SLACK_MS = 3_000;
+/** Longest the switch-on of a power cycle may follow its switch-off ("at once", plus a dead plug's 30 s and retries). */
+export const CYCLE_ON_MS = 60_000;
 /** A request already through a relay when it is pointed elsewhere: it reaches its plug within this. */
 const SWAP_SLACK_MS = 200;
 /** How much older than the episode a PoweredOutside Event may look (its timestamps have whole seconds). */
@@ -45,10 +52,12 @@ export const STUCK_MS = NOT_READY_TIMEOUT_MS + GRACE_MS + 150_000;
 
 export type ViolationKind =
   | "unsafe-switch-off"
+  | "power-cycle-left-off"
   | "switch-off-powered-outside"
   | "power-off-pod-on-untainted-node"
   | "machine-out-of-view"
   | "power-off-stuck"
+  | "halted-with-power-on"
   | "command-to-another-device";
 
 export interface Violation {
@@ -60,6 +69,7 @@ export interface Violation {
 
 interface NodeState {
   readonly name: string;
+  readonly uid: string;
   providerID: string;
   ready: boolean;
   tainted: boolean;
@@ -67,6 +77,10 @@ interface NodeState {
   untaintedSince: number;
   /** Since when plugpool's power-off mark has been on it; undefined without the mark. */
   markedSince: number | undefined;
+  /** Since when (epoch ms) it has been NotReady without a break; undefined while Ready. */
+  notReadySince: number | undefined;
+  /** When the first power-off pod seen on this Node was created (epoch ms, rounded down to whole seconds). */
+  shutdownPodCreated: number | undefined;
 }
 
 interface PodState {
@@ -96,8 +110,8 @@ export interface NodeInfo {
 export interface Observer {
   /** Wired to every plug: called as a request reaches `machine`'s plug, before the plug acts on it. */
   onPlugRequest(machine: string, record: Readonly<CallRecord>): void;
-  /** Starts the watches; the plugs are looked up through `plug`. */
-  start(admin: KubeConfig, plug: (machine: string) => EmulatedPlug): Promise<void>;
+  /** Starts the watches; the plugs are looked up through `plug`, and whether a machine's OS is halted through `halted`. */
+  start(admin: KubeConfig, plug: (machine: string) => EmulatedPlug, halted: (machine: string) => boolean): Promise<void>;
   /**
    * The addresses configured for these machines' plugs reach each other's plug from now on (`true`), or their own
    * again (`false`): meanwhile no switch command may reach either plug, since each would reach the other machine's.
@@ -125,6 +139,9 @@ export function createObserver(machines: readonly string[], log: (message: strin
   const notes: string[] = [];
   const reported = new Set<string>();
   let plugOf: ((machine: string) => EmulatedPlug) | undefined;
+  let haltedOf: ((machine: string) => boolean) | undefined;
+  /** Since when each machine has been halted with its plug on. */
+  const haltedOnSince = new Map<string, number>();
   let records = new Set<string>();
   /** When (epoch ms) plugpool last showed it had powered each machine on: its record seen, or its switch-on request. */
   const poweredByPlugpool = new Map<string, number>();
@@ -138,6 +155,8 @@ export function createObserver(machines: readonly string[], log: (message: strin
   const unseenSpell = new Map<string, number>();
   let stats = { powerOns: 0, powerOffs: 0, powerOffPods: 0, leaseHandovers: 0, secondTookLease: 0 };
   let lastHolder = "";
+  /** When the switch-off of each machine's power cycle reached its plug, until a switch-on follows. */
+  const cycleOffAt = new Map<string, number>();
   /** Since when (epoch ms) each machine's plug has been reached through another machine's address. */
   const swapped = new Map<string, number>();
   let stopped = false;
@@ -179,6 +198,7 @@ export function createObserver(machines: readonly string[], log: (message: strin
       violation("command-to-another-device", `${machine}/${now}`, `${record.method} ${record.path} reached ${machine}'s plug through another machine's address`);
     }
     if (action === "turn_on") {
+      cycleOffAt.delete(machine);
       poweredByPlugpool.set(machine, now);
       if (relayOn === false) stats = { ...stats, powerOns: stats.powerOns + 1 };
       return;
@@ -193,25 +213,46 @@ export function createObserver(machines: readonly string[], log: (message: strin
       if (n.tainted || now - n.untaintedSince <= SLACK_MS) continue;
       if (n.ready) {
         violation("unsafe-switch-off", `${machine}/${now}`, `${record.method} ${record.path} reached ${machine}'s plug while ${describe(n, now)}`);
-      } else {
-        notes.push(`a switch-off reached ${machine}'s plug while ${describe(n, now)}`);
-        log(`note: a switch-off reached ${machine}'s plug while ${describe(n, now)}`);
+      } else if (!haltedByPlugpool(n)) {
+        violation("unsafe-switch-off", `${machine}/${now}`,
+          `${record.method} ${record.path} reached ${machine}'s plug while ${describe(n, now)}, and not as the power cycle of a machine plugpool halted (${whyNotCycle(n)})`);
+      } else if (relayOn === true) {
+        cycleOffAt.set(machine, now);
+        notes.push(`power cycle: a switch-off reached ${machine}'s plug while ${describe(n, now)}, NotReady since ${((n.notReadySince ?? now) - (n.shutdownPodCreated ?? now)) / 1000} s after its power-off pod`);
+        log(`note: power cycle of ${machine}: ${describe(n, now)}`);
       }
     }
   }
 
+  /**
+   * Whether a NotReady Node's machine is one plugpool halted: a power-off pod was seen on this Node (this uid), and
+   * the Node went NotReady after the pod was created and has stayed so.
+   */
+  const haltedByPlugpool = (n: NodeState): boolean =>
+    n.shutdownPodCreated !== undefined && n.notReadySince !== undefined && n.notReadySince >= n.shutdownPodCreated;
+
+  const whyNotCycle = (n: NodeState): string =>
+    n.shutdownPodCreated === undefined ? "no power-off pod was seen on this Node" : "the Node was NotReady before its power-off pod";
+
   function onNode(node: V1Node): void {
     const name = node.metadata?.name ?? "";
+    const uid = node.metadata?.uid ?? "";
     const now = Date.now();
     const ready = node.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") === true;
     const tainted = node.spec?.taints?.some((t) => t.key === TO_BE_DELETED) === true;
     const marked = node.metadata?.annotations?.[POWER_OFF_MARK] !== undefined;
     const known = nodes.get(name);
-    if (known === undefined) {
-      nodes.set(name, { name, providerID: node.spec?.providerID ?? "", ready, tainted, untaintedSince: now, markedSince: marked ? now : undefined });
+    // A Node of the same name with another uid is another registration: nothing of the old one carries over.
+    if (known?.uid !== uid) {
+      nodes.set(name, {
+        name, uid, providerID: node.spec?.providerID ?? "", ready, tainted, untaintedSince: now, markedSince: marked ? now : undefined,
+        notReadySince: ready ? undefined : now, shutdownPodCreated: undefined,
+      });
       return;
     }
     known.providerID = node.spec?.providerID ?? "";
+    if (ready) known.notReadySince = undefined;
+    else known.notReadySince ??= now;
     known.ready = ready;
     if (known.tainted && !tainted) known.untaintedSince = now;
     known.tainted = tainted;
@@ -230,6 +271,7 @@ export function createObserver(machines: readonly string[], log: (message: strin
     const stamp = pod.metadata?.creationTimestamp as Date | string | undefined;
     const created = stamp === undefined ? Date.now() : new Date(stamp).getTime();
     const node = nodes.get(nodeName);
+    if (node !== undefined) node.shutdownPodCreated ??= created;
     // creationTimestamp has whole seconds, rounded down: the pod was created no earlier than `created`.
     if (node !== undefined && !node.tainted && created - node.untaintedSince > SLACK_MS) {
       violation("power-off-pod-on-untainted-node", uid, `power-off pod ${name} created on ${describe(node, created)}`);
@@ -290,6 +332,8 @@ export function createObserver(machines: readonly string[], log: (message: strin
     for (const [machine, since] of unseenSince) unseenSince.set(machine, since + ms);
     for (const n of nodes.values()) if (n.markedSince !== undefined) n.markedSince += ms;
     for (const pod of pods.values()) pod.firstSeen += ms;
+    for (const [machine, at] of cycleOffAt) cycleOffAt.set(machine, at + ms);
+    for (const [machine, since] of haltedOnSince) haltedOnSince.set(machine, since + ms);
   }
 
   async function tick(core: CoreV1Api, leases: CoordinationV1Api): Promise<void> {
@@ -315,6 +359,24 @@ export function createObserver(machines: readonly string[], log: (message: strin
       if (reportedAt < spell - EVENT_SLACK_MS && now - since > OUT_OF_VIEW_MS) {
         violation("machine-out-of-view", `${machine}/${String(spell)}`,
           `${machine} on for ${((now - since) / 1000).toFixed(0)} s without a Node, a power-on record or a PoweredOutside Event`);
+      }
+    }
+    for (const machine of machines) {
+      const stranded = plugOf?.(machine).state(RELAY) === true && haltedOf?.(machine) === true;
+      if (!stranded) {
+        haltedOnSince.delete(machine);
+        continue;
+      }
+      const since = haltedOnSince.get(machine) ?? now;
+      haltedOnSince.set(machine, since);
+      if (now - since > STUCK_MS) {
+        violation("halted-with-power-on", `${machine}/${String(since)}`, `${machine} halted with its plug on for ${((now - since) / 1000).toFixed(0)} s`);
+      }
+    }
+    for (const [machine, at] of cycleOffAt) {
+      if (now - at > CYCLE_ON_MS) {
+        violation("power-cycle-left-off", `${machine}/${String(at)}`, `${machine}'s plug was switched off as a power cycle ${((now - at) / 1000).toFixed(0)} s ago and not on again`);
+        cycleOffAt.delete(machine);
       }
     }
     for (const n of nodes.values()) {
@@ -367,8 +429,9 @@ export function createObserver(machines: readonly string[], log: (message: strin
         else swapped.delete(name);
       }
     },
-    start: async (admin, plug) => {
+    start: async (admin, plug, halted) => {
       plugOf = plug;
+      haltedOf = halted;
       const core = admin.makeApiClient(CoreV1Api);
       const leases = admin.makeApiClient(CoordinationV1Api);
       await inform<V1Node>(admin, "/api/v1/nodes", () => core.listNode(), onNode, (n) => { nodes.delete(n.metadata?.name ?? ""); });

@@ -132,7 +132,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   const pause = (ms: number): Promise<boolean> => sleep(ms, true, { signal }).catch(() => false);
 
   try {
-    await observer.start(site.admin, (machine) => site.plug(machine));
+    await observer.start(site.admin, (machine) => site.plug(machine), (machine) => site.machines.state(machine) === "halted");
     const workload = createWorkload(site.admin, seededRandom(options.seed));
     const faults = createFaults(site, observer, seededRandom(options.seed ^ 0x5eed), say);
 
