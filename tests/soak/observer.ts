@@ -15,8 +15,9 @@
 //   STUCK_MS;
 // - a machine stayed halted (its OS shut down) with its plug on for longer than STUCK_MS: stranded, since nothing
 //   but a power cycle boots it again.
-// The time bounds (OUT_OF_VIEW_MS, STUCK_MS, CYCLE_ON_MS) count only time in which the plugpool cluster-autoscaler calls can act: not while it is
-// frozen, nor while another instance holds plugpool's Lease (that one acts, but CA's Refresh never reaches it).
+// The time bounds (OUT_OF_VIEW_MS, STUCK_MS, CYCLE_ON_MS) count only time in which the plugpool cluster-autoscaler
+// calls can act: not while it is frozen, nor while another instance holds plugpool's Lease (that one acts, but CA's
+// Refresh never reaches it).
 import { CoordinationV1Api, CoreV1Api, makeInformer, type CoreV1Event, type KubeConfig, type V1Node, type V1Pod } from "@kubernetes/client-node";
 import type { CallRecord, EmulatedPlug } from "../harness/plug-emulator/index.ts";
 import { CALLED_PLUGPOOL, GRACE_MS, NAMESPACE, NOT_READY_TIMEOUT_MS, PREFIX, RELAY } from "../harness/site/index.ts";
