@@ -295,7 +295,7 @@ export function undoWritesSettled(job: PowerOffJob): void {
 
 // ---- The revival watch ----
 
-/** The aborted power-off's traces are gone at `now`: the watch of its machine begins. */
+/** The aborted power-off's traces are gone at `now` (monotonic ms): the watch of its machine begins. */
 export function revivalStarted(job: PowerOffJob, now: number): void {
   writable(job).revival = { since: now, onLeft: undefined, toldAt: undefined };
 }

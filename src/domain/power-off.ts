@@ -230,7 +230,7 @@ async function compensate(ctx: PoolContext, machine: Machine, job: PowerOffJob, 
   if (traces) return COMPENSATION_POLL_MS;
   if (job.revival === undefined) {
     powerOffUndone(ctx, machine, job.startedAt);
-    revivalStarted(job, ctx.deps.clock.now());
+    revivalStarted(job, ctx.deps.clock.monotonic());
     if (job.kind !== "undo" || !job.quiet) ctx.deps.reporter.report({ type: "power-off-aborted", machine: machine.name, reason: aborting.reason });
   }
   // Its OS may have halted all the same: the job lives on until the machine is known to run, or is brought back.

@@ -10,7 +10,7 @@ import type { PoolContext } from "./context.ts";
 import type { PowerOffJob } from "./power-off-job.ts";
 import { revivalLeft, revivalTold } from "./power-off-job.ts";
 import { isMachineHeld, stateOf } from "./lifecycle.ts";
-import { nodesOf } from "./matching.ts";
+import { instanceId, nodesOf } from "./matching.ts";
 import { deviceMismatchOf } from "./device-identity.ts";
 import { CONDITION_TIME_RESOLUTION_MS, watchShutdownNode } from "./safety.ts";
 import { messageOf } from "./errors.ts";
@@ -21,7 +21,10 @@ export type RevivalHow = "power-on" | "power-cycle";
 
 /** The watch of an aborted power-off's machine, kept on its job. */
 export interface Revival {
-  /** When the watch began (epoch ms): the power-off's traces were gone. */
+  /**
+   * When the watch began (monotonic ms): the power-off's traces were gone. Its window is time that passes, which a
+   * wall clock stepped forward would cut short.
+   */
   readonly since: number;
   /**
    * Only the switch-on is left, since `at` (the cycle's off went through, or may have, or a switch-on failed); it
@@ -80,8 +83,11 @@ export async function revive(ctx: PoolContext, machine: Machine, job: PowerOffJo
     case "running": {
       // A shutdown asked halts the OS a while after the abort (a pod that ran late, a BMC slow to act), and the view
       // shows it later still: watched as long as a shutdown is waited for. A plug read off is the restore's to mend.
-      const watching = stateOf(ctx, machine).power.plug !== "off" && now < revival.since + ctx.config.powerOff.notReadyTimeoutMs;
-      return watching ? REVIVAL_POLL_MS : undefined;
+      if (stateOf(ctx, machine).power.plug === "off") return undefined;
+      if (ctx.deps.clock.monotonic() < revival.since + ctx.config.powerOff.notReadyTimeoutMs) return REVIVAL_POLL_MS;
+      // The watch ends on the apiserver's word, not the view's: a view that lags may still show Ready a Node whose
+      // OS has halted since, and nothing would look at that machine again.
+      return (await runsNow(ctx, machine, options)) ? undefined : REVIVAL_POLL_MS;
     }
     case "unknown":
       ctx.deps.reporter.report({ type: "stranded", machine: machine.name, node: halt.node, detail: halt.why });
@@ -103,6 +109,12 @@ export async function revive(ctx: PoolContext, machine: Machine, job: PowerOffJo
   const left = await untilDown(ctx, machine, halt.node, options);
   if (left > 0) return Math.min(left, REVIVAL_POLL_MS);
   return withSlot(ctx, () => bringBack(ctx, machine, job, halt.node.name, options));
+}
+
+/** Whether every Node of the machine is Ready as read from the apiserver now (false when it cannot say). */
+async function runsNow(ctx: PoolContext, machine: Machine, options?: CallOptions): Promise<boolean> {
+  const fresh = await ctx.deps.lookup.nodesClaiming(machine.name, instanceId(ctx.config.providerIDPrefix, machine), options).catch(() => undefined);
+  return fresh !== undefined && fresh.length > 0 && fresh.every((n) => n.ready);
 }
 
 /** A held machine left halted is reported (again every STRANDED_REPORT_MS) and watched until someone acts. */

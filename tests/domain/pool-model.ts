@@ -81,8 +81,7 @@ export class Model {
    * their plug goes off or on again): the rules let a power-off cut them without a Node.
    */
   readonly #osDown = new Set<string>();
-  /** Machines whose control accepted an OS shutdown (a BMC), until their plug is switched again. */
-  /** When each accepted shutdown was asked (by its control: a BMC), until the machine's plug is switched again. */
+  /** When each accepted shutdown was asked (by its control: a BMC; monotonic ms), until the machine's plug is switched again. */
   readonly #shutdownAsked = new Map<string, number>();
   /**
    * Machines whose OS plugpool asked to shut down (a power-off pod created, a BMC's shutdown accepted) since their
@@ -91,6 +90,8 @@ export class Model {
   readonly #shutdownRequested = new Map<string, { readonly at: number; readonly uids: readonly (string | undefined)[] }>();
   /** Machines switched off under the power-cycle exception: they must be on again by the end. */
   readonly #cycled = new Set<string>();
+  /** Cycled machines whose cycle a restart of plugpool forgot (its watch lives in memory only). */
+  readonly #cycleForgotten = new Set<string>();
   /** Machines whose shutdown request a wall clock step followed: their Nodes' times say nothing of the order. */
   readonly #steppedSinceRequest = new Set<string>();
   /** Machines whose OS a power-off pod or a BMC's shutdown (plugpool's requests) halted, until their plug is switched. */
@@ -165,7 +166,7 @@ export class Model {
       }
       if (arrival.op === "shutdown") {
         this.#checkShutdown(machine.name, "OS shutdown through the control");
-        this.#shutdownAsked.set(machine.name, this.w.clock.now());
+        this.#shutdownAsked.set(machine.name, this.w.clock.monotonic());
         this.#noteShutdownRequested(machine);
       } else if (arrival.op === "turnOff") {
         this.#checkCut(machine);
@@ -185,6 +186,7 @@ export class Model {
         this.#osDown.delete(machine.name);
         this.#haltedByPlugpool.delete(machine.name);
         this.#cycled.delete(machine.name);
+        this.#cycleForgotten.delete(machine.name);
         this.#stranded.delete(machine.name);
         this.#switchedOnByPool.add(machine.name);
         this.#switchedOnAt.set(machine.name, this.w.clock.now());
@@ -203,6 +205,7 @@ export class Model {
         this.#revived.delete(event.machine);
         // A power-off CA asked for anew ends with the machine off, cycled before or not.
         this.#cycled.delete(event.machine);
+        this.#cycleForgotten.delete(event.machine);
       }
     };
     this.w.cluster.onCall = (call) => {
@@ -463,7 +466,10 @@ export class Model {
       const heldAndTold = held && (this.#stranded.has(name) || this.#restartedSince.has(name));
       // (Off with CA's taint on its Node: CA is deleting it; a restart forgets the cycle, and the restore waits for CA.)
       const deleting = this.#nodesOf(machine).some((n) => n.taints.some((t) => t.key === TO_BE_DELETED_TAINT));
-      if (this.#cycled.has(name) && !on && !heldAndTold && !deleting) this.violations.push(`${name} power-cycled but left off`);
+      // (A restart forgets the cycle it was in: with a Node, the power restore switches it on; left without one, it is
+      // a machine that is off, no Node counted for it, which CA's next scale-up may take.)
+      const forgottenOff = this.#cycleForgotten.has(name) && this.#nodesOf(machine).length === 0;
+      if (this.#cycled.has(name) && !on && !heldAndTold && !deleting && !forgottenOff) this.violations.push(`${name} power-cycled but left off`);
       // (A restart while the watch of a called-off power-off ran forgets it: a known gap the README states.)
       const halted = this.#haltedByPlugpool.has(name) && this.#shutdownRequested.has(name) && !this.#restartedSince.has(name);
       if (!halted || !on || this.#nodesOf(machine).some((n) => n.ready)) continue;
@@ -611,6 +617,7 @@ export class Model {
     this.#queued.clear();
     this.#mismatched.clear();
     for (const name of this.#shutdownRequested.keys()) this.#restartedSince.add(name);
+    for (const name of this.#cycled) this.#cycleForgotten.add(name);
   }
 
   /**
@@ -703,9 +710,10 @@ export class Model {
     const { w } = this;
     for (const machine of w.machines()) {
       const pod = w.cluster.powerOffPod(machine.name);
-      // An OS that did not act on its BMC's graceful shutdown within the shutdown timeout ignored it for good.
+      // An OS that did not act on its BMC's graceful shutdown within the shutdown timeout ignored it for good: time
+      // that passed, which a wall clock stepped back does not give back.
       const askedAt = this.#shutdownAsked.get(machine.name);
-      if (askedAt !== undefined && w.clock.now() > askedAt + SHUTDOWN_TIMEOUT_MS) this.#shutdownAsked.delete(machine.name);
+      if (askedAt !== undefined && w.clock.monotonic() > askedAt + SHUTDOWN_TIMEOUT_MS) this.#shutdownAsked.delete(machine.name);
       const asked = this.#shutdownAsked.has(machine.name);
       // A pod runs only on a Node: one whose Node is gone shuts nothing down (a BMC's request needs none).
       const podRuns = pod !== undefined && !pod.terminating && this.#nodesOf(machine).length > 0;

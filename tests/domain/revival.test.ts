@@ -12,13 +12,14 @@ import { createContext, type PoolContext } from "../../src/domain/context.ts";
 import { beginPowerOff, deviceMismatched } from "../../src/domain/lifecycle.ts";
 import { newJob, type PowerOffFacts, type PowerOffJob, type PowerOffRun } from "../../src/domain/power-off-job.ts";
 import { PREFIX, World, type WorldOptions } from "../harness/fakes/world.ts";
+import { LaggingView } from "../harness/fakes/lagging-view.ts";
 
 /** The fake clock's time at the start. */
 const T0 = 1_800_000_000_000;
 /** plugpool asked for worker-1's OS shutdown. */
 const ASKED = T0 - 200_000;
-/** The watch began: the aborted power-off's traces were gone. */
-const SINCE = T0 - 10_000;
+/** The watch began, 10 s before the fake clock's start (monotonic ms): the aborted power-off's traces were gone. */
+const SINCE = -10_000;
 /** worker-1's Node went NotReady: the grace (120 s) has passed by 30 s at T0. */
 const DOWN = T0 - 150_000;
 /** A NotReady that came 20 s before T0: 100 s of grace are left. */
@@ -42,6 +43,8 @@ interface RigOptions {
   readonly job?: Partial<PowerOffRun>;
   /** The job's Node is the one registered (default), or another uid. */
   readonly uid?: "registered" | "other" | "none";
+  /** The watch sees the cluster through a view that lags until `sync()` (default: the truth). */
+  readonly view?: LaggingView;
   readonly before?: (w: World) => void;
 }
 
@@ -55,7 +58,7 @@ function rig(options: RigOptions = {}): Rig {
   // The device was met before: switch commands go without learning it first.
   w.records.seedDeviceIdentity("worker-1", w.power.identityOf(plugOf(w)));
   options.before?.(w);
-  const deps: PoolDeps = { clock: w.clock, power: w.power, cluster: w.cluster, lookup: w.cluster, teardown: w.cluster, records: w.records, reporter: w.reporter };
+  const deps: PoolDeps = { clock: w.clock, power: w.power, cluster: options.view ?? w.cluster, lookup: w.cluster, teardown: w.cluster, records: w.records, reporter: w.reporter };
   const ctx = createContext(deps, w.config);
   const uid = options.uid ?? "registered";
   const job: PowerOffJob = {
@@ -217,9 +220,59 @@ describe("revival: a machine that may run, or cannot be judged", () => {
   it("watches a machine whose Node is Ready for as long as a shutdown is waited for (notReadyTimeout since the watch began)", async () => {
     const r = rig({ before: (w) => { w.cluster.setReady("worker-1", true, T0 - 1000); } });
     assert.equal(await pass(r), POLL);
-    r.w.clock.advance(SINCE + 300_000 - T0 - 1);
+    r.w.clock.advance(SINCE + 300_000 - 1);
     assert.equal(await pass(r), POLL);
     r.w.clock.advance(1);
+    assert.equal(await pass(r), undefined);
+    assert.deepEqual(calls(r), []);
+    assert.deepEqual(r.w.reporter.events, []);
+  });
+
+  it("keeps watching through a wall clock stepped forward: its window is time that passes", async () => {
+    const r = rig({ world: BMC, before: (w) => { w.cluster.setReady("worker-1", true, T0 - 1000); } });
+    r.w.clock.step(3_600_000);
+    assert.equal(await pass(r), POLL, "an hour on the wall clock, 10 s of time");
+    // The OS acts on the BMC's shutdown a minute later, well within the shutdown timeout.
+    r.w.clock.advance(60_000);
+    r.w.cluster.setReady("worker-1", false, r.w.clock.now());
+    r.w.power.set(plugOf(r.w), false);
+    r.w.clock.advance(120_000);
+    assert.equal(await pass(r), undefined);
+    assert.deepEqual(calls(r), ["turnOn"]);
+    assert.deepEqual(r.w.reporter.events, [{ type: "revived", machine: "worker-1", node: "worker-1", how: "power-on" }]);
+  });
+
+  it("ends the watch on the apiserver's word: a Node the lagging view still shows Ready is read NotReady, watched on, and brought back", async () => {
+    let view: LaggingView | undefined;
+    const r = rig({
+      world: BMC,
+      before: (w) => {
+        w.cluster.setReady("worker-1", true, T0 - 1000);
+        view = new LaggingView(w.cluster);
+      },
+      get view() {
+        return view;
+      },
+    });
+    r.w.clock.advance(SINCE + 300_000 - 30_000);
+    // The OS halts (a BMC powers the machine off) within the window; the view does not show it yet.
+    r.w.cluster.setReady("worker-1", false, r.w.clock.now());
+    r.w.power.set(plugOf(r.w), false);
+    r.w.clock.advance(30_000);
+    assert.equal(await pass(r), POLL, "the view shows Ready at the window's end, the apiserver NotReady");
+    assert.deepEqual(r.w.cluster.callsOf("nodesClaiming").length, 1);
+    view?.sync();
+    r.w.clock.advance(120_000);
+    assert.equal(await pass(r), undefined, "brought back once the view shows the halt and its grace has passed");
+    assert.deepEqual(calls(r), ["turnOn"]);
+    assert.deepEqual(r.w.reporter.events, [{ type: "revived", machine: "worker-1", node: "worker-1", how: "power-on" }]);
+  });
+
+  it("watches on while the apiserver cannot say whether the machine runs, and ends once it reads it Ready", async () => {
+    const r = rig({ before: (w) => { w.cluster.setReady("worker-1", true, T0 - 1000); } });
+    r.w.clock.advance(SINCE + 300_000);
+    r.w.cluster.failNext("nodesClaiming");
+    assert.equal(await pass(r), POLL);
     assert.equal(await pass(r), undefined);
     assert.deepEqual(calls(r), []);
     assert.deepEqual(r.w.reporter.events, []);

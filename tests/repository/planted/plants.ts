@@ -402,4 +402,19 @@ export const PLANTS: readonly Plant[] = [
     name: "power-cycle a machine whose Node was Ready again after the shutdown's NotReady",
     edits: [{ file: "src/domain/revival.ts", find: "  if (job.shutdownNodeSeen.readyAgain) {", replace: "  if (job.shutdownNodeSeen.readyAgain && job.node === \"\") {" }],
   },
+  {
+    name: "end the watch of a halted machine on a view that lags, without asking the apiserver",
+    edits: [{ file: "src/domain/revival.ts", find: "      return (await runsNow(ctx, machine, options)) ? undefined : REVIVAL_POLL_MS;", replace: "      return undefined;" }],
+  },
+  {
+    name: "time the watch of a halted machine on the wall clock, which a step forward cuts short",
+    edits: [
+      { file: "src/domain/power-off.ts", find: "    revivalStarted(job, ctx.deps.clock.monotonic());", replace: "    revivalStarted(job, ctx.deps.clock.now());" },
+      {
+        file: "src/domain/revival.ts",
+        find: "      if (ctx.deps.clock.monotonic() < revival.since + ctx.config.powerOff.notReadyTimeoutMs) return REVIVAL_POLL_MS;",
+        replace: "      if (ctx.deps.clock.now() < revival.since + ctx.config.powerOff.notReadyTimeoutMs) return REVIVAL_POLL_MS;",
+      },
+    ],
+  },
 ];

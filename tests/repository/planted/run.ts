@@ -14,6 +14,7 @@ const SUITE = [
   "tests/domain/safety-reproductions-cluster.test.ts",
   "tests/domain/safety-reproductions-3.test.ts",
   "tests/domain/power-off-recovery.test.ts",
+  "tests/domain/revival.test.ts",
   "tests/domain/safety.test.ts",
   "tests/domain/device-identity.test.ts",
   "tests/domain/leadership.test.ts",
