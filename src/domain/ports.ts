@@ -132,6 +132,13 @@ export interface NodeLookup {
    * is `providerID`. Throws PlugpoolError (`cluster-refused`) when the apiserver cannot answer.
    */
   nodesClaiming(name: string, providerID: string, options?: CallOptions): Promise<readonly NodeView[]>;
+  /**
+   * Resolves once the ClusterView shows the cluster as the apiserver has it now (its current version, read when
+   * asked), or once that wait is given up: after a short bound, at the call's signal, or when the apiserver cannot
+   * answer. Never throws. For a refusal that a view a moment behind would make wrongly: cluster-autoscaler writes
+   * its taint just before it calls.
+   */
+  viewCaughtUp(options?: CallOptions): Promise<void>;
 }
 
 /**

@@ -1,7 +1,7 @@
 // NodeGroupDeleteNodes and NodeGroupDecreaseTargetSize. Neither waits for a shutdown: a registered node gets a
 // power-off job (the saga runs later), an unregistered one gets one quick plug call.
 import type { CallOptions } from "./ports.ts";
-import type { Machine, NodeGroupSpec, NodeRef } from "./model.ts";
+import type { Machine, NodeGroupSpec, NodeRef, NodeView } from "./model.ts";
 import type { SafetyRule } from "./events.ts";
 import type { PoolContext } from "./context.ts";
 import {
@@ -53,6 +53,10 @@ export async function deleteNodes(
     machines.set(machine.name, machine);
   }
   const chosen = [...machines.values()];
+  // cluster-autoscaler writes its taint just before it calls: a view a moment behind would refuse the call for a
+  // taint it has not shown yet. Before such a refusal the view catches up with the apiserver, and everything below
+  // is judged on it.
+  if (chosen.some((m) => untaintedNode(ctx, m) !== undefined)) await ctx.deps.lookup.viewCaughtUp(options);
   // A power-off an earlier run recorded (the runner may not have passed since a restart) is taken up first: the
   // call then leaves it alone rather than writing its own record over it.
   for (const machine of chosen) resumePowerOff(ctx, machine);
@@ -150,13 +154,18 @@ function validateDeletion(ctx: PoolContext, machine: Machine, what: string): voi
     throw new PlugpoolError("unsafe", `${what}: the power-off of ${machine.name} is being aborted; try again later`);
   }
   if (job !== undefined) return;
-  const nodes = nodesOf(ctx, machine);
-  if (isMachineHeld(ctx, machine, nodes)) throw refusal(ctx, machine, "held", `${what}: ${machine.name} is held`);
-  const untainted = nodes.find((n) => !hasDeletionTaint(n));
+  if (isMachineHeld(ctx, machine, nodesOf(ctx, machine))) throw refusal(ctx, machine, "held", `${what}: ${machine.name} is held`);
+  const untainted = untaintedNode(ctx, machine);
   if (untainted !== undefined) {
     const detail = `node ${untainted.name} is registered without the ToBeDeletedByClusterAutoscaler taint`;
     throw refusal(ctx, machine, "registered-without-taint", `${what}: ${detail}`);
   }
+}
+
+/** A Node of the machine without cluster-autoscaler's taint, while no power-off of it runs (one runs on its own). */
+function untaintedNode(ctx: PoolContext, machine: Machine): NodeView | undefined {
+  if (powerOffOf(ctx, machine) !== undefined) return undefined;
+  return nodesOf(ctx, machine).find((n) => !hasDeletionTaint(n));
 }
 
 /**

@@ -70,6 +70,37 @@ describe("Pool.deleteNodes()", () => {
       assert.equal(w.reporter.of("refused")[0]?.rule, "registered-without-taint");
     });
 
+    it("takes a taint written just before the call, which the view had not shown yet, once the view has caught up", async () => {
+      const w = await running({ lagging: true });
+      w.view?.sync();
+      w.cluster.catchUpView = () => w.view?.sync();
+      w.cluster.taint("worker-1");
+      assert.equal(w.view?.nodeNamed("worker-1")?.taints.length, 0, "the view lags the taint");
+      await w.pool.deleteNodes("workers", [w.ref("worker-1")]);
+      assert.deepEqual(w.cluster.calls.map((c) => c.op), ["viewCaughtUp", "markPowerOff"]);
+      assert.equal(w.reporter.of("refused").length, 0);
+      assert.equal(w.reporter.of("power-off-started").length, 1);
+    });
+
+    it("refuses on the caught-up view a Node still without the taint, and on the view as it is when it cannot catch up", async () => {
+      const w = await running({ lagging: true });
+      w.view?.sync();
+      w.cluster.catchUpView = () => w.view?.sync();
+      await rejectsWith(w.pool.deleteNodes("workers", [w.ref("worker-1")]), "unsafe", /worker-1 is registered without the ToBeDeletedByClusterAutoscaler taint/);
+      w.cluster.taint("worker-1");
+      w.cluster.failNext("viewCaughtUp");
+      await rejectsWith(w.pool.deleteNodes("workers", [w.ref("worker-1")]), "unsafe", /worker-1 is registered without the ToBeDeletedByClusterAutoscaler taint/);
+      assert.equal(w.cluster.callsOf("markPowerOff").length, 0);
+      assert.equal(w.reporter.of("refused").length, 2);
+    });
+
+    it("asks no catch-up of the view when every Node shows the taint", async () => {
+      const w = await running();
+      w.cluster.taint("worker-1");
+      await w.pool.deleteNodes("workers", [w.ref("worker-1")]);
+      assert.equal(w.cluster.callsOf("viewCaughtUp").length, 0);
+    });
+
     it("refuses a node carrying the machine's name under a foreign providerID without the taint", async () => {
       const w = new World({ on: ["worker-1"] });
       w.cluster.addNode({ name: "worker-1", providerID: "aws:///i-1" });

@@ -137,6 +137,11 @@ export class Model {
     // Every device was met by an earlier run of plugpool, so its identity is on the records: an address that reaches
     // another machine's device is never one plugpool meets for the first time (nothing could tell it apart then).
     for (const machine of this.w.machines()) this.w.records.seedDeviceIdentity(machine.name, this.w.power.identityOf(machine.power));
+    // A view that hears from the apiserver catches up when asked to (a DeleteNodes about to refuse a missing taint);
+    // one cut off from it cannot.
+    this.w.cluster.catchUpView = () => {
+      if (this.w.cluster.viewCurrent) this.#sync();
+    };
     // Each command waits a few turns at its device, and each cluster write a few turns before it lands, so
     // others act (and the world changes) meanwhile: one call's writes land apart, in any order.
     let state = latencySeed;

@@ -88,6 +88,17 @@ export function createKubernetesNodeLookup(kc: KubeConfig, options: KubernetesNo
   }
 
   return {
+    async viewCaughtUp(call) {
+      const cache = options.cache;
+      if (cache === undefined) return;
+      const { signal } = callBound(catchUpMs, call?.signal);
+      try {
+        const current = await core.listNode({ limit: 1 }, callOptions({ signal }));
+        await cache.caughtUp(current.metadata?.resourceVersion ?? "", signal);
+      } catch {
+        // Given up: the view answers as it is.
+      }
+    },
     async nodesClaiming(name, providerID, call) {
       const limits = callBound(timeoutMs, call?.signal);
       try {

@@ -175,6 +175,23 @@ describe("createKubernetesNodeLookup()", () => {
       assert.equal(await cache.caughtUp("99999999999", AbortSignal.abort()), false);
     });
 
+    it("waits for the view to show a taint written just before, when asked to catch up", async () => {
+      await core.createNode({ body: nodeBody({ name: "worker-15", providerID: "k3s://worker-15" }) });
+      const drained = { key: TO_BE_DELETED_TAINT, value: "1", effect: "NoSchedule" as const };
+      const tainted = (): boolean => view.nodeNamed("worker-15")?.taints.some((t) => t.key === TO_BE_DELETED_TAINT) === true;
+      await busy(async () => {
+        await core.patchNode({ name: "worker-15", body: { spec: { taints: [drained] } } }, mergePatch);
+        assert.equal(tainted(), false, "the watch hears of it 300 ms later");
+        await cached.viewCaughtUp();
+        assert.equal(tainted(), true);
+      });
+    });
+
+    it("gives the wait up without an error: at the caller's signal, or with no watch to wait for", async () => {
+      await cached.viewCaughtUp({ signal: AbortSignal.abort() });
+      await lookup.viewCaughtUp();
+    });
+
     it("is right on a quiet cluster too, whichever way it answers", async () => {
       await core.createNode({ body: nodeBody({ name: "worker-6.lan", providerID: "k3s://worker-6" }) });
       assert.deepEqual(await cachedNames("worker-6", "k3s://worker-6"), ["worker-6.lan"]);

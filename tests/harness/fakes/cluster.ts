@@ -16,7 +16,8 @@ export type TeardownOp =
   | "createPowerOffPod"
   | "deletePowerOffPod"
   | "deleteNode"
-  | "nodesClaiming";
+  | "nodesClaiming"
+  | "viewCaughtUp";
 
 export interface TeardownCall {
   readonly op: TeardownOp;
@@ -44,6 +45,8 @@ export class FakeCluster implements ClusterView, NodeTeardown, NodeLookup {
   latency: () => number = () => 0;
   /** The apiserver's clock: a Node added without `createdAt` is created now (absent: its creation time is unknown). */
   now: (() => number) | undefined;
+  /** What `viewCaughtUp` does to the view that lags (a `LaggingView`'s sync); by default nothing, as a view given up on. */
+  catchUpView: (() => void) | undefined;
   readonly #nodes = new Map<string, NodeView>();
   readonly #pods = new Map<string, PowerOffPodView>();
   readonly #slices = new Map<string, readonly DeviceSlice[]>();
@@ -155,6 +158,15 @@ export class FakeCluster implements ClusterView, NodeTeardown, NodeLookup {
 
   current(): boolean {
     return this.viewCurrent;
+  }
+
+  async viewCaughtUp(): Promise<void> {
+    try {
+      await this.#call("viewCaughtUp", "");
+    } catch {
+      return; // given up: the view stays as it is
+    }
+    this.catchUpView?.();
   }
 
   async nodesClaiming(name: string, providerID: string): Promise<readonly NodeView[]> {
