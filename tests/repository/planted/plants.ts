@@ -1,9 +1,12 @@
-// Bugs planted one at a time in the safety checks: each must make the domain's safety tests fail. A plant is a
-// list of exact replacements in src/domain; `run.ts` applies each to a copy of the repository.
+// Bugs planted one at a time in the safety checks: each must make the domain's safety tests fail (or, for a plant
+// outside the domain, the tests it names). A plant is a list of exact replacements in src/; `run.ts` applies each
+// to a copy of the repository.
 
 export interface Plant {
   readonly name: string;
   readonly edits: readonly { readonly file: string; readonly find: string; readonly replace: string }[];
+  /** The test files that must catch it, when not the domain's safety tests. */
+  readonly suite?: readonly string[];
 }
 
 export const PLANTS: readonly Plant[] = [
@@ -401,6 +404,15 @@ export const PLANTS: readonly Plant[] = [
   {
     name: "power-cycle a machine whose Node was Ready again after the shutdown's NotReady",
     edits: [{ file: "src/domain/revival.ts", find: "  if (job.shutdownNodeSeen.readyAgain) {", replace: "  if (job.shutdownNodeSeen.readyAgain && job.node === \"\") {" }],
+  },
+  {
+    name: "a missing compensating write: a switch-on that failed after its record landed leaves the record standing",
+    edits: [{ file: "src/domain/switching.ts", find: "    commandFailed(ctx, machine);\n    records.endPowerOn(machine.name);\n", replace: "    commandFailed(ctx, machine);\n" }],
+  },
+  {
+    name: "a relist that keeps deleted objects",
+    edits: [{ file: "src/adapters/kubernetes/reflector.ts", find: "  const listed = new Map<string, V>();\n", replace: "  const listed = new Map<string, V>(state.items);\n" }],
+    suite: ["tests/adapters/kubernetes/cluster-view.test.ts"],
   },
   {
     name: "end the watch of a halted machine on a view that lags, without asking the apiserver",

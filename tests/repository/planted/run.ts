@@ -1,5 +1,6 @@
-// Plants each bug of plants.ts in a copy of the repository and runs the domain's safety tests there: every plant
-// must make them fail. Prints a table; exits non-zero when a plant survives (or does not apply).
+// Plants each bug of plants.ts in a copy of the repository and runs the domain's safety tests there (or the tests the
+// plant names): every plant must make them fail. Prints a table; exits non-zero when a plant survives (or does not
+// apply).
 //   node tests/repository/planted/run.ts            all plants
 import { spawnSync } from "node:child_process";
 import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
@@ -38,7 +39,7 @@ export function runPlant(plant: Plant): PlantResult {
       writeFileSync(path, text.replace(edit.find, edit.replace));
     }
     // The fixed seed only, so a plant is judged the same way every time.
-    const run = spawnSync(process.execPath, ["--test", "--test-reporter=spec", ...SUITE], {
+    const run = spawnSync(process.execPath, ["--test", "--test-reporter=spec", ...(plant.suite ?? SUITE)], {
       cwd: dir,
       encoding: "utf8",
       // Without the parent's test context, so the suite runs as its own test run even under `node --test`.
