@@ -268,6 +268,44 @@ describe("revival: a machine that may run, or cannot be judged", () => {
     assert.deepEqual(r.w.reporter.events, [{ type: "revived", machine: "worker-1", node: "worker-1", how: "power-on" }]);
   });
 
+  it("watches on when the apiserver has no Node of the machine left, and reports it once the view shows the Node gone", async () => {
+    let view: LaggingView | undefined;
+    const r = rig({
+      before: (w) => {
+        w.cluster.setReady("worker-1", true, T0 - 1000);
+        view = new LaggingView(w.cluster);
+      },
+      get view() {
+        return view;
+      },
+    });
+    r.w.clock.advance(SINCE + 300_000);
+    r.w.cluster.removeNode("worker-1");
+    assert.equal(await pass(r), POLL, "no Node read is no sign the machine runs");
+    view?.sync();
+    assert.equal(await pass(r), undefined);
+    assert.deepEqual(r.w.reporter.events, [{ type: "stranded", machine: "worker-1", node: "worker-1", detail: "its Node worker-1 is gone; no sign it halted" }]);
+  });
+
+  it("watches on when the apiserver shows one Node of the machine Ready and the one shut down NotReady", async () => {
+    let view: LaggingView | undefined;
+    const r = rig({
+      before: (w) => {
+        w.cluster.setReady("worker-1", true, T0 - 1000);
+        view = new LaggingView(w.cluster);
+      },
+      get view() {
+        return view;
+      },
+    });
+    r.w.clock.advance(SINCE + 300_000 - 30_000);
+    r.w.cluster.setReady("worker-1", false, r.w.clock.now());
+    r.w.cluster.addNode({ name: "worker-1-new", providerID: PREFIX + "worker-1" });
+    r.w.clock.advance(30_000);
+    assert.equal(await pass(r), POLL);
+    assert.deepEqual(calls(r), []);
+  });
+
   it("watches on while the apiserver cannot say whether the machine runs, and ends once it reads it Ready", async () => {
     const r = rig({ before: (w) => { w.cluster.setReady("worker-1", true, T0 - 1000); } });
     r.w.clock.advance(SINCE + 300_000);
