@@ -82,6 +82,17 @@ describe("Pool.deleteNodes()", () => {
       assert.equal(w.reporter.of("power-off-started").length, 1);
     });
 
+    it("catches up for one Node of several whose taint the view has not shown yet", async () => {
+      const w = await running({ lagging: true });
+      w.cluster.taint("worker-1");
+      w.view?.sync();
+      w.cluster.catchUpView = () => w.view?.sync();
+      w.cluster.taint("worker-2");
+      await w.pool.deleteNodes("workers", [w.ref("worker-1"), w.ref("worker-2")]);
+      assert.equal(w.cluster.callsOf("viewCaughtUp").length, 1);
+      assert.equal(w.reporter.of("power-off-started").length, 2);
+    });
+
     it("refuses on the caught-up view a Node still without the taint, and on the view as it is when it cannot catch up", async () => {
       const w = await running({ lagging: true });
       w.view?.sync();
