@@ -83,6 +83,11 @@ interface JobCommon {
   /** The uid of the Node whose OS this job asked to shut down (`facts.shutdownRequested`), when known. */
   readonly shutdownNodeUid: string | undefined;
   /**
+   * That Node's Ready condition as plugpool saw it when it asked (unknown for a pod an earlier run created): a later
+   * NotReady is told from it without setting the control plane's clock against plugpool's own.
+   */
+  readonly shutdownNodeReady: { readonly ready: boolean; readonly changedAt: number | undefined } | undefined;
+  /**
    * What this process has seen of that Node since the request (safety.ts `watchShutdownNode`): the time of its
    * Ready condition when first seen NotReady, and whether it was seen Ready after that (its OS ran again).
    */
@@ -142,6 +147,7 @@ function common(node: string, startedAt: number): Writable<JobCommon> {
     podAttempts: 0,
     facts: {},
     shutdownNodeUid: undefined,
+    shutdownNodeReady: undefined,
     shutdownNodeSeen: { notReadyAt: undefined, readyAgain: false },
     revival: undefined,
     deletedNodes: new Set(),
@@ -208,10 +214,14 @@ export function notReadyNoLaterThan(job: PowerOffJob, now: number): void {
   if (facts.notReady !== undefined && facts.notReady > now) facts.notReady = now;
 }
 
-/** The OS of `node` was asked to shut down at `at`: a halt seen later on that very Node is this job's doing. */
-export function shutdownAsked(job: PowerOffJob, at: number, node: NodeView | undefined): void {
+/**
+ * The OS of `node` was asked to shut down at `at`: a halt seen later on that very Node is this job's doing. `read`
+ * is that Node as read fresh right before the request, when it was (its Ready condition then).
+ */
+export function shutdownAsked(job: PowerOffJob, at: number, node: NodeView | undefined, read: NodeView | undefined): void {
   establish(job, "shutdownRequested", at);
   writable(job).shutdownNodeUid = node?.uid;
+  writable(job).shutdownNodeReady = read === undefined ? undefined : { ready: read.ready, changedAt: read.readyChangedAt };
 }
 
 /** A power-off pod an earlier run created, started at `at` on the Node with `uid`: this job asked for that shutdown. */

@@ -2,7 +2,7 @@
 // whose work is already done (in this job, or visibly on the cluster) is a no-op, so the runner can walk the
 // list from the top on every pass and after a restart.
 import type { CallOptions } from "./ports.ts";
-import type { Machine } from "./model.ts";
+import type { Machine, NodeView } from "./model.ts";
 import type { PowerOffStep, SafetyRule } from "./events.ts";
 import { POWER_OFF_STEP_NAMES } from "./events.ts";
 import type { PoolContext } from "./context.ts";
@@ -107,7 +107,7 @@ const powerOffPod: StepRun = {
     if (existing?.terminating === true) return wait(POD_GONE_POLL_MS, "waiting for an earlier power-off pod to go");
     if (existing !== undefined && job.podAttempts === 0) {
       // An earlier run of plugpool created it: this job resumes that one.
-      shutdownAsked(job, now, nodesOf(pool, machine)[0]);
+      shutdownAsked(job, now, nodesOf(pool, machine)[0], undefined);
       podAdopted(job);
       return done("power-off pod exists");
     }
@@ -121,8 +121,9 @@ const powerOffPod: StepRun = {
       // The verdict is taken by the device itself, with its slot held and right before the request: the wait in
       // its queue and its state read come before it, not after.
       let refusal: RefusedVerdict | undefined;
+      let asked: NodeView | undefined;
       const mayShutDown = async (o?: CallOptions): Promise<boolean> => {
-        const verdict = await shutdownVerdict(pool, machine, o);
+        const verdict = await shutdownVerdict(pool, machine, node, (n) => { asked = n; }, o);
         if (!verdict.allowed) refusal = verdict;
         return verdict.allowed;
       };
@@ -133,13 +134,14 @@ const powerOffPod: StepRun = {
         if (isPlugpoolError(e) && e.code === "device-mismatch") return abort({ allowed: false, rule: "device-mismatch", detail: e.message });
         throw e;
       }
-      shutdownAsked(job, now, node);
+      shutdownAsked(job, now, node, asked);
       return done(`OS shutdown of ${node.name} requested through ${machine.power.label}`);
     }
-    const verdict = await shutdownVerdict(pool, machine, options);
+    let asked: NodeView | undefined;
+    const verdict = await shutdownVerdict(pool, machine, node, (n) => { asked = n; }, options);
     if (!verdict.allowed) return abort(verdict);
     await pool.deps.teardown.createPowerOffPod(machine, node.name, job.startedAt, options);
-    shutdownAsked(job, now, node);
+    shutdownAsked(job, now, node, asked);
     podCreated(job);
     return done(`power-off pod created on ${node.name}`);
   },
@@ -147,10 +149,12 @@ const powerOffPod: StepRun = {
 
 /**
  * The verdict right before the OS is asked to shut down: taken on Nodes read fresh, then once more on the view,
- * with nothing awaited between it and the request.
+ * with nothing awaited between it and the request. `asking` is told the Node as read fresh then (undefined when it
+ * was not read): its Ready condition at the request.
  */
-async function shutdownVerdict(pool: PoolContext, machine: Machine, options?: CallOptions): Promise<Verdict> {
-  const fresh = await freshVerdict(pool, machine, "shutdown", options);
+async function shutdownVerdict(pool: PoolContext, machine: Machine, node: NodeView, asking: (node: NodeView | undefined) => void, options?: CallOptions): Promise<Verdict> {
+  const read = (fresh: readonly NodeView[]): void => { asking(fresh.find((n) => n.uid === node.uid)); };
+  const fresh = await freshVerdict(pool, machine, "shutdown", options, read);
   return fresh.allowed ? mayCutPower(machine, pool.deps.cluster, pool.config.providerIDPrefix) : fresh;
 }
 

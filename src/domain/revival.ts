@@ -12,7 +12,7 @@ import { revivalLeft, revivalTold } from "./power-off-job.ts";
 import { isMachineHeld, stateOf } from "./lifecycle.ts";
 import { instanceId, nodesOf } from "./matching.ts";
 import { deviceMismatchOf } from "./device-identity.ts";
-import { CONDITION_TIME_RESOLUTION_MS, watchShutdownNode } from "./safety.ts";
+import { notReadySinceRequest, watchShutdownNode } from "./safety.ts";
 import { messageOf } from "./errors.ts";
 import { powerOnSlotWait, readPlug, restorePower, switchOff, takePowerOnSlot } from "./switching.ts";
 
@@ -144,7 +144,7 @@ function haltOf(ctx: PoolContext, machine: Machine, job: PowerOffJob, asked: num
   if (job.shutdownNodeUid === undefined || node.uid !== job.shutdownNodeUid) {
     return { kind: "unknown", node: node.name, why: `node ${node.name} is not the Node whose OS plugpool shut down` };
   }
-  if ((node.readyChangedAt ?? Number.NEGATIVE_INFINITY) < asked - CONDITION_TIME_RESOLUTION_MS) {
+  if (!notReadySinceRequest(job, node, asked)) {
     return { kind: "unknown", node: node.name, why: `node ${node.name} was NotReady before plugpool asked for the shutdown` };
   }
   if (job.shutdownNodeSeen.readyAgain) {

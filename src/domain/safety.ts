@@ -59,9 +59,15 @@ export type CutKind = "power-off" | "unregistered" | "cycle";
  * lagging view can only add refusals). A power-off's cut, and its OS shutdown before it (`shutdown`), need every
  * claiming Node to allow it, and the cut no Node Ready again after the shutdown; an unregistered cut
  * needs no Node at all, plugpool's own record of the power-on (a machine powered on by anyone else is never
- * cut) and no sign it runs under a Node of another name (`unregisteredVerdict`).
+ * cut) and no sign it runs under a Node of another name (`unregisteredVerdict`). `read` is told the Nodes read fresh.
  */
-export async function freshVerdict(ctx: PoolContext, machine: Machine, kind: CutKind | "shutdown", options?: CallOptions): Promise<Verdict> {
+export async function freshVerdict(
+  ctx: PoolContext,
+  machine: Machine,
+  kind: CutKind | "shutdown",
+  options?: CallOptions,
+  read?: (fresh: readonly NodeView[]) => void,
+): Promise<Verdict> {
   if (!ctx.deps.cluster.current()) {
     return { allowed: false, rule: "view-not-current", detail: "the cluster view is not known to be current" };
   }
@@ -71,6 +77,7 @@ export async function freshVerdict(ctx: PoolContext, machine: Machine, kind: Cut
   } catch (e) {
     return { allowed: false, rule: "view-not-current", detail: `the Nodes of ${machine.name} could not be read: ${messageOf(e)}` };
   }
+  read?.(fresh);
   const nodes = [...fresh, ...nodesOf(ctx, machine).filter((v) => !fresh.some((f) => f.name === v.name))];
   if (kind === "cycle") return cycleVerdict(ctx, machine, fresh, nodes);
   if (kind !== "unregistered") {
@@ -97,6 +104,19 @@ export async function freshVerdict(ctx: PoolContext, machine: Machine, kind: Cut
 export const CONDITION_TIME_RESOLUTION_MS = 1000;
 
 /**
+ * Whether `node`, NotReady now, went NotReady after the job asked for its OS shutdown. Told from the Node as seen
+ * when asked, never by setting its condition's time (the control plane's or the node's clock) against the time of
+ * the request (plugpool's clock, which may be set apart by minutes): Ready then, any NotReady now came later;
+ * NotReady then, none did (a NotReady of another moment had a Ready between, and its OS ran). For a request whose
+ * Node was not seen (a pod an earlier run created) the two times are all there is.
+ */
+export function notReadySinceRequest(job: PowerOffJob, node: NodeView, asked: number): boolean {
+  const then = job.shutdownNodeReady;
+  if (then === undefined) return (node.readyChangedAt ?? Number.NEGATIVE_INFINITY) >= asked - CONDITION_TIME_RESOLUTION_MS;
+  return then.ready && node.readyChangedAt !== then.changedAt;
+}
+
+/**
  * Notes what the Node whose OS the job asked to shut down shows now. A halted machine's Node goes NotReady once and
  * stays so: seen Ready after a NotReady, or NotReady since another moment than when first seen (Ready in between,
  * unseen), its OS ran after the request, and no later NotReady is that shutdown's doing.
@@ -109,8 +129,8 @@ export function watchShutdownNode(job: PowerOffJob, nodes: readonly NodeView[], 
     if (seen.notReadyAt !== undefined) shutdownNodeRanAgain(job);
     return;
   }
+  if (!notReadySinceRequest(job, node, asked)) return;
   const since = node.readyChangedAt ?? Number.NEGATIVE_INFINITY;
-  if (since < asked - CONDITION_TIME_RESOLUTION_MS) return;
   if (seen.notReadyAt === undefined) shutdownNodeNotReady(job, since);
   else if (since !== seen.notReadyAt) shutdownNodeRanAgain(job);
 }
@@ -135,7 +155,7 @@ function cycleVerdict(ctx: PoolContext, machine: Machine, fresh: readonly NodeVi
   if (job.shutdownNodeSeen.readyAgain) {
     return { allowed: false, rule: "node-ready", detail: `node ${job.node} was Ready again after plugpool asked for the shutdown; ${machine.name} ran on` };
   }
-  const other = nodes.find((n) => n.uid !== job.shutdownNodeUid || (n.readyChangedAt ?? Number.NEGATIVE_INFINITY) < asked - CONDITION_TIME_RESOLUTION_MS);
+  const other = nodes.find((n) => n.uid !== job.shutdownNodeUid || !notReadySinceRequest(job, n, asked));
   if (other !== undefined) {
     return {
       allowed: false,

@@ -259,6 +259,29 @@ describe("power-off step power-off-pod", () => {
     assert.equal(r.job.facts.shutdownRequested, T0);
   });
 
+  it("keeps the Node's Ready condition as read fresh right before the pod, and none for an earlier run's pod", async () => {
+    const r = rig({ world: { on: ["worker-1"] }, before: (w) => { w.registerTainted("worker-1"); } });
+    const changedAt = r.w.cluster.nodeNamed("worker-1")?.readyChangedAt;
+    assert.deepEqual(await run(r, "power-off-pod"), { kind: "done", detail: "power-off pod created on worker-1" });
+    assert.deepEqual(r.job.shutdownNodeReady, { ready: true, changedAt });
+    const adopted = rig({
+      world: { on: ["worker-1"] },
+      before: (w) => {
+        w.registerTainted("worker-1");
+        w.cluster.addPod({ machine: "worker-1", nodeName: "worker-1", startedAt: T0 - 60_000, phase: "Running", terminating: false });
+      },
+    });
+    assert.deepEqual(await run(adopted, "power-off-pod"), { kind: "done", detail: "power-off pod exists" });
+    assert.equal(adopted.job.shutdownNodeReady, undefined);
+  });
+
+  it("keeps the Node NotReady at the request when the apiserver has it so and the view still shows it Ready", async () => {
+    const r = rig({ world: { on: ["worker-1"], lagging: true }, before: (w) => { w.registerTainted("worker-1"); w.view?.sync(); } });
+    r.w.cluster.setReady("worker-1", false, T0 - 30_000);
+    assert.deepEqual(await run(r, "power-off-pod"), { kind: "done", detail: "power-off pod created on worker-1" });
+    assert.deepEqual(r.job.shutdownNodeReady, { ready: false, changedAt: T0 - 30_000 });
+  });
+
   it("creates the pod on the Node and counts the attempt", async () => {
     const r = rig({ world: { on: ["worker-1"] }, before: (w) => { w.registerTainted("worker-1"); } });
     assert.deepEqual(await run(r, "power-off-pod"), { kind: "done", detail: "power-off pod created on worker-1" });

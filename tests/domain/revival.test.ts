@@ -216,6 +216,26 @@ describe("revival: until the machine counts as down", () => {
   });
 });
 
+describe("revival: the request's time and the Node's on clocks set apart", () => {
+  // plugpool's wall clock ten minutes ahead of the control plane's: its request reads as later than the NotReady
+  // that followed it.
+  const AHEAD = DOWN + 600_000;
+
+  it("brings back a machine whose Node was Ready when asked and went NotReady after, though plugpool's clock is ahead", async () => {
+    const r = rig({ job: { facts: { recordCommitted: AHEAD - 5000, shutdownRequested: AHEAD }, shutdownNodeReady: { ready: true, changedAt: T0 - 3_600_000 } } });
+    assert.equal(await pass(r), undefined);
+    assert.deepEqual(calls(r), ["turnOff", "turnOn"]);
+    assert.deepEqual(r.w.reporter.events, CYCLED);
+  });
+
+  it("never cycles a machine whose Node was NotReady already when asked, though plugpool's clock is behind", async () => {
+    const r = rig({ job: { facts: { recordCommitted: DOWN - 605_000, shutdownRequested: DOWN - 600_000 }, shutdownNodeReady: { ready: false, changedAt: DOWN } } });
+    assert.equal(await pass(r), undefined);
+    assert.deepEqual(calls(r), []);
+    assert.deepEqual(r.w.reporter.events, [{ type: "stranded", machine: "worker-1", node: "worker-1", detail: "node worker-1 was NotReady before plugpool asked for the shutdown" }]);
+  });
+});
+
 describe("revival: a machine that may run, or cannot be judged", () => {
   it("watches a machine whose Node is Ready for as long as a shutdown is waited for (notReadyTimeout since the watch began)", async () => {
     const r = rig({ before: (w) => { w.cluster.setReady("worker-1", true, T0 - 1000); } });

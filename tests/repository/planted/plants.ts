@@ -415,6 +415,21 @@ export const PLANTS: readonly Plant[] = [
     suite: ["tests/adapters/kubernetes/cluster-view.test.ts"],
   },
   {
+    name: "judge a NotReady after the shutdown request by setting plugpool's clock against the Node's",
+    edits: [{ file: "src/domain/safety.ts", find: "  const then = job.shutdownNodeReady;\n", replace: "  const then = undefined as PowerOffJob[\"shutdownNodeReady\"];\n" }],
+  },
+  {
+    name: "take the Node's Ready condition at the shutdown request from a view that may lag",
+    edits: [
+      {
+        file: "src/domain/power-off-steps.ts",
+        find: "    await pool.deps.teardown.createPowerOffPod(machine, node.name, job.startedAt, options);\n    shutdownAsked(job, now, node, asked);",
+        replace: "    await pool.deps.teardown.createPowerOffPod(machine, node.name, job.startedAt, options);\n    shutdownAsked(job, now, node, node);",
+      },
+    ],
+    suite: ["tests/domain/power-off-steps.test.ts"],
+  },
+  {
     name: "end the watch of a halted machine on a view that lags, without asking the apiserver",
     edits: [{ file: "src/domain/revival.ts", find: "      return (await runsNow(ctx, machine, options)) ? undefined : REVIVAL_POLL_MS;", replace: "      return undefined;" }],
   },
