@@ -228,6 +228,20 @@ describe("revival: the request's time and the Node's on clocks set apart", () =>
     assert.deepEqual(r.w.reporter.events, CYCLED);
   });
 
+  it("never cycles a machine whose Node was NotReady when asked and NotReady since another moment: it was Ready between, unseen", async () => {
+    const r = rig({ job: { facts: { recordCommitted: DOWN - 605_000, shutdownRequested: DOWN - 600_000 }, shutdownNodeReady: { ready: false, changedAt: DOWN - 60_000 } } });
+    assert.equal(await pass(r), undefined);
+    assert.deepEqual(calls(r), []);
+    assert.deepEqual(r.w.reporter.events, [{ type: "stranded", machine: "worker-1", node: "worker-1", detail: "node worker-1 was NotReady before plugpool asked for the shutdown" }]);
+  });
+
+  it("never cycles a machine whose Node's NotReady bears the time its Ready bore when asked: no change it can tell", async () => {
+    const r = rig({ job: { facts: { recordCommitted: AHEAD - 5000, shutdownRequested: AHEAD }, shutdownNodeReady: { ready: true, changedAt: DOWN } } });
+    assert.equal(await pass(r), undefined);
+    assert.deepEqual(calls(r), []);
+    assert.equal(r.w.reporter.of("stranded").length, 1);
+  });
+
   it("never cycles a machine whose Node was NotReady already when asked, though plugpool's clock is behind", async () => {
     const r = rig({ job: { facts: { recordCommitted: DOWN - 605_000, shutdownRequested: DOWN - 600_000 }, shutdownNodeReady: { ready: false, changedAt: DOWN } } });
     assert.equal(await pass(r), undefined);
