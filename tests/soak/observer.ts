@@ -13,8 +13,9 @@
 //   Event about it (out of everyone's view) for longer than OUT_OF_VIEW_MS;
 // - a power-off (plugpool's mark on a Node, or its power-off pod on a Node still tainted) lasted longer than
 //   STUCK_MS;
-// - a machine stayed halted (its OS shut down) with its plug on for longer than STUCK_MS: stranded, since nothing
-//   but a power cycle boots it again.
+// - a machine stayed halted (its OS shut down) with its plug on for longer than STUCK_MS without a Stranded Event
+//   about it (plugpool may leave a held machine halted, reported, until someone acts): nothing but a power cycle
+//   boots it again.
 // The time bounds (OUT_OF_VIEW_MS, STUCK_MS, CYCLE_ON_MS) count only time in which the plugpool cluster-autoscaler
 // calls can act: not while it is frozen, nor while another instance holds plugpool's Lease (that one acts, but CA's
 // Refresh never reaches it).
@@ -43,6 +44,8 @@ export const CYCLE_ON_MS = 60_000;
 const SWAP_SLACK_MS = 200;
 /** How much older than the episode a PoweredOutside Event may look (its timestamps have whole seconds). */
 const EVENT_SLACK_MS = 5_000;
+/** How much earlier than the halt a Stranded Event about it may come (the report may precede the OS's halt). */
+const STRANDED_SLACK_MS = 60_000;
 /** Longest a machine may be on without a Node and out of everyone's view (plugpool reads plugs every CA loop). */
 export const OUT_OF_VIEW_MS = 60_000;
 /**
@@ -141,13 +144,16 @@ export function createObserver(machines: readonly string[], log: (message: strin
   const reported = new Set<string>();
   let plugOf: ((machine: string) => EmulatedPlug) | undefined;
   let haltedOf: ((machine: string) => boolean) | undefined;
-  /** Since when each machine has been halted with its plug on. */
+  /** Since when each machine has been halted with its plug on (moved by pauses), and since when truly (one violation per spell). */
   const haltedOnSince = new Map<string, number>();
+  const haltedOnSpell = new Map<string, number>();
   let records = new Set<string>();
   /** When (epoch ms) plugpool last showed it had powered each machine on: its record seen, or its switch-on request. */
   const poweredByPlugpool = new Map<string, number>();
   /** The latest PoweredOutside Event time (epoch ms) per machine. */
   const poweredOutside = new Map<string, number>();
+  /** The latest Stranded Event time (epoch ms) per machine. */
+  const stranded = new Map<string, number>();
   /** The resourceVersion each PoweredOutside Event had when last seen, by uid. */
   const eventVersions = new Map<string, string>();
   /** Since when each machine has been on without a Node and without a power-on record. */
@@ -291,10 +297,11 @@ export function createObserver(machines: readonly string[], log: (message: strin
     }
   }
 
-  async function readPoweredOutside(core: CoreV1Api): Promise<void> {
+  /** Notes, per machine, when an Event of `reason` about it was last seen appearing or changing. */
+  async function readReports(core: CoreV1Api, reason: string, seenAt: Map<string, number>): Promise<void> {
     let items: CoreV1Event[];
     try {
-      ({ items } = await core.listEventForAllNamespaces({ fieldSelector: "reason=PoweredOutside" }));
+      ({ items } = await core.listEventForAllNamespaces({ fieldSelector: `reason=${reason}` }));
     } catch {
       return;
     }
@@ -308,7 +315,7 @@ export function createObserver(machines: readonly string[], log: (message: strin
       eventVersions.set(uid, version);
       for (const machine of machines) {
         const about = event.involvedObject.name === machine || new RegExp(`(^|[^\\w-])${machine}($|[^\\w-])`).test(event.message ?? "");
-        if (about) poweredOutside.set(machine, now);
+        if (about) seenAt.set(machine, now);
       }
     }
   }
@@ -338,7 +345,7 @@ export function createObserver(machines: readonly string[], log: (message: strin
   }
 
   async function tick(core: CoreV1Api, leases: CoordinationV1Api): Promise<void> {
-    const [isAway] = await Promise.all([away(leases), readRecords(core), readPoweredOutside(core)]);
+    const [isAway] = await Promise.all([away(leases), readRecords(core), readReports(core, "PoweredOutside", poweredOutside), readReports(core, "Stranded", stranded)]);
     const now = Date.now();
     if (isAway && lastTick !== undefined) pauseBounds(now - lastTick);
     lastTick = now;
@@ -363,15 +370,20 @@ export function createObserver(machines: readonly string[], log: (message: strin
       }
     }
     for (const machine of machines) {
-      const stranded = plugOf?.(machine).state(RELAY) === true && haltedOf?.(machine) === true;
-      if (!stranded) {
+      const halted = plugOf?.(machine).state(RELAY) === true && haltedOf?.(machine) === true;
+      if (!halted) {
         haltedOnSince.delete(machine);
+        haltedOnSpell.delete(machine);
         continue;
       }
       const since = haltedOnSince.get(machine) ?? now;
       haltedOnSince.set(machine, since);
-      if (now - since > STUCK_MS) {
-        violation("halted-with-power-on", `${machine}/${String(since)}`, `${machine} halted with its plug on for ${((now - since) / 1000).toFixed(0)} s`);
+      const spell = haltedOnSpell.get(machine) ?? now;
+      haltedOnSpell.set(machine, spell);
+      // plugpool may judge and report the machine before its OS has finished halting.
+      const reported = (stranded.get(machine) ?? 0) >= spell - STRANDED_SLACK_MS;
+      if (!reported && now - since > STUCK_MS) {
+        violation("halted-with-power-on", `${machine}/${String(spell)}`, `${machine} halted with its plug on for ${((now - since) / 1000).toFixed(0)} s, and no Stranded Event about it`);
       }
     }
     for (const [machine, at] of cycleOffAt) {
