@@ -78,7 +78,7 @@ export const PLANTS: readonly Plant[] = [
     edits: [
       {
         file: "src/domain/power-off-steps.ts",
-        find: "    const verdict = await shutdownVerdict(pool, machine, options);\n    if (!verdict.allowed) return abort(verdict);\n    await pool.deps.teardown.createPowerOffPod(",
+        find: "    const verdict = await shutdownVerdict(pool, machine, node, (n) => { asked = n; }, options);\n    if (!verdict.allowed) return abort(verdict);\n    await pool.deps.teardown.createPowerOffPod(",
         replace: "    await pool.deps.teardown.createPowerOffPod(",
       },
     ],
@@ -88,7 +88,7 @@ export const PLANTS: readonly Plant[] = [
     edits: [
       {
         file: "src/domain/power-off-steps.ts",
-        find: "        const verdict = await shutdownVerdict(pool, machine, o);\n        if (!verdict.allowed) refusal = verdict;\n        return verdict.allowed;",
+        find: "        const verdict = await shutdownVerdict(pool, machine, node, (n) => { asked = n; }, o);\n        if (!verdict.allowed) refusal = verdict;\n        return verdict.allowed;",
         replace: "        return o !== null;",
       },
     ],
@@ -98,8 +98,8 @@ export const PLANTS: readonly Plant[] = [
     edits: [
       {
         file: "src/domain/power-off-steps.ts",
-        find: "      let refusal: RefusedVerdict | undefined;\n      const mayShutDown = async (o?: CallOptions): Promise<boolean> => {\n        const verdict = await shutdownVerdict(pool, machine, o);",
-        replace: "      let refusal: RefusedVerdict | undefined;\n      const early = await shutdownVerdict(pool, machine, options);\n      const mayShutDown = async (o?: CallOptions): Promise<boolean> => {\n        const verdict = o === null ? early : early;",
+        find: "      let asked: NodeView | undefined;\n      const mayShutDown = async (o?: CallOptions): Promise<boolean> => {\n        const verdict = await shutdownVerdict(pool, machine, node, (n) => { asked = n; }, o);",
+        replace: "      let asked: NodeView | undefined;\n      const early = await shutdownVerdict(pool, machine, node, (n) => { asked = n; }, options);\n      const mayShutDown = async (o?: CallOptions): Promise<boolean> => {\n        const verdict = o === null ? early : early;",
       },
     ],
   },
