@@ -4,7 +4,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { PoolDeps, PowerRecords, PowerSwitch } from "../../src/domain/index.ts";
-import { formatPowerOffRecord, POWER_OFF_ANNOTATION } from "../../src/domain/index.ts";
+import { formatPowerOffRecord, POWER_OFF_ANNOTATION, TO_BE_DELETED_TAINT } from "../../src/domain/index.ts";
 import type { PowerOffStep } from "../../src/domain/events.ts";
 import { POWER_OFF_STEPS, type StepOutcome } from "../../src/domain/power-off-steps.ts";
 import { createContext, type PoolContext } from "../../src/domain/context.ts";
@@ -275,6 +275,19 @@ describe("power-off step power-off-pod", () => {
     assert.equal(adopted.job.shutdownNodeReady, undefined);
   });
 
+  it("keeps the Ready condition of the Node the pod goes on, not of another Node that claims the machine", async () => {
+    const r = rig({
+      world: { on: ["worker-1"] },
+      before: (w) => {
+        w.registerTainted("worker-1");
+        w.cluster.addNode({ name: "worker-1.old", providerID: PREFIX + "worker-1", ready: false, readyChangedAt: T0 - 90_000, taints: [{ key: TO_BE_DELETED_TAINT, value: "", effect: "NoSchedule" }] });
+      },
+    });
+    const changedAt = r.w.cluster.nodeNamed("worker-1")?.readyChangedAt;
+    assert.deepEqual(await run(r, "power-off-pod"), { kind: "done", detail: "power-off pod created on worker-1" });
+    assert.deepEqual(r.job.shutdownNodeReady, { ready: true, changedAt });
+  });
+
   it("keeps the Node NotReady at the request when the apiserver has it so and the view still shows it Ready", async () => {
     const r = rig({ world: { on: ["worker-1"], lagging: true }, before: (w) => { w.registerTainted("worker-1"); w.view?.sync(); } });
     r.w.cluster.setReady("worker-1", false, T0 - 30_000);
@@ -363,6 +376,13 @@ describe("power-off step power-off-pod", () => {
       assert.deepEqual(await run(r, "power-off-pod"), { kind: "done", detail: "OS shutdown of worker-1 requested through plug of worker-1" });
       assert.deepEqual(r.w.power.shutdownsAccepted, ["plug-worker-1"]);
       assert.equal(r.job.facts.shutdownRequested, T0);
+    });
+
+    it("keeps the Node's Ready condition as read fresh inside the control's slot, right before the request", async () => {
+      const r = rig({ world: { ...BMC, lagging: true }, before: (w) => { w.registerTainted("worker-1"); w.view?.sync(); } });
+      r.w.cluster.setReady("worker-1", false, T0 - 30_000);
+      assert.deepEqual(await run(r, "power-off-pod"), { kind: "done", detail: "OS shutdown of worker-1 requested through plug of worker-1" });
+      assert.deepEqual(r.job.shutdownNodeReady, { ready: false, changedAt: T0 - 30_000 });
     });
   });
 });
