@@ -32,6 +32,8 @@ interface Rig {
   readonly w: World;
   readonly ctx: PoolContext;
   readonly job: PowerOffJob;
+  /** The view the watch sees the cluster through, with `lagging`: it shows the cluster as at `sync()`. */
+  readonly view: LaggingView | undefined;
 }
 
 interface RigOptions {
@@ -43,8 +45,8 @@ interface RigOptions {
   readonly job?: Partial<PowerOffRun>;
   /** The job's Node is the one registered (default), or another uid. */
   readonly uid?: "registered" | "other" | "none";
-  /** The watch sees the cluster through a view that lags until `sync()` (default: the truth). */
-  readonly view?: LaggingView;
+  /** The watch sees the cluster through a view that lags, from after `before`, until `view.sync()` (default: the truth). */
+  readonly lagging?: boolean;
   readonly before?: (w: World) => void;
 }
 
@@ -58,7 +60,8 @@ function rig(options: RigOptions = {}): Rig {
   // The device was met before: switch commands go without learning it first.
   w.records.seedDeviceIdentity("worker-1", w.power.identityOf(plugOf(w)));
   options.before?.(w);
-  const deps: PoolDeps = { clock: w.clock, power: w.power, cluster: options.view ?? w.cluster, lookup: w.cluster, teardown: w.cluster, records: w.records, reporter: w.reporter };
+  const view = options.lagging === true ? new LaggingView(w.cluster) : undefined;
+  const deps: PoolDeps = { clock: w.clock, power: w.power, cluster: view ?? w.cluster, lookup: w.cluster, teardown: w.cluster, records: w.records, reporter: w.reporter };
   const ctx = createContext(deps, w.config);
   const uid = options.uid ?? "registered";
   const job: PowerOffJob = {
@@ -71,7 +74,7 @@ function rig(options: RigOptions = {}): Rig {
     ...options.job,
   };
   beginPowerOff(ctx, w.machine("worker-1"), job);
-  return { w, ctx, job };
+  return { w, ctx, job, view };
 }
 
 const plugOf = (w: World): ReturnType<World["machine"]>["power"] => w.machine("worker-1").power;
@@ -277,17 +280,7 @@ describe("revival: a machine that may run, or cannot be judged", () => {
   });
 
   it("ends the watch on the apiserver's word: a Node the lagging view still shows Ready is read NotReady, watched on, and brought back", async () => {
-    let view: LaggingView | undefined;
-    const r = rig({
-      world: BMC,
-      before: (w) => {
-        w.cluster.setReady("worker-1", true, T0 - 1000);
-        view = new LaggingView(w.cluster);
-      },
-      get view() {
-        return view;
-      },
-    });
+    const r = rig({ world: BMC, lagging: true, before: (w) => { w.cluster.setReady("worker-1", true, T0 - 1000); } });
     r.w.clock.advance(SINCE + 300_000 - 30_000);
     // The OS halts (a BMC powers the machine off) within the window; the view does not show it yet.
     r.w.cluster.setReady("worker-1", false, r.w.clock.now());
@@ -295,7 +288,7 @@ describe("revival: a machine that may run, or cannot be judged", () => {
     r.w.clock.advance(30_000);
     assert.equal(await pass(r), POLL, "the view shows Ready at the window's end, the apiserver NotReady");
     assert.deepEqual(r.w.cluster.callsOf("nodesClaiming").length, 1);
-    view?.sync();
+    r.view?.sync();
     r.w.clock.advance(120_000);
     assert.equal(await pass(r), undefined, "brought back once the view shows the halt and its grace has passed");
     assert.deepEqual(calls(r), ["turnOn"]);
@@ -303,35 +296,17 @@ describe("revival: a machine that may run, or cannot be judged", () => {
   });
 
   it("watches on when the apiserver has no Node of the machine left, and reports it once the view shows the Node gone", async () => {
-    let view: LaggingView | undefined;
-    const r = rig({
-      before: (w) => {
-        w.cluster.setReady("worker-1", true, T0 - 1000);
-        view = new LaggingView(w.cluster);
-      },
-      get view() {
-        return view;
-      },
-    });
+    const r = rig({ lagging: true, before: (w) => { w.cluster.setReady("worker-1", true, T0 - 1000); } });
     r.w.clock.advance(SINCE + 300_000);
     r.w.cluster.removeNode("worker-1");
     assert.equal(await pass(r), POLL, "no Node read is no sign the machine runs");
-    view?.sync();
+    r.view?.sync();
     assert.equal(await pass(r), undefined);
     assert.deepEqual(r.w.reporter.events, [{ type: "stranded", machine: "worker-1", node: "worker-1", detail: "its Node worker-1 is gone; no sign it halted" }]);
   });
 
   it("watches on when the apiserver shows one Node of the machine Ready and the one shut down NotReady", async () => {
-    let view: LaggingView | undefined;
-    const r = rig({
-      before: (w) => {
-        w.cluster.setReady("worker-1", true, T0 - 1000);
-        view = new LaggingView(w.cluster);
-      },
-      get view() {
-        return view;
-      },
-    });
+    const r = rig({ lagging: true, before: (w) => { w.cluster.setReady("worker-1", true, T0 - 1000); } });
     r.w.clock.advance(SINCE + 300_000 - 30_000);
     r.w.cluster.setReady("worker-1", false, r.w.clock.now());
     r.w.cluster.addNode({ name: "worker-1-new", providerID: PREFIX + "worker-1" });
